@@ -1,0 +1,139 @@
+"""Base classes of the three pluggable component kinds: datasets, algorithms and metrics.
+
+Conventions (ARCHITECTURE.md): a component has a stable ``name`` used in YAML and on the CLI; its parameters are
+declared once as a pydantic model ``Params`` (extra keys forbidden, constraints stated with ``Field``); hyper-
+parameters go to the constructor, data only to ``run``/``split``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from dpexp.types import Output, Sizes, Split
+
+
+class Params(BaseModel):
+    """Base of every component's parameter model: unknown keys are errors, values are validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    pass
+
+
+def format_params(params: BaseModel | dict[str, Any]) -> str:
+    """Display string with sorted keys, e.g. ``omega_x=1.0,p1=0.35`` ('' when there are none).
+
+    Only parameters given explicitly are shown, so adding a new parameter with a default keeps old keys stable.
+    """
+    d = params.model_dump(exclude_unset=True) if isinstance(params, BaseModel) else dict(params)
+    return ",".join(f"{k}={d[k]}" for k in sorted(d))
+
+
+class Algorithm:
+    """A (possibly private) regression algorithm.
+
+    Class attributes every subclass sets:
+
+    * ``name``: registry name; ``description``: one line for ``dpexp list``.
+    * ``private``: False for non-private baselines (the runner then ignores epsilon and computes once per split).
+    * ``formally_dp``: False for heuristics that use noise but carry no DP guarantee (e.g. ``oi_mos``).
+    * ``neighbouring``: "replace-one" (bounded DP) or "add-remove" (unbounded DP); None when not private.
+    * ``Params``: the pydantic parameter model.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    private: ClassVar[bool] = True
+    formally_dp: ClassVar[bool] = True
+    neighbouring: ClassVar[str | None] = "replace-one"
+    Params: ClassVar[type[Params]] = NoParams
+
+    def __init__(self, **params: Any) -> None:
+        self.params = self.Params(**params)
+
+    @property
+    def params_str(self) -> str:
+        return format_params(self.params)
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        """Fit on ``split``'s private (+ public) rows and predict its test rows, ``trials`` independent times."""
+        raise NotImplementedError
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        """Run on several splits (e.g. all drugs of a chunk) with one generator each.
+
+        Override to batch the linear algebra; the default loops.  Must draw each split's randomness only from its own
+        generator so results do not depend on how cells are grouped.  Return an ``Exception`` in place of an
+        ``Output`` for a split that failed.
+        """
+        out: list[Output | Exception] = []
+        for split, rng in zip(splits, rngs):
+            try:
+                out.append(self.run(split, epsilon, delta, rng, trials))
+            except Exception as exc:  # recorded per cell by the runner
+                out.append(exc)
+        return out
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        """What one run spends (the privacy map): keys ``epsilon``, ``delta`` and optionally ``rho`` (zCDP)."""
+        if not self.private:
+            return {"epsilon": 0.0, "delta": 0.0}
+        return {"epsilon": float(epsilon), "delta": float(delta)}
+
+
+class Dataset:
+    """A dataset: knows its subsets and how to draw the split of one cell.
+
+    * ``shared_split``: if True the split stream is keyed by (dataset, repeat) only, so every subset of a repeat
+      uses the same random split (GDSC protocol); otherwise by (dataset, subset, repeat).
+    * ``download_hint``: the command that fetches missing files (shown in "data not found" errors).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    shared_split: ClassVar[bool] = False
+    download_hint: ClassVar[str | None] = None
+    Params: ClassVar[type[Params]] = NoParams
+
+    def __init__(self, data_dir: Path | None = None, **params: Any) -> None:
+        self.data_dir = data_dir
+        self.params = self.Params(**params)
+
+    @property
+    def params_str(self) -> str:
+        return format_params(self.params)
+
+    def subsets(self) -> list[str]:
+        """Names of the subsets (drugs, cells, tracts...); a dataset without subsets has one called 'all'."""
+        return ["all"]
+
+    def n_rows(self, subset: str) -> int | None:
+        """Rows available in ``subset`` (None when unbounded, e.g. a generator); used to validate sizes."""
+        return None
+
+    def check(self) -> None:
+        """Raise ``DataNotFoundError``/``UserError`` if the data cannot be used (called during validation)."""
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        raise NotImplementedError
+
+
+class Metric:
+    """A scalar summary of one cell's ``Output`` against its ``Split``."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Params: ClassVar[type[Params]] = NoParams
+
+    def __init__(self, **params: Any) -> None:
+        self.params = self.Params(**params)
+
+    def __call__(self, output: Output, split: Split) -> float:
+        raise NotImplementedError

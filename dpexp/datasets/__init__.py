@@ -1,0 +1,1 @@
+"""Dataset loaders and generators (each module registers its datasets)."""

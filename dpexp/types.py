@@ -1,0 +1,81 @@
+"""Plain data containers passed between datasets, algorithms and metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Requested sizes of one cell. ``max_*`` are the largest values in the experiment's size grid, so a
+    dataset can draw pools once per repeat and take nested prefixes (the paper protocols do this)."""
+
+    n_private: int
+    n_public: int
+    n_test: int
+    max_private: int
+    max_public: int
+    max_test: int
+
+
+@dataclass
+class Split:
+    """The data one cell sees. ``X_*`` are 2-D (rows x features) and ``y_*`` 1-D float arrays.
+
+    ``meta`` carries dataset facts an algorithm or metric may need and that are *public* by assumption
+    (declared bounds, the true coefficients of a synthetic model, feature names...).  Anything derived from the
+    private rows that is not DP must not go into ``meta`` unless the paper protocol does so and says so.
+    """
+
+    X_private: np.ndarray
+    y_private: np.ndarray
+    X_public: np.ndarray
+    y_public: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def d(self) -> int:
+        return int(self.X_test.shape[1] if self.X_test.ndim == 2 else self.X_private.shape[1])
+
+    @property
+    def X_train(self) -> np.ndarray:
+        return np.concatenate([self.X_public, self.X_private], axis=0)
+
+    @property
+    def y_train(self) -> np.ndarray:
+        return np.concatenate([self.y_public, self.y_private], axis=0)
+
+
+@dataclass
+class Output:
+    """What an algorithm returns for one cell.
+
+    ``predictions`` has shape (trials, n_test): one row per independent run ("trial") of the algorithm on the same
+    split.  NaN rows mark trials where the algorithm failed (e.g. NoisyStats), never a made-up number.
+    ``extras`` are scalar diagnostics written as additional metric rows (e.g. the chosen threshold ``omega_x``).
+    ``coef`` optionally holds fitted coefficients with shape (trials, d).
+    """
+
+    predictions: np.ndarray
+    extras: dict[str, float] = field(default_factory=dict)
+    coef: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        p = np.asarray(self.predictions, dtype=float)
+        if p.ndim == 1:
+            p = p[None, :]
+        self.predictions = p
+
+    @property
+    def trials(self) -> int:
+        return int(self.predictions.shape[0])
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Boolean mask (trials,) of failed trials."""
+        return ~np.all(np.isfinite(self.predictions), axis=1)
