@@ -1,0 +1,1 @@
+"""Privacy mechanisms (releases) and accounting (privacy maps), kept separate as in OpenDP."""
