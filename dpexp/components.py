@@ -124,6 +124,16 @@ class Dataset:
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         raise NotImplementedError
 
+    @classmethod
+    def download(cls, dest: Path) -> list[Path]:
+        """Fetch the public originals into ``dest`` (verifying checksums); used by ``dpexp data download NAME``.
+
+        Datasets without a download (generators) raise ``UserError``.
+        """
+        from dpexp.errors import UserError
+
+        raise UserError(f"dataset {cls.name!r} has no download (it is generated or must be placed by hand)")
+
 
 class Metric:
     """A scalar summary of one cell's ``Output`` against its ``Split``."""
