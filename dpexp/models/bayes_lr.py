@@ -1,0 +1,34 @@
+"""Bayesian linear regression with *fixed* precisions, from sufficient statistics.
+
+Model: y | x, β ~ N(xᵀβ, 1/λ), β ~ N(0, I/λ0).  The posterior of β is Gaussian with precision Λ = λ0 I + λ XᵀX and
+mean Λ⁻¹ λ Xᵀy (Honkela et al. 2018, Methods 4.1 with λ, λ0 fixed).  Everything is batched over leading axes so
+one call fits many repeats / subsets / noise draws.  The Gamma-prior model lives in ``dpexp.models.vb``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def symmetric_psd_floor(A: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """Symmetrise ``A`` (…, d, d) and raise eigenvalues below ``floor`` to ``floor``."""
+    A = 0.5 * (A + np.swapaxes(A, -1, -2))
+    w, V = np.linalg.eigh(A)
+    if np.all(w >= floor):
+        return A
+    w = np.maximum(w, floor)
+    return (V * w[..., None, :]) @ np.swapaxes(V, -1, -2)
+
+
+def posterior_mean_fixed(XX: np.ndarray, Xy: np.ndarray, lam: float = 1.0, lam0: float = 1.0) -> np.ndarray:
+    """Posterior mean (λ0 I + λ XᵀX)⁻¹ λ Xᵀy, batched: XX (…, d, d), Xy (…, d) → (…, d).
+
+    Perturbed statistics can make λ0 I + λ XᵀX indefinite (singular systems give nonsense); we symmetrise and floor
+    the eigenvalues of XᵀX at 0 first, which keeps the posterior precision ≥ λ0 I — a post-processing of the DP
+    release, so privacy is unaffected.
+    """
+    XX = np.asarray(XX, dtype=float)
+    Xy = np.asarray(Xy, dtype=float)
+    d = XX.shape[-1]
+    prec = lam0 * np.eye(d) + lam * symmetric_psd_floor(XX)
+    return np.linalg.solve(prec, lam * Xy[..., None])[..., 0]
