@@ -1,0 +1,65 @@
+"""Noise calibration of the distributed Gaussian mechanism (Heikkilä et al. 2017, Eq. (1) and Theorem 1).
+
+* ``sigma_std``: the standard deviation σ_std the *trusted-aggregator* Gaussian mechanism adds to a query of L2
+  sensitivity Δ₂ for (ε, δ)-DP.  Two calibrations:
+
+  - ``"classic"``: Eq. (1), σ² = 2 ln(1.25/δ) (Δ₂/ε)² (Dwork & Roth 2014, Thm 3.22/A.1).  Its proof needs ε < 1; the
+    paper uses it up to ε = 31.6, so we emit a ``PrivacyCalibrationWarning`` when ε ≥ 1 (the release is then *not*
+    proven (ε, δ)-DP).
+  - ``"analytic"`` (default): the smallest σ for which the Gaussian mechanism is exactly (ε, δ)-DP, for any ε > 0
+    (Balle & Wang 2018, Thm 8), from ``dpexp.privacy.mechanisms.analytic_gaussian_sigma``.
+
+* ``client_sigma``: Theorem 1 / supplement eqs. (7)–(8): if at most T clients collude or drop out, each client adds
+  N(0, σ²) with σ² = σ_std² / (N − T − 1), so that the noise of the N − T − 1 clients that are neither the target
+  nor among the T alone has variance ≥ σ_std².
+
+The neighbouring relation is whatever Δ₂ was derived for; the callers in this package use replace-one (bounded DP),
+the relation of the paper (§3.1: "the two data sets have the same number of samples, but they differ on a single one").
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from dpexp.errors import UserError
+from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian_sigma_classic
+
+CALIBRATIONS = ("analytic", "classic")
+
+
+class PrivacyCalibrationWarning(UserWarning):
+    """The classic Gaussian calibration was used outside its proven range ε < 1."""
+
+
+def sigma_std(sensitivity: float, epsilon: float, delta: float, calibration: str = "analytic") -> float:
+    """σ_std of the trusted-aggregator Gaussian mechanism for L2 sensitivity Δ₂ (see module docstring)."""
+    if calibration == "classic":
+        if epsilon >= 1.0:
+            warnings.warn(f"classic Gaussian calibration (Eq. (1)) used with epsilon={epsilon:g} >= 1: outside the "
+                          "range where it is proven (epsilon < 1); use calibration='analytic' for a guarantee",
+                          PrivacyCalibrationWarning, stacklevel=2)
+        return gaussian_sigma_classic(sensitivity, epsilon, delta)
+    if calibration == "analytic":
+        return analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    raise UserError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+
+
+def noise_factor(n_clients: int, n_faulty: int = 0) -> float:
+    """Extra variance factor of the distributed mechanism over the trusted aggregator: N / (N − T − 1) (Fig. 1b)."""
+    check_clients(n_clients, n_faulty)
+    return n_clients / (n_clients - n_faulty - 1)
+
+
+def check_clients(n_clients: int, n_faulty: int) -> None:
+    if n_faulty < 0:
+        raise UserError(f"T (colluding/dropping clients) must be >= 0, got {n_faulty}")
+    if n_clients - n_faulty - 1 < 1:
+        raise UserError(f"the distributed Gaussian mechanism needs N - T - 1 >= 1 (Thm 1), got N={n_clients}, "
+                        f"T={n_faulty}")
+
+
+def client_sigma(sigma_standard: float, n_clients: int, n_faulty: int = 0) -> float:
+    """Per-client noise std of Theorem 1: σ = σ_std / sqrt(N − T − 1)."""
+    check_clients(n_clients, n_faulty)
+    return float(sigma_standard) / math.sqrt(n_clients - n_faulty - 1)
