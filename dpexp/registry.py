@@ -16,6 +16,7 @@ PLUGIN_MODULES: list[str] = [
     # runner issue: synthetic data, robust private LR family, basic metrics
     "dpexp.datasets.synthetic",
     "dpexp.algorithms.robust_private_lr",
+    "dpexp.algorithms.debug",
     "dpexp.metrics",
     "dpexp.plotting",
     # later issues append their modules here (one line each)
@@ -30,6 +31,8 @@ T = TypeVar("T")
 def _register(kind: str) -> Callable[[T], T]:
     def deco(obj: T) -> T:
         name = getattr(obj, "name", None)
+        if kind == "plot" and not isinstance(name, str):
+            name = getattr(obj, "__name__", None)  # plot kinds may be plain functions
         if not isinstance(name, str) or not name:
             raise TypeError(f"{obj!r} has no string 'name' attribute")
         existing = _REGISTRIES[kind].get(name)

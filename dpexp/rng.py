@@ -41,11 +41,18 @@ def data_stream(root_seed: int, dataset: str, subset: str, repeat: int) -> np.ra
     return stream(root_seed, "data", dataset, subset, repeat)
 
 
+def noise_names(dataset: str, subset: str, repeat: int, algorithm: str, params: str, epsilon: float | None,
+                delta: float | None) -> tuple[object, ...]:
+    """Names keying a cell's noise stream; ``None`` privacy parameters mark a non-private algorithm."""
+    e = "nonprivate" if epsilon is None else repr(float(epsilon))
+    d = "nonprivate" if delta is None else repr(float(delta))
+    return ("noise", dataset, subset, repeat, algorithm, params, e, d)
+
+
 def noise_stream(root_seed: int, dataset: str, subset: str, repeat: int, algorithm: str, params: str,
-                 epsilon: float, delta: float) -> np.random.Generator:
+                 epsilon: float | None, delta: float | None) -> np.random.Generator:
     """Stream for an algorithm's randomness (privacy noise) in one cell."""
-    return stream(root_seed, "noise", dataset, subset, repeat, algorithm, params, repr(float(epsilon)),
-                  repr(float(delta)))
+    return stream(root_seed, *noise_names(dataset, subset, repeat, algorithm, params, epsilon, delta))
 
 
 def new_root_seed() -> int:

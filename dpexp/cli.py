@@ -1,0 +1,237 @@
+"""Command-line interface (thin click group; heavy imports happen inside commands so ``--help`` is fast).
+
+User errors (bad config, missing data, bad arguments) exit with code 2 and one line on stderr, no traceback.
+``dpexp run`` exits 1 when some cells failed (they are recorded), 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from dpexp import __version__
+
+EXIT_USER_ERROR = 2
+
+
+def _fail(msg: str) -> None:
+    click.echo(f"error: {msg}", err=True)
+    sys.exit(EXIT_USER_ERROR)
+
+
+class _Group(click.Group):
+    """Turns ``UserError`` into exit code 2 with one line."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        from dpexp.errors import UserError
+
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            _fail(str(exc))
+
+
+def _set_data_dir(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        os.environ["DPEXP_DATA_DIR"] = str(Path(value).resolve())
+    return value
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dpexp")
+@click.option("--data-dir", type=click.Path(file_okay=False), callback=_set_data_dir, expose_value=False,
+              is_eager=True, help="Data directory (overrides $DPEXP_DATA_DIR; default ./data then ../shared/data).")
+def main() -> None:
+    """dpexp: reproduce and extend experiments on differentially private linear regression.
+
+    \b
+    Typical use:
+      dpexp validate configs/demo.yaml
+      dpexp run configs/demo.yaml --out results/demo --jobs 2
+      dpexp plot results/demo --out figures/demo
+      dpexp summarize results/demo --markdown results/demo/summary.md
+    """
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default results/<experiment name>).")
+@click.option("--jobs", "-j", type=int, default=-1, show_default=True, help="Parallel processes (-1 = all cores).")
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Override the number of repeats.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a config value, e.g. --set privacy.epsilon=[1,2] --set algorithms[1].params.p1=0.3")
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=None, help="Override the root seed.")
+@click.option("--resume/--force", default=True, show_default=True,
+              help="Resume an interrupted run in OUT (default) or discard OUT's results and start again.")
+@click.option("--dry-run", is_flag=True, help="Validate, print the number of cells and a sample; run nothing.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides: tuple[str, ...], seed: int | None,
+        resume: bool, dry_run: bool, quiet: bool) -> None:
+    """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
+    import json
+
+    from dpexp import runner, spec
+
+    if jobs == 0 or jobs < -1:
+        _fail(f"--jobs must be >= 1 or -1 (all cores), got {jobs}")
+    raw = spec.read_yaml(Path(config))
+    exp = spec.resolve(raw, config, list(overrides), repeats)
+    if dry_run:
+        chunks = runner.plan_chunks(exp)
+        click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "
+                   f"({sum(len(d.subsets) for d in exp.datasets)} dataset subsets x {exp.spec.repeats} repeats x "
+                   f"{len(exp.size_grid)} sizes x {len(exp.algorithms)} algorithms x {len(exp.epsilons)} epsilons "
+                   f"x {len(exp.deltas)} deltas), {exp.spec.trials} trial(s) per cell, metrics: "
+                   f"{', '.join(label for label, _ in exp.metrics)}")
+        for c in runner.sample_cells(exp):
+            click.echo("  " + json.dumps(c))
+        return
+    out_dir = Path(out) if out else Path("results") / exp.spec.name
+    report = runner.run_experiment(exp, raw, out_dir, jobs=jobs, seed=seed, resume=resume,
+                                   repeats_override=repeats, progress=not quiet)
+    msg = (f"{exp.spec.name}: {report.cells} cells -> {report.results_path} "
+           f"({report.seconds:.1f} s, {report.skipped_chunks} chunks resumed)")
+    if report.failed_cells:
+        click.echo(f"{msg}; {report.failed_cells} cells FAILED (see {out_dir / 'failures.csv'})", err=True)
+        sys.exit(1)
+    click.echo(msg, err=True)
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value.")
+def validate(config: str, overrides: tuple[str, ...]) -> None:
+    """Check CONFIG completely (keys, values, names, data availability, sizes) without running it."""
+    from dpexp import spec
+
+    exp = spec.load(config, list(overrides))
+    click.echo(f"{config}: OK ({exp.n_cells} cells)")
+
+
+@main.command(name="list")
+@click.argument("kind", type=click.Choice(["algorithms", "datasets", "metrics", "plots"]), required=False)
+def list_(kind: str | None) -> None:
+    """List registered algorithms, datasets, metrics and plot kinds."""
+    from dpexp import registry
+
+    kinds = [kind] if kind else ["algorithms", "datasets", "metrics", "plots"]
+    for k in kinds:
+        click.echo(f"{k}:")
+        for name, obj in registry.items(k[:-1]):
+            desc = getattr(obj, "description", "") or (obj.__doc__ or "").strip().split("\n")[0]
+            tags = []
+            if k == "algorithms":
+                if not getattr(obj, "private", True):
+                    tags.append("non-private")
+                elif not getattr(obj, "formally_dp", True):
+                    tags.append("NOT formally DP")
+                else:
+                    tags.append(f"DP, {getattr(obj, 'neighbouring', '?')}")
+            click.echo(f"  {name:24s} {desc}" + (f" [{'; '.join(tags)}]" if tags else ""))
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="Figure directory (default figures/<experiment>).")
+@click.option("--format", "formats", default="png,pdf", show_default=True, help="Comma-separated formats.")
+def plot(results_dir: str, out: str | None, formats: str) -> None:
+    """Draw the experiment's figures from RESULTS_DIR (results table + manifest only)."""
+    from dpexp import registry, results
+    from dpexp.spec import PlotSpec
+
+    fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in ("png", "pdf", "svg")]
+    if bad or not fmts:
+        _fail(f"--format must be a comma-separated subset of png, pdf, svg, got {formats!r}")
+    manifest = results.read_manifest(Path(results_dir))
+    df = results.read_results(Path(results_dir))
+    name = manifest.get("experiment", Path(results_dir).name)
+    fig_dir = Path(out) if out else Path("figures") / name
+    plots = [PlotSpec.model_validate(p) for p in manifest.get("config", {}).get("plots") or []] or [PlotSpec()]
+    written = []
+    for i, p in enumerate(plots):
+        fn = registry.get("plot", p.kind)
+        stem = fig_dir / (p.name or (name if len(plots) == 1 else f"{name}_{i + 1}"))
+        written += fn(df, p, manifest, stem, fmts)
+    for w in written:
+        click.echo(str(w))
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(file_okay=False))
+@click.option("--x", "x", default=None, help="Column on the x axis (default: the varying one).")
+@click.option("--metric", default=None, help="Only this metric (default: all).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write CSV here.")
+@click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None, help="Also write Markdown.")
+def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None) -> None:
+    """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat)."""
+    from dpexp import results
+
+    df = results.read_results(Path(results_dir))
+    x = x or results.default_x(df)
+    agg = results.aggregate(df, x, metric)
+    cols = ["metric", "label", x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
+    if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
+        cols = ["dataset", "dataset_params"] + cols
+    table = agg[cols]
+    click.echo(results.to_markdown(table), nl=False)
+    if csv_path:
+        table.to_csv(csv_path, index=False)
+    if md_path:
+        Path(md_path).write_text(results.to_markdown(table))
+
+
+@main.group()
+def data() -> None:
+    """Locate and download datasets."""
+
+
+@data.command("download")
+@click.argument("name")
+@click.option("--dest", type=click.Path(file_okay=False), default=None,
+              help="Target directory (default $DPEXP_DATA_DIR or ./data).")
+def data_download(name: str, dest: str | None) -> None:
+    """Download the public originals of dataset NAME (verifying checksums)."""
+    from dpexp import registry
+    from dpexp.datasets.base import download_dir
+
+    cls = registry.get("dataset", name)
+    for p in cls.download(Path(dest) if dest else download_dir()):
+        click.echo(str(p))
+
+
+@data.command("where")
+def data_where() -> None:
+    """Print the directories searched for data files, in order."""
+    from dpexp.datasets.base import search_dirs
+
+    for d in search_dirs():
+        click.echo(f"{d}{'' if d.exists() else '  (missing)'}")
+
+
+@main.command()
+@click.argument("algorithms", nargs=-1)
+@click.option("--epsilon", type=float, default=None, help="Claimed epsilon to audit (default: each entry's).")
+@click.option("--delta", type=float, default=None, help="Claimed delta (default: each entry's).")
+@click.option("--trials", type=click.IntRange(min=100), default=None, help="Runs per side (default 100000).")
+@click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True)
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write CSV + Markdown here.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--jobs", "-j", type=int, default=1, show_default=True)
+def audit(algorithms: tuple[str, ...], epsilon: float | None, delta: float | None, trials: int | None,
+          confidence: float, out: str | None, seed: int, jobs: int) -> None:
+    """Black-box statistical test of each algorithm's (epsilon, delta) claim (a lower bound, not a proof)."""
+    from dpexp.audit import run_audit
+
+    code = run_audit(list(algorithms) or None, epsilon, delta, trials, confidence, Path(out) if out else None,
+                     seed, jobs)
+    sys.exit(code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

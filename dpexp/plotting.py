@@ -1,0 +1,140 @@
+"""Figures drawn from a results table only (never recomputing an experiment).
+
+A plot kind is a function ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` registered with
+``@register_plot`` (its name is the function name unless it has a ``name`` attribute).  If it has an ``Options``
+attribute (a pydantic model) the config's ``plots[i].options`` are validated against it before the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpexp.registry import register_plot
+from dpexp.results import aggregate, default_x
+
+X_LABELS = {
+    "n_private": "private training rows n (count)",
+    "n_public": "public (non-private) training rows (count)",
+    "n_test": "test rows (count)",
+    "epsilon": "privacy budget ε",
+    "delta": "privacy parameter δ",
+    "d": "dimension d (features)",
+}
+METRIC_LABELS = {
+    "spearman": "Spearman rank correlation (test set)",
+    "mae": "mean absolute error (target units)",
+    "wpc": "weighted probabilistic concordance index",
+}
+
+
+class PlotOptions(BaseModel):
+    """Base of plot kinds' option models: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def validate_plot_options(spec: Any) -> None:
+    """Validate ``spec.options`` with the kind's ``Options`` model (raises pydantic ValidationError)."""
+    from dpexp import registry
+
+    fn = registry.get("plot", spec.kind)
+    model = getattr(fn, "Options", None)
+    if model is not None:
+        model.model_validate(spec.options)
+
+
+def axis_label(name: str) -> str:
+    return X_LABELS.get(name) or METRIC_LABELS.get(name) or name
+
+
+def save(fig: Any, out_stem: Path, formats: list[str]) -> list[Path]:
+    """Save ``fig`` as ``out_stem.<fmt>`` for each format; close it; return the paths."""
+    import matplotlib.pyplot as plt
+
+    out_stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        p = out_stem.with_suffix("." + fmt)
+        fig.savefig(p, bbox_inches="tight", dpi=150, metadata={"CreationDate": None} if fmt == "pdf" else None)
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def new_figure(width: float = 6.4, height: float = 4.4) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def title_of(spec: Any, manifest: dict[str, Any]) -> str:
+    return spec.title or manifest.get("title") or manifest.get("experiment", "")
+
+
+class CurveOptions(PlotOptions):
+    center: Literal["mean", "median"] = "mean"
+    error: Literal["std", "sem", "iqr", "none"] = Field("std", description="error bars over repeats")
+    baselines: list[str] = Field(default_factory=list, description="labels drawn as horizontal lines")
+    logx: bool = False
+    logy: bool = False
+    ylim: list[float] | None = None
+    xlabel: str | None = None
+    ylabel: str | None = None
+
+
+def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
+    """Metric against x (n_private, epsilon, ...), one line per algorithm label, centre ± spread over repeats
+    (values averaged over subsets within a repeat first).  Labels in ``options.baselines`` are drawn as horizontal
+    lines at their average over x (e.g. public-data-only baselines)."""
+    opts = CurveOptions.model_validate(spec.options)
+    metric = spec.metric or str(df["metric"].iloc[0])
+    x = spec.x or default_x(df[df["metric"] == metric])
+    agg = aggregate(df, x, metric)
+    fig, ax = new_figure()
+    multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
+    order = list(dict.fromkeys(df["label"]))
+    for (dataset, dparams, label), g in sorted(agg.groupby(["dataset", "dataset_params", "label"], sort=False),
+                                               key=lambda kv: order.index(kv[0][2]) if kv[0][2] in order else 0):
+        g = g.sort_values(x)
+        name = f"{label} ({dataset} {dparams})" if multi_ds else label
+        centre = g[opts.center].to_numpy(float)
+        if opts.error == "std":
+            lo = hi = g["std"].fillna(0).to_numpy(float)
+        elif opts.error == "sem":
+            lo = hi = (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0).to_numpy(float)
+        elif opts.error == "iqr":
+            lo, hi = centre - g["q25"].to_numpy(float), g["q75"].to_numpy(float) - centre
+        else:
+            lo = hi = np.zeros_like(centre)
+        if label in opts.baselines:
+            level = float(np.nanmean(centre))
+            ax.axhline(level, linestyle="--", linewidth=1.2, label=f"{name} (baseline)", color=None)
+            continue
+        xs = g[x].to_numpy()
+        ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name)
+    ax.set_xlabel(opts.xlabel or axis_label(x))
+    ax.set_ylabel(opts.ylabel or axis_label(metric))
+    if opts.logx:
+        ax.set_xscale("log")
+    if opts.logy:
+        ax.set_yscale("log")
+    if opts.ylim:
+        ax.set_ylim(*opts.ylim)
+    spread = {"std": "± std", "sem": "± s.e.m.", "iqr": "IQR", "none": ""}[opts.error]
+    reps = int(agg["repeats"].max()) if len(agg) else 0
+    ax.set_title(f"{title_of(spec, manifest)}\n{opts.center} {spread} over {reps} repeats", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save(fig, out_stem, formats)
+
+
+curve.Options = CurveOptions  # type: ignore[attr-defined]
+register_plot(curve)

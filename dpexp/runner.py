@@ -1,0 +1,368 @@
+"""Run an experiment: chunks of cells that share data, in parallel with joblib, resumable, atomic writes.
+
+A *chunk* is (dataset variant, repeat, block of subsets).  Its composition depends only on the spec (never on
+``--jobs``), each cell draws from streams keyed by names (``dpexp.rng``), and chunk files are merged in canonical
+order — so ``results.csv`` is byte-identical for any ``--jobs``.  Completed chunks are written as
+``OUT/.parts/<chunk>.csv`` via temp file + rename; a resumed run skips them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import gzip
+import hashlib
+import io
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from dpexp import __version__
+from dpexp.errors import UserError
+from dpexp.rng import data_stream, key_hex, new_root_seed, noise_names, noise_stream
+from dpexp.spec import ResolvedExperiment
+from dpexp.types import Sizes
+
+COLUMNS = ["experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params", "epsilon", "delta",
+           "n_private", "n_public", "n_test", "d", "repeat", "trials", "metric", "value", "seed_key", "error"]
+PARTS = ".parts"
+GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int
+    dataset: int        # index into ResolvedExperiment.datasets
+    repeat: int
+    subsets: tuple[str, ...]
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.index:07d}.csv"
+
+
+def plan_chunks(exp: ResolvedExperiment) -> list[Chunk]:
+    """Canonical chunk list: datasets x repeats x subset blocks sized by ``spec.chunk_work``."""
+    per_subset = exp.cells_per_subset_repeat * exp.spec.trials
+    block = max(1, exp.spec.chunk_work // max(per_subset, 1))
+    chunks: list[Chunk] = []
+    for di, dv in enumerate(exp.datasets):
+        for r in range(exp.spec.repeats):
+            for s in range(0, len(dv.subsets), block):
+                chunks.append(Chunk(len(chunks), di, r, tuple(dv.subsets[s : s + block])))
+    return chunks
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, float):
+        return "" if math.isnan(x) else repr(x)
+    return str(x)
+
+
+def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tuple[Any, ...]]:
+    """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures)."""
+    dv = exp.datasets[chunk.dataset]
+    spec = exp.spec
+    max_sizes = (max(exp.n_test), max(exp.n_public), max(exp.n_private))
+    ds_key = f"{dv.name}[{dv.params_str}]"
+    rows: list[tuple[Any, ...]] = []
+    for n_test, n_public, n_private in exp.size_grid:
+        sizes = Sizes(n_private, n_public, n_test, max_sizes[2], max_sizes[1], max_sizes[0])
+        splits = []
+        for subset in chunk.subsets:
+            key_subset = "*" if dv.instance.shared_split else subset
+            rng = data_stream(root_seed, ds_key, key_subset, chunk.repeat)
+            splits.append(dv.instance.split(subset, sizes, rng))
+        for av in exp.algorithms:
+            private = getattr(av.instance, "private", True)
+            eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
+            runs = eps_delta if private else [(None, None)]
+            for eps, delta in runs:
+                rngs = []
+                seed_keys = []
+                for subset in chunk.subsets:
+                    names = (ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta)
+                    rngs.append(noise_stream(root_seed, *names))
+                    seed_keys.append(key_hex(*noise_names(*names)))
+                try:
+                    outputs = av.instance.run_many(splits, exp.epsilons[0] if eps is None else eps,
+                                                   exp.deltas[0] if delta is None else delta, rngs, spec.trials)
+                except Exception as exc:  # a bug in run_many itself: fail every cell of this group
+                    outputs = [exc] * len(splits)
+                targets = eps_delta if eps is None else [(eps, delta)]
+                for split, subset, out, skey in zip(splits, chunk.subsets, outputs, seed_keys):
+                    base_sizes = (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
+                    values = _metric_values(exp, out, split)
+                    for e, d in targets:
+                        prefix = (spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str,
+                                  e, d, *base_sizes, chunk.repeat, spec.trials)
+                        for metric, value, err in values:
+                            rows.append(prefix + (metric, value, skey, err))
+    return rows
+
+
+def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[str, float, str]]:
+    if isinstance(out, Exception):
+        msg = f"{type(out).__name__}: {out}".replace("\n", " ")[:500]
+        return [(label, float("nan"), msg) for label, _ in exp.metrics]
+    vals = []
+    for label, metric in exp.metrics:
+        try:
+            vals.append((label, float(metric(out, split)), ""))
+        except Exception as exc:
+            vals.append((label, float("nan"), f"metric {label}: {type(exc).__name__}: {exc}"[:500]))
+    for key in sorted(out.extras):
+        vals.append((key, float(out.extras[key]), ""))
+    return vals
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _rows_to_csv(rows: list[tuple[Any, ...]], header: bool) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    if header:
+        w.writerow(COLUMNS)
+    w.writerows([[_fmt(x) for x in r] for r in rows])
+    return buf.getvalue().encode("utf-8")
+
+
+# Worker side: the resolved experiment is rebuilt once per process from the raw config.
+_WORKER_CACHE: dict[str, ResolvedExperiment] = {}
+
+
+def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int, int, int]:
+    key = payload["key"]
+    exp = _WORKER_CACHE.get(key)
+    if exp is None:
+        if payload.get("data_dir"):
+            os.environ["DPEXP_DATA_DIR"] = payload["data_dir"]
+        from dpexp.spec import resolve
+
+        exp = resolve(payload["raw"], payload["source"], payload["overrides"], payload["repeats"])
+        _WORKER_CACHE.clear()
+        _WORKER_CACHE[key] = exp
+    return _execute(exp, chunk, payload["seed"], Path(parts_dir))
+
+
+def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) -> tuple[int, int, int]:
+    rows = run_chunk(exp, chunk, seed)
+    _write_atomic(parts_dir / chunk.file_name, _rows_to_csv(rows, header=False))
+    n_metrics = len(exp.metrics)
+    failed = sum(1 for r in rows if r[-1]) // max(n_metrics, 1)
+    cells = len(chunk.subsets) * exp.cells_per_subset_repeat
+    return chunk.index, cells, failed
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Provenance
+
+
+def git_info() -> dict[str, Any]:
+    """Commit and dirty flag of the dpexp source tree (None outside a git checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5).stdout.strip() or None
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                    capture_output=True, text=True, timeout=5).stdout.strip()) if commit else None
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = None, None
+    return {"commit": commit, "dirty": dirty}
+
+
+def versions() -> dict[str, str]:
+    import scipy
+
+    return {"dpexp": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "platform": platform.platform()}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def config_fingerprint(raw: dict[str, Any], overrides: list[str], repeats: int | None) -> str:
+    blob = json.dumps({"raw": raw, "overrides": overrides, "repeats": repeats}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Driver
+
+
+@dataclass
+class RunReport:
+    out: Path
+    results_path: Path
+    cells: int
+    failed_cells: int
+    skipped_chunks: int
+    seconds: float
+
+
+def _iter_parallel(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path,
+                   exp: ResolvedExperiment, seed: int) -> Iterator[tuple[int, int, int]]:
+    if jobs == 1 or len(todo) <= 1:
+        for c in todo:
+            yield _execute(exp, c, seed, parts)
+        return
+    from joblib import Parallel, delayed
+
+    par = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered", batch_size=1)
+    yield from par(delayed(_worker)(payload, c, str(parts)) for c in todo)
+
+
+def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs: int = -1, seed: int | None = None,
+                   resume: bool = True, repeats_override: int | None = None, progress: bool = True,
+                   data_dir: str | None = None) -> RunReport:
+    """Execute (or resume) ``exp`` into ``out``. See module docstring for the guarantees."""
+    start = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    parts = out / PARTS
+    manifest_path = out / "manifest.json"
+    fingerprint = config_fingerprint(raw, exp.overrides, repeats_override)
+    old = None
+    if manifest_path.exists():
+        try:
+            old = json.loads(manifest_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            old = None
+    if old is not None and resume:
+        if old.get("fingerprint") != fingerprint or (seed is not None and seed != old.get("root_seed")):
+            raise UserError(f"{out} holds results of a different config, overrides or seed; "
+                            "use --force to overwrite or choose another --out")
+        root_seed = int(old["root_seed"])
+    else:
+        if not resume:
+            shutil.rmtree(parts, ignore_errors=True)
+            for name in ("results.csv", "results.csv.gz", "failures.csv"):
+                (out / name).unlink(missing_ok=True)
+        root_seed = seed if seed is not None else (exp.spec.seed if exp.spec.seed is not None else new_root_seed())
+    parts.mkdir(exist_ok=True)
+
+    chunks = plan_chunks(exp)
+    done = {p.name for p in parts.glob("*.csv")}
+    todo = [c for c in chunks if c.file_name not in done]
+    manifest: dict[str, Any] = {
+        "experiment": exp.spec.name, "title": exp.spec.title, "config_file": exp.source,
+        "config": exp.to_json(), "raw_config": raw, "overrides": exp.overrides, "repeats_override": repeats_override,
+        "fingerprint": fingerprint, "root_seed": root_seed, "versions": versions(), "git": git_info(),
+        "started": (old or {}).get("started", _now()) if resume else _now(), "finished": None,
+        "status": "running", "cells": exp.n_cells, "chunks": len(chunks), "jobs": jobs,
+        "algorithms": [{"name": a.name, "label": a.label, "params": a.params,
+                        "private": bool(getattr(a.instance, "private", True)),
+                        "formally_dp": bool(getattr(a.instance, "formally_dp", True)),
+                        "neighbouring": getattr(a.instance, "neighbouring", None),
+                        "privacy_spent": [a.instance.privacy_spent(e, d) for e in exp.epsilons for d in exp.deltas]}
+                       for a in exp.algorithms],
+        "failures": None,
+    }
+    _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+
+    payload = {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
+               "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")}
+    cells_per_chunk = {c.index: len(c.subsets) * exp.cells_per_subset_repeat for c in chunks}
+    skipped = len(chunks) - len(todo)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        todo_idx = {c.index for c in todo}
+        bar = tqdm(total=exp.n_cells, initial=sum(n for i, n in cells_per_chunk.items() if i not in todo_idx),
+                   unit="cell", desc=exp.spec.name, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+    jobs_eff = (os.cpu_count() or 1) if jobs in (-1, 0) else jobs
+    try:
+        for _idx, cells, _failed in _iter_parallel(jobs_eff, payload, todo, parts, exp, root_seed):
+            if bar is not None:
+                bar.update(cells)
+    finally:
+        if bar is not None:
+            bar.close()
+
+    results_path, n_rows, failures = merge_parts(out, chunks)
+    manifest.update({"finished": _now(), "status": "complete" if not failures else "complete_with_failures",
+                     "rows": n_rows, "results_file": results_path.name,
+                     "failures": {"count": len(failures), "first": failures[:50]},
+                     "seconds_this_invocation": round(time.time() - start, 3)})
+    _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+    return RunReport(out, results_path, exp.n_cells, len(failures), skipped, time.time() - start)
+
+
+def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[str, str]]]:
+    """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells."""
+    parts = out / PARTS
+    sizes = [(parts / c.file_name).stat().st_size for c in chunks]
+    n_rows = 0
+    failures: dict[tuple[str, ...], str] = {}
+    big = sum(sizes) > GZIP_BYTES
+    path = out / ("results.csv.gz" if big else "results.csv")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    raw_fh = open(tmp, "wb")
+    fh = gzip.GzipFile(filename="", mode="wb", fileobj=raw_fh, mtime=0) if big else raw_fh
+    try:
+        fh.write((",".join(COLUMNS) + "\n").encode())
+        for c in chunks:
+            data = (parts / c.file_name).read_bytes()
+            fh.write(data)
+            lines = data.count(b"\n")
+            n_rows += lines
+            if data.count(b",\n") != lines:  # some row has a non-empty error column
+                for line in csv.reader(io.StringIO(data.decode("utf-8"))):
+                    if line and line[-1]:
+                        failures.setdefault(tuple(line[:14]), line[-1])
+        if big:
+            fh.close()
+        raw_fh.flush()
+        os.fsync(raw_fh.fileno())
+    finally:
+        raw_fh.close()
+    os.replace(tmp, path)
+    (out / ("results.csv" if big else "results.csv.gz")).unlink(missing_ok=True)
+    fail_list = [dict(zip(COLUMNS[:14], k), error=v) for k, v in failures.items()]
+    if fail_list:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=COLUMNS[:14] + ["error"], lineterminator="\n")
+        w.writeheader()
+        w.writerows(fail_list)
+        _write_atomic(out / "failures.csv", buf.getvalue().encode())
+    else:
+        (out / "failures.csv").unlink(missing_ok=True)
+    return path, n_rows, fail_list
+
+
+def sample_cells(exp: ResolvedExperiment, k: int = 5) -> list[dict[str, Any]]:
+    """A few cells in canonical order, for ``--dry-run``."""
+    out = []
+    for dv in exp.datasets:
+        for r in range(exp.spec.repeats):
+            for subset in dv.subsets:
+                for n_test, n_public, n_private in exp.size_grid:
+                    for av in exp.algorithms:
+                        for e in exp.epsilons:
+                            for d in exp.deltas:
+                                out.append({"dataset": f"{dv.name}[{dv.params_str}]", "subset": subset, "repeat": r,
+                                            "algorithm": av.label, "epsilon": e, "delta": d,
+                                            "n_private": "all" if n_private < 0 else n_private,
+                                            "n_public": n_public, "n_test": n_test})
+                                if len(out) >= k:
+                                    return out
+    return out
