@@ -20,6 +20,10 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.metrics",
     "dpexp.plotting",
     # later issues append their modules here (one line each)
+    "dpexp.datasets.opportunity",
+    "dpexp.datasets.slr_uci",
+    "dpexp.datasets.slr_synthetic",
+    "dpexp.metrics_slr",
 ]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}

@@ -1,0 +1,317 @@
+"""Real datasets of the DP simple-linear-regression study (Alabi, McMillan, Sarathy, Smith & Vadhan 2020, §3.1).
+
+Every dataset here is one or more *fixed* small datasets ``{(x_i, y_i)} ⊂ [0, 1]²`` on which the DP algorithms are
+run many times ("trials").  The split contract shared with the algorithms (issue 3) is:
+
+* ``X_private`` has shape (n, 1), ``y_private`` shape (n,); there are no public rows (arrays of shape (0, 1)/(0,));
+* ``X_test = [[0.25], [0.75]]`` (the two release points p25/p75 of the Opportunity Atlas) and ``y_test`` the true
+  line there when it is known (synthetic data) else NaN;
+* ``sizes.n_private == -1`` ("all") uses the whole subset; a positive ``n_private`` takes a random subsample drawn
+  with the ``rng`` handed to ``split`` (a permutation drawn once per repeat, nested prefixes for a size grid).
+
+Datasets in this module (file names relative to the data directory, see ``dpexp.datasets.base.data_path``):
+
+* ``bikeshare`` — UCI Bike Sharing ``bike_sharing/hour.csv`` (§3.1.2): x = ``temp``, y = ``cnt``, each linearly
+  rescaled to [0, 1] over the whole file (min-max), then cut into the 288 (month, hour) subsets ``m01_h00`` …
+  ``m12_h23`` of 45–62 hours each.
+* ``carbon_nanotubes`` — UCI Carbon Nanotubes ``carbon_nanotubes/carbon_nanotubes.csv`` (§3.1.3): x = "Initial
+  atomic coordinate u", y = "Calculated atomic coordinates u'"; rows outside [0, 1]² are dropped (n = 10,683 of
+  10,721). The file is ';'-separated; decimal commas (UCI original) and decimal points are both accepted.
+* ``stock_exchange`` — UCI Istanbul Stock Exchange ``istanbul_stock_exchange/data_akbilgic.csv`` (§3.1.4): by
+  default x = ``ISE_TL`` (the TL-based ISE national 100 index return, xlsx column "TL BASED / ISE") and
+  y = ``ISE_USD`` (the USD-based ISE return, xlsx column "USD BASED / ISE"), each min-max rescaled to [0, 1] over
+  the 536 days. The paper's n = 250 is obtained with ``sizes.n_private: 250`` (a random subsample of days); the
+  columns can be changed with the ``x_column``/``y_column`` parameters.  When only the original
+  ``data_akbilgic.xlsx`` is present it is read (needs the ``xlsx`` extra, openpyxl).
+
+``download(dest)`` fetches the UCI originals (URL + SHA-256 where a byte-verified checksum is known, otherwise a
+shape check after download).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from dpexp.components import Dataset, Params
+from dpexp.datasets.base import data_path, download, sha256_file
+from dpexp.errors import DataNotFoundError, UserError
+from dpexp.registry import register_dataset
+from dpexp.types import Sizes, Split
+
+#: The two release points of the Opportunity Atlas (p25, p75), used as X_test by every SLR dataset.
+SLR_X_TEST = (0.25, 0.75)
+
+
+# ----------------------------------------------------------------------------------------------- shared helpers
+def minmax(v: np.ndarray) -> np.ndarray:
+    """Linear rescaling of ``v`` onto [0, 1] (constant input maps to 0)."""
+    v = np.asarray(v, dtype=float)
+    lo, hi = float(np.min(v)), float(np.max(v))
+    if hi <= lo:
+        return np.zeros_like(v)
+    return (v - lo) / (hi - lo)
+
+
+def take_rows(n_avail: int, sizes: Sizes, rng: np.random.Generator, what: str) -> np.ndarray | None:
+    """Row indices for the requested ``sizes.n_private`` (None = all rows, in file order).
+
+    A positive request takes the first ``n_private`` entries of one random permutation drawn from ``rng`` (the
+    data stream of this (dataset, subset, repeat)), so sizes of one grid are nested.
+    """
+    n = int(sizes.n_private)
+    if n == -1 or n == n_avail:
+        return None
+    if n <= 1 or n > n_avail:
+        raise UserError(f"{what}: sizes.n_private must be 'all' or in [2, {n_avail}], got {n}")
+    perm = rng.permutation(n_avail)
+    return np.sort(perm[:n])
+
+
+def slr_split(x: np.ndarray, y: np.ndarray, sizes: Sizes, rng: np.random.Generator, what: str,
+              x_test: tuple[float, ...] = SLR_X_TEST, y_test: np.ndarray | None = None,
+              meta: dict[str, Any] | None = None) -> Split:
+    """Build the SLR ``Split`` of the issue-3 contract from 1-D ``x``, ``y`` (optionally subsampled)."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    idx = take_rows(len(x), sizes, rng, what)
+    if idx is not None:
+        x, y = x[idx], y[idx]
+    xt = np.asarray(x_test, dtype=float).reshape(-1, 1)
+    yt = np.full(len(xt), np.nan) if y_test is None else np.asarray(y_test, dtype=float).reshape(-1)
+    m = {"bounds_x": (0.0, 1.0), "bounds_y": (0.0, 1.0)}
+    m.update(meta or {})
+    return Split(X_private=x.reshape(-1, 1), y_private=y, X_public=np.empty((0, 1)), y_public=np.empty(0),
+                 X_test=xt, y_test=yt, meta=m)
+
+
+def _check_subset(subset: str, valid: list[str], what: str) -> None:
+    if subset not in valid:
+        raise UserError(f"{what}: unknown subset {subset!r}; valid: {valid[0]} … {valid[-1]} ({len(valid)} in all)")
+
+
+# ----------------------------------------------------------------------------------------------- bikeshare
+BIKE_FILE = "bike_sharing/hour.csv"
+BIKE_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00275/Bike-Sharing-Dataset.zip"
+#: sha256 of the original hour.csv inside the UCI zip (byte-identical staged copy, see its SOURCE.md).
+BIKE_HOUR_SHA256 = "e03de4ee4ef4dc376ac6e04bf829673c6269e8eba5c60fa121640fa2f829504f"
+
+
+@lru_cache(maxsize=4)
+def _load_bikeshare(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    df = pd.read_csv(path)
+    missing = {"mnth", "hr", "temp", "cnt"} - set(df.columns)
+    if missing:
+        raise UserError(f"{path}: bike-sharing file lacks columns {sorted(missing)}")
+    x = minmax(df["temp"].to_numpy(float))
+    y = minmax(df["cnt"].to_numpy(float))
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    keys = df["mnth"].astype(int).to_numpy() * 100 + df["hr"].astype(int).to_numpy()
+    for k in np.unique(keys):
+        sel = keys == k
+        out[f"m{k // 100:02d}_h{k % 100:02d}"] = (x[sel], y[sel])
+    return out
+
+
+@register_dataset
+class BikeShare(Dataset):
+    """UCI Bike Sharing, hourly (Fanaee-T & Gama 2013) as in Alabi et al. §3.1.2: x = temperature, y = user
+    count, both min-max rescaled to [0, 1] over the whole file; 288 subsets = (month, hour of day), 45–62 points.
+    Subset names ``mMM_hHH``. The privacy unit is an hour, not a person (the paper notes the same)."""
+
+    name = "bikeshare"
+    description = "UCI bike sharing: temp -> count, 288 month x hour subsets (Alabi et al. Fig 7, 12)"
+    download_hint = "dpexp data download bikeshare"
+
+    def _data(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return _load_bikeshare(str(data_path(BIKE_FILE, self.download_hint).resolve()))
+
+    def check(self) -> None:
+        self._data()
+
+    def subsets(self) -> list[str]:
+        return sorted(self._data())
+
+    def n_rows(self, subset: str) -> int | None:
+        data = self._data()
+        _check_subset(subset, sorted(data), self.name)
+        return len(data[subset][0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        data = self._data()
+        _check_subset(subset, sorted(data), self.name)
+        x, y = data[subset]
+        return slr_split(x, y, sizes, rng, f"{self.name}/{subset}", meta={"subset": subset})
+
+    @classmethod
+    def download(cls, dest: Path) -> list[Path]:
+        """Fetch the UCI zip, extract ``hour.csv`` and verify its SHA-256 (the zip itself has no fixed hash)."""
+        zpath = download(BIKE_URL, Path(dest) / "bike_sharing" / "Bike-Sharing-Dataset.zip")
+        target = Path(dest) / BIKE_FILE
+        with zipfile.ZipFile(zpath) as zf:
+            name = next(n for n in zf.namelist() if n.endswith("hour.csv"))
+            target.write_bytes(zf.read(name))
+        got = sha256_file(target)
+        if got != BIKE_HOUR_SHA256:
+            target.unlink()
+            raise UserError(f"checksum mismatch for hour.csv from {BIKE_URL}: expected {BIKE_HOUR_SHA256}, got {got}")
+        return [target]
+
+
+# ----------------------------------------------------------------------------------------------- carbon nanotubes
+CARBON_FILE = "carbon_nanotubes/carbon_nanotubes.csv"
+CARBON_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00448/carbon_nanotubes.csv"
+CARBON_X = "Initial atomic coordinate u"
+CARBON_Y = "Calculated atomic coordinates u'"
+
+
+def read_carbon(path: str | Path) -> pd.DataFrame:
+    """Read the ';'-separated carbon-nanotube table with either decimal commas or decimal points."""
+    raw = pd.read_csv(path, sep=";", dtype=str, skipinitialspace=True)
+    raw.columns = [c.strip() for c in raw.columns]
+    try:
+        return raw.apply(lambda col: pd.to_numeric(col.str.strip().str.replace(",", ".", regex=False)))
+    except ValueError as exc:
+        raise UserError(f"{path}: carbon-nanotube file has non-numeric entries ({exc})") from None
+
+
+@lru_cache(maxsize=4)
+def _load_carbon(path: str) -> tuple[np.ndarray, np.ndarray, int]:
+    df = read_carbon(path)
+    if CARBON_X not in df.columns or CARBON_Y not in df.columns:
+        raise UserError(f"{path}: expected columns {CARBON_X!r} and {CARBON_Y!r}, got {list(df.columns)}")
+    x = df[CARBON_X].to_numpy(float)
+    y = df[CARBON_Y].to_numpy(float)
+    keep = (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
+    return x[keep], y[keep], int(len(df))
+
+
+@register_dataset
+class CarbonNanotubes(Dataset):
+    """UCI Carbon Nanotubes (Aci & Avci 2016) as in Alabi et al. §3.1.3: x = initial atomic coordinate u,
+    y = calculated atomic coordinate u', rows outside [0, 1]² dropped (n = 10,683). One subset ``all``."""
+
+    name = "carbon_nanotubes"
+    description = "UCI carbon nanotubes: initial u -> calculated u', n = 10,683 (Alabi et al. Fig 9)"
+    download_hint = "dpexp data download carbon_nanotubes"
+
+    def _data(self) -> tuple[np.ndarray, np.ndarray, int]:
+        return _load_carbon(str(data_path(CARBON_FILE, self.download_hint).resolve()))
+
+    def check(self) -> None:
+        self._data()
+
+    def n_rows(self, subset: str) -> int | None:
+        _check_subset(subset, ["all"], self.name)
+        return len(self._data()[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        _check_subset(subset, ["all"], self.name)
+        x, y, n_file = self._data()
+        return slr_split(x, y, sizes, rng, self.name, meta={"rows_in_file": n_file})
+
+    @classmethod
+    def download(cls, dest: Path) -> list[Path]:
+        """Fetch the UCI csv. No byte-verified checksum of the original exists (see the staged SOURCE.md), so the
+        download is verified by content instead: 10,721 rows and the two columns used."""
+        target = download(CARBON_URL, Path(dest) / CARBON_FILE)
+        df = read_carbon(target)
+        if df.shape != (10721, 8) or CARBON_X not in df.columns:
+            target.unlink()
+            raise UserError(f"{CARBON_URL}: unexpected content (shape {df.shape}); expected 10721 x 8")
+        return [target]
+
+
+# ----------------------------------------------------------------------------------------------- stock exchange
+STOCK_FILE = "istanbul_stock_exchange/data_akbilgic.csv"
+STOCK_XLSX = "istanbul_stock_exchange/data_akbilgic.xlsx"
+STOCK_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00247/data_akbilgic.xlsx"
+STOCK_COLUMNS = ["date", "ISE_TL", "ISE_USD", "SP", "DAX", "FTSE", "NIKKEI", "BOVESPA", "EU", "EM"]
+
+
+def read_stock_xlsx(path: str | Path) -> pd.DataFrame:
+    """Read the UCI xlsx (two header rows: 'TL BASED'/'USD BASED', then date, ISE, ISE, SP, ...)."""
+    try:
+        df = pd.read_excel(path, header=None, skiprows=2)
+    except ImportError:
+        raise UserError("reading data_akbilgic.xlsx needs openpyxl: pip install 'dpexp[xlsx]'") from None
+    df = df.iloc[:, : len(STOCK_COLUMNS)]
+    df.columns = STOCK_COLUMNS
+    return df.dropna(subset=["ISE_TL", "ISE_USD"]).reset_index(drop=True)
+
+
+@lru_cache(maxsize=4)
+def _load_stock(path: str) -> pd.DataFrame:
+    return read_stock_xlsx(path) if path.endswith(".xlsx") else pd.read_csv(path)
+
+
+class _StockParams(Params):
+    x_column: str = Field("ISE_TL", description="column used as x (TL-based ISE 100 index return)")
+    y_column: str = Field("ISE_USD", description="column used as y (USD-based ISE return)")
+
+
+@register_dataset
+class StockExchange(Dataset):
+    """UCI Istanbul Stock Exchange (Akbilgic et al. 2014) as in Alabi et al. §3.1.4: x = ``ISE_TL`` (TL-based
+    ISE 100 return), y = ``ISE_USD`` (USD-based ISE return), both min-max rescaled to [0, 1] over the 536 days.
+    One subset ``all``; use ``sizes.n_private: 250`` for the paper's n = 250 (random subsample per repeat)."""
+
+    name = "stock_exchange"
+    description = "UCI Istanbul stock exchange: ISE (TL) -> ISE (USD), rescaled to [0,1] (Alabi et al. Fig 8)"
+    download_hint = "dpexp data download stock_exchange"
+    Params = _StockParams
+
+    def _frame(self) -> pd.DataFrame:
+        try:
+            p = data_path(STOCK_FILE, self.download_hint)
+        except DataNotFoundError:
+            try:
+                p = data_path(STOCK_XLSX, self.download_hint)
+            except DataNotFoundError:
+                raise DataNotFoundError(
+                    f"data file not found: {STOCK_FILE} (or {STOCK_XLSX}) under the data directory; "
+                    f"fetch it with `{self.download_hint}`") from None
+        return _load_stock(str(p.resolve()))
+
+    def _xy(self) -> tuple[np.ndarray, np.ndarray]:
+        df = self._frame()
+        for key in ("x_column", "y_column"):
+            col = getattr(self.params, key)
+            if col not in df.columns:
+                raise UserError(f"{self.name}: params.{key} must be one of {list(df.columns[1:])}, got {col!r}")
+        return minmax(df[self.params.x_column].to_numpy(float)), minmax(df[self.params.y_column].to_numpy(float))
+
+    def check(self) -> None:
+        self._xy()
+
+    def n_rows(self, subset: str) -> int | None:
+        _check_subset(subset, ["all"], self.name)
+        return len(self._xy()[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        _check_subset(subset, ["all"], self.name)
+        x, y = self._xy()
+        return slr_split(x, y, sizes, rng, self.name,
+                         meta={"x_column": self.params.x_column, "y_column": self.params.y_column})
+
+    @classmethod
+    def download(cls, dest: Path) -> list[Path]:
+        """Fetch the UCI xlsx and write the csv the loader reads. Every public copy was re-saved by Excel, so no
+        byte checksum is known; the content is verified instead (536 trading days)."""
+        xlsx = download(STOCK_URL, Path(dest) / STOCK_XLSX)
+        df = read_stock_xlsx(xlsx)
+        if len(df) != 536:
+            raise UserError(f"{STOCK_URL}: expected 536 data rows, got {len(df)}")
+        out = Path(dest) / STOCK_FILE
+        buf = io.StringIO()
+        df.assign(date=pd.to_datetime(df["date"]).dt.strftime("%Y-%m-%d")).to_csv(buf, index=False,
+                                                                                 float_format="%.9g")
+        out.write_text(buf.getvalue())
+        return [xlsx, out]
