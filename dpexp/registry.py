@@ -24,6 +24,8 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.datasets.slr_uci",
     "dpexp.datasets.slr_synthetic",
     "dpexp.metrics_slr",
+    "dpexp.datasets.uci",
+    "dpexp.algorithms.distributed.dlr",
 ]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}
