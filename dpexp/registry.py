@@ -24,6 +24,7 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.datasets.slr_uci",
     "dpexp.datasets.slr_synthetic",
     "dpexp.metrics_slr",
+    "dpexp.plotting_slr",
     "dpexp.datasets.uci",
     "dpexp.algorithms.distributed.dlr",
 ]
