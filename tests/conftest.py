@@ -1,0 +1,34 @@
+"""Shared test helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_progress_noise(monkeypatch):
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    yield
+
+
+@pytest.fixture
+def write_config(tmp_path):
+    """Write a YAML text to tmp_path/<name>.yaml and return its path."""
+
+    def _write(text: str, name: str = "cfg") -> Path:
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(text, encoding="utf-8")
+        return p
+
+    return _write
+
+
+def repo_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["TQDM_DISABLE"] = "1"
+    return env
