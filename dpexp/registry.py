@@ -27,6 +27,7 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.plotting_slr",
     "dpexp.datasets.uci",
     "dpexp.algorithms.distributed.dlr",
+    "dpexp.algorithms.simple_lr",
 ]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}

@@ -1,0 +1,235 @@
+"""Differentially private medians used by DP Theil–Sen (Alabi et al. 2020, Sec. 2.2, Appendices D and E).
+
+Notation: ``z`` are the N pairwise estimates of one dataset, clipped to the public output range [r_l, r_u]
+(clipping each entry is a fixed map and does not change which entries differ between neighbours).
+
+Exponential-mechanism median (Sec. 2.2.1, Algorithm 3)
+    Utility u(z, r) = -ceil(|#{z_j < r} - N/2|) = -ceil(|#above - #below| / 2).  Changing one entry of z moves
+    #below by at most one; inserting or deleting one entry (a vertical pair appearing/disappearing) moves
+    #below - N/2 by at most 1/2; ceil keeps the bound.  So u has sensitivity 1 per changed estimate and the density
+    p(r) ∝ exp(eps_med * u(z, r) / 2) on [r_l, r_u] is eps_med-DP w.r.t. one changed estimate (McSherry & Talwar
+    2007; Theorem 2 of the paper's Appendix B).  The density is piecewise constant between consecutive sorted
+    points, so we sample the *interval* i (i = number of points below) with probability ∝ length_i * exp(-eps_med
+    * dist_i / 2) by the Gumbel-max trick and then a uniform point inside it (Algorithm 3; Cormode).  Because one
+    datapoint changes up to k estimates (k matchings, or n - 1 for all pairs), DP Theil–Sen calls this with
+    eps_med = eps / k (Lemma 2 / Appendix D.1: T is k-Lipschitz).
+
+    Sampling cost: sorting O(N log N) once; then an exact *two-level* Gumbel-max: the N + 1 log-weights are cut into
+    ~sqrt(N) blocks, each block's log-sum-exp computed once (O(N)); a trial draws a block by Gumbel-max over the
+    block log-sum-exps and then an interval by Gumbel-max inside that block.  This is exactly the exponential
+    mechanism (P(block) P(i | block) = w_i / sum w) at O(sqrt(N)) per trial — never O(N * grid).
+
+θ-widened exponential mechanism (Sec. 2.2.2, Algorithm 4)
+    u_θ(z, r) = max_{|a - r| <= θ} u(z, a): a max of sensitivity-1 functions has sensitivity 1, so the same
+    calibration holds.  Since -u is unimodal in r, u_θ is obtained from u by moving every breakpoint left of the
+    central plateau down by θ and every breakpoint right of it up by θ (then clipping to [r_l, r_u]); the plateau
+    around the median widens by 2θ.  This is what Algorithm 4's loop does; we derive the breakpoint indices
+    directly (lower: j <= floor(N/2); upper: j >= ceil(N/2) + 1, 1-based; for odd N the median point stays).
+
+Smooth-sensitivity median with Student's t noise (Sec. 2.2.3, Lemma 7, Algorithm 5)
+    med(z) = z_(m) with m = ceil(N/2) (1-based order statistic; the lower median for even N, as in Lemma 7), and
+    indices outside 1..N read as r_l (below) and r_u (above).  One changed datapoint changes at most k estimates
+    and shifts every rank relative to the median by at most k, so
+        S = max{ z_(m+k) - z_(m), z_(m) - z_(m-k),
+                 max_{l >= 1} e^{-l t} max_{s = 0..(l+1)k} (z_(m+s) - z_(m-(l+1)k+s)) }
+    is a t-smooth upper bound on the local sensitivity of med∘Z_k (Lemma 7 / Appendix E; the window maxima W(l)
+    satisfy W_z(l) <= W_z'(l + 1) for neighbours, giving S(z) <= e^t S(z')).  Terms are added until the window
+    covers [r_l, r_u] or e^{-l t}(r_u - r_l) cannot beat the current maximum (exact pruning).  The release is
+    med(z) + (S / s) * T_d with T_d ~ Student's t(d), t = β eps / (d + 1), s = 2 sqrt(d) (eps - t (d + 1)) / (d + 1),
+    which is eps-DP by Bun & Steinke (2019, Thms 31 and 46): |t|(d+1) + |s|(d+1)/(2 sqrt d) = eps.  β = 1/2 and
+    d = 3 give Algorithm 5's t = eps / (2(d+1)), s = eps sqrt(d) / (d+1).  Here eps is the budget of one median
+    and k enters only through S (no division of eps by k).
+
+All randomness comes from the ``numpy.random.Generator`` passed in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: below this many (size x intervals) entries a single-level Gumbel-max is used
+_SMALL = 1 << 18
+
+
+def _dist(i: np.ndarray, N: int | np.ndarray) -> np.ndarray:
+    """ceil(|i - N/2|) computed exactly in integers: (|2i - N| + 1) // 2."""
+    return (np.abs(2 * i - N) + 1) // 2
+
+
+def widen_sorted(zs: np.ndarray, theta: float, r_l: float, r_u: float) -> np.ndarray:
+    """Apply the θ-widening to sorted, clipped ``zs`` in place (see module docstring) and return it.
+
+    1-based breakpoints j <= floor(N/2) move down by θ, j >= ceil(N/2) + 1 move up by θ, both clipped.
+    """
+    N = zs.size
+    if theta > 0 and N:
+        seg = zs[:N // 2]
+        seg -= theta
+        np.maximum(seg, r_l, out=seg)
+        seg = zs[(N + 1) // 2:]
+        seg += theta
+        np.minimum(seg, r_u, out=seg)
+    return zs
+
+
+def interval_log_weights(zs: np.ndarray, eps: float, r_l: float, r_u: float, out: np.ndarray | None = None,
+                         chunk: int = 1 << 22) -> np.ndarray:
+    """Log-weights (N + 1,) of the intervals [b_i, b_{i+1}] with b = (r_l, zs..., r_u) for sorted clipped ``zs``:
+    log(b_{i+1} - b_i) - (eps / 2) * ceil(|i - N/2|)  (Algorithm 3's score)."""
+    N = zs.size
+    lw = np.empty(N + 1) if out is None else out
+    if N == 0:
+        lw[0] = math.log(r_u - r_l)
+        return lw
+    lw[0] = zs[0] - r_l
+    np.subtract(zs[1:], zs[:-1], out=lw[1:N])
+    lw[N] = r_u - zs[-1]
+    with np.errstate(divide="ignore"):
+        np.log(lw, out=lw)
+    for a in range(0, N + 1, chunk):
+        b = min(a + chunk, N + 1)
+        lw[a:b] -= (0.5 * eps) * _dist(np.arange(a, b, dtype=np.int64), N)
+    return lw
+
+
+def _gumbel_argmax(lw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Row-wise argmax of lw + Gumbel noise (lw has shape (size, M))."""
+    g = rng.gumbel(size=lw.shape)
+    g += lw
+    return np.argmax(g, axis=-1)
+
+
+def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    mx = np.max(a, axis=1)
+    fin = np.isfinite(mx)
+    out = np.full(a.shape[0], -np.inf)
+    if fin.any():
+        s = np.exp(a[fin] - mx[fin, None]).sum(axis=1)
+        out[fin] = mx[fin] + np.log(s)
+    return out
+
+
+def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` independent indices i with P(i) ∝ exp(lw_i): exact Gumbel-max, two-level for large inputs."""
+    M = lw.size
+    if M * size <= _SMALL or M <= 64:
+        return _gumbel_argmax(np.broadcast_to(lw, (size, M)), rng)
+    B = int(math.ceil(math.sqrt(M)))
+    nb = -(-M // B)
+    full = M // B
+    blse = np.empty(nb)
+    step = max(1, (1 << 22) // B)
+    for a in range(0, full, step):
+        b = min(a + step, full)
+        blse[a:b] = _logsumexp_rows(lw[a * B:b * B].reshape(b - a, B))
+    if nb > full:
+        blse[full] = _logsumexp_rows(lw[full * B:][None, :])[0]
+    blocks = _gumbel_argmax(np.broadcast_to(blse, (size, nb)), rng)
+    idx = blocks[:, None] * B + np.arange(B)[None, :]
+    inside = idx < M
+    sub = np.where(inside, lw[np.minimum(idx, M - 1)], -np.inf)
+    j = _gumbel_argmax(sub, rng)
+    return blocks * B + j
+
+
+def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random.Generator, size: int = 1,
+               theta: float = 0.0, presorted: bool = False, overwrite: bool = False) -> np.ndarray:
+    """``size`` independent draws of the (θ-widened) exponential-mechanism median of the 1-D array ``z``.
+
+    Neighbouring relation: z, z' differing in one entry (change, insertion or deletion); eps-DP for that relation.
+    ``overwrite=True`` lets the function clip/sort/widen ``z`` in place (saves memory for ~10^8 entries).
+    Non-finite entries must have been removed by the caller.
+    """
+    zs = z if overwrite else np.array(z, dtype=float, copy=True)
+    np.clip(zs, r_l, r_u, out=zs)
+    if not presorted:
+        zs.sort()
+    widen_sorted(zs, theta, r_l, r_u)
+    N = zs.size
+    lw = interval_log_weights(zs, eps, r_l, r_u)
+    i = sample_intervals(lw, rng, size)
+    del lw
+    left = np.where(i == 0, r_l, zs[np.clip(i - 1, 0, max(N - 1, 0))] if N else r_l)
+    right = np.where(i == N, r_u, zs[np.clip(i, 0, max(N - 1, 0))] if N else r_u)
+    return left + rng.random(size) * (right - left)
+
+
+def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random.Generator,
+                    theta: float = 0.0) -> np.ndarray:
+    """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs)."""
+    T, P = Z.shape
+    valid = np.isfinite(Z)
+    Nt = valid.sum(axis=1)
+    zs = np.sort(np.where(valid, np.clip(Z, r_l, r_u), np.inf), axis=1)
+    zs[~np.isfinite(zs)] = r_u
+    j = np.arange(P)[None, :]  # 0-based position
+    if theta > 0:
+        lower = j < (Nt // 2)[:, None]
+        upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
+        zs = np.where(lower, np.maximum(zs - theta, r_l), zs)
+        zs = np.where(upper, np.minimum(zs + theta, r_u), zs)
+    b = np.concatenate([np.full((T, 1), r_l), zs, np.full((T, 1), r_u)], axis=1)
+    L = np.diff(b, axis=1)
+    with np.errstate(divide="ignore"):
+        lw = np.log(L)
+    i = np.arange(P + 1)[None, :]
+    lw -= (0.5 * eps) * _dist(i, Nt[:, None])
+    k = _gumbel_argmax(lw, rng)
+    rows = np.arange(T)
+    left, right = b[rows, k], b[rows, k + 1]
+    return left + rng.random(T) * (right - left)
+
+
+def median_index(N: int) -> int:
+    """1-based index m = ceil(N / 2) of the median order statistic used by the smooth-sensitivity median."""
+    return (N + 1) // 2
+
+
+def smooth_sensitivity(zs: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> float:
+    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here)."""
+    N = zs.size
+    bp = np.empty(N + 2)
+    bp[0], bp[-1] = r_l, r_u
+    np.clip(zs, r_l, r_u, out=bp[1:N + 1])
+
+    def at(idx):  # z_(idx) with padding
+        return bp[np.clip(idx, 0, N + 1)]
+
+    m = median_index(N)
+    span = r_u - r_l
+    S = float(max(at(m + k) - at(m), at(m) - at(m - k)))
+    l = 1
+    while True:
+        decay = math.exp(-l * t)
+        if decay * span <= S:
+            break
+        w = (l + 1) * k
+        s = np.arange(w + 1)
+        W = float(np.max(at(m + s) - at(m - w + s)))
+        S = max(S, decay * W)
+        if W >= span:
+            break
+        l += 1
+    return S
+
+
+def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
+    """(t, s) of the smooth-sensitivity Student's t mechanism (Appendix E.1): t = β eps/(d+1),
+    s = 2 sqrt(d) (eps - t(d+1))/(d+1)."""
+    t = beta * eps / (d + 1.0)
+    s = 2.0 * math.sqrt(d) * (eps - t * (d + 1.0)) / (d + 1.0)
+    return t, s
+
+
+def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng: np.random.Generator,
+              size: int = 1, d: float = 3.0, beta: float = 0.5) -> np.ndarray:
+    """``size`` draws of med(z) + (S / s) T_d for sorted finite ``zs`` (Algorithm 5); NaN if N = 0."""
+    N = zs.size
+    if N == 0:
+        return np.full(size, np.nan)
+    t, s = ss_params(eps, d, beta)
+    S = smooth_sensitivity(zs, k, t, r_l, r_u)
+    med = float(np.clip(zs[median_index(N) - 1], r_l, r_u))
+    return med + (S / s) * rng.standard_t(d, size=size)
