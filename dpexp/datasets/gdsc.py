@@ -1,0 +1,427 @@
+"""GDSC drug sensitivity data (Honkela et al. 2018, Methods 4.4–4.5; Nieminen 2017 thesis §3.8.2).
+
+Files (found with ``dpexp.datasets.base.data_path``; staged offline copies live in ``../shared/data/gdsc/``):
+
+* ``gdsc/gdsc_v17_expression_64genes.csv.gz``: ``COSMIC_ID, cell_line_name, evidence`` and the RMA expression of
+  64 cancer genes, columns ordered by COSMIC mutation count (most mutated first);
+* ``gdsc/IC50_v17.csv.gz``: ``COSMIC_ID`` and 265 columns ``Drug_<id>_IC50`` of natural-log IC50 (NaN = untested).
+
+The inner join on COSMIC_ID has 955 cell lines.  Preprocessing (Methods 4.4), done once per (files, d, evidence)
+and cached in memory:
+
+1. keep the first ``d`` genes (mutation order);
+2. centre each gene over all retained cell lines;
+3. scale each cell line's d-vector to unit L2 norm (zero rows stay zero);
+4. per drug, centre the response over the cell lines that have one (NaN stays NaN = "missing").
+
+Protocol (Methods 4.5): per Monte Carlo repeat one random permutation of the cell lines — the *same* for every
+drug (``shared_split = True``) and algorithm — gives a test pool (first ``test_pool`` = 100 lines), a non-private
+pool (next ``public_pool`` = 30) and a private pool (the rest).  A cell takes prefixes of the pools, so sizes nest.
+Cell lines with a missing response to the drug are dropped per drug: by default *after* the prefixes are taken
+(``missing: after_split``, the thesis §3.8.2 "after the splitting, the cell lines with missing responses ... are
+discarded"; a drug with many untested lines then sees fewer than the requested rows), or *before*
+(``missing: before_split``: the prefix is taken among the lines that have a response, so the requested sizes are
+exact whenever the pool is large enough).
+
+Public facts put into ``Split.meta`` (used by algorithms/metrics): ``sigma_x`` / ``sigma_y`` — the std of all x
+entries / of y over the drug's cell lines, as the paper uses for the clipping thresholds B = ω·σ *without spending
+privacy budget* (not DP; stated in ``sigma_source``); ``y_sd`` — the drug's response std (the ``sd`` of the wpc
+index); ``x_bound`` = 1 (rows have unit L2 norm, so |x_j| ≤ 1 holds by construction); ``view`` — a callable giving
+the public/test rows of the same split preprocessed with another number of genes (for the d = 64 public-only
+baseline of Fig. 2).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from dpexp.components import Dataset, Params
+from dpexp.datasets.base import data_path
+from dpexp.errors import DataNotFoundError, UserError
+from dpexp.registry import register_dataset
+from dpexp.types import Sizes, Split
+
+EXPR_FILE = "gdsc/gdsc_v17_expression_64genes.csv.gz"
+IC50_FILE = "gdsc/IC50_v17.csv.gz"
+DOWNLOAD_HINT = "dpexp data download gdsc"
+N_GENES = 64
+
+#: The 64 most mutated of the GDSC cancer genes, in COSMIC mutation-count order (SOURCE.md, "Column names").
+GENES_64: tuple[str, ...] = (
+    "JAK2", "BRAF", "KRAS", "TP53", "EGFR", "FLT3", "PIK3CA", "IDH1", "KIT", "CTNNB1", "CDKN2A", "NRAS", "FGFR3",
+    "PTEN", "VHL", "NOTCH1", "TET2", "PDGFRA", "HRAS", "NF1", "GNAS", "FBXW7", "NF2", "SMAD4", "RB1", "ALK", "RUNX1",
+    "EZH2", "EP300", "SMARCA4", "ERBB2", "CDH1", "MET", "KDR", "SETD2", "SMARCB1", "KDM6A", "BRCA1", "STK11",
+    "PIK3R1", "FGFR2", "MSH6", "TSC1", "KDM5C", "MLH1", "SMO", "MAP2K4", "CYLD", "MSH2", "CDKN2C", "SOCS1", "AKT2",
+    "BCR", "CCND1", "CCND2", "CCND3", "CDK4", "CDK6", "FLI1", "MDM2", "MLLT3", "AFF1", "MYC", "MYCN",
+)
+
+#: evidence levels kept by each value of the ``evidence`` option (SOURCE.md, "Evidence column").
+EVIDENCE_LEVELS: dict[str, tuple[str, ...] | None] = {
+    "all": None,
+    "certain": ("exact_value_match", "order_between_exact_matches", "official_release"),
+    "exact": ("exact_value_match", "official_release"),
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# loading and preprocessing (cached)
+# --------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Raw:
+    cosmic: np.ndarray        # (N,) int
+    evidence: np.ndarray      # (N,) str
+    genes: tuple[str, ...]    # 64 names
+    X: np.ndarray             # (N, 64) raw expression
+    Y: np.ndarray             # (N, D) ln IC50, NaN = missing
+    drugs: tuple[str, ...]    # D subset names "Drug_<id>"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    X: np.ndarray             # (N, d) centred genes, unit-norm rows
+    Y: np.ndarray             # (N, D) per-drug centred responses, NaN = missing
+    has: np.ndarray           # (N, D) bool: response present
+    sigma_x: np.ndarray       # (D,)
+    sigma_y: np.ndarray       # (D,)
+    drug_index: dict[str, int]
+
+
+_RAW_CACHE: dict[tuple, _Raw] = {}
+_PREP_CACHE: dict[tuple, _Prepared] = {}
+
+
+def _file_key(p: Path) -> tuple:
+    st = p.stat()
+    return (str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def load_raw(expr_path: Path, ic50_path: Path) -> _Raw:
+    """Read and inner-join the two tables on COSMIC_ID (expression-file row order); cached per file version."""
+    key = (_file_key(expr_path), _file_key(ic50_path))
+    if key in _RAW_CACHE:
+        return _RAW_CACHE[key]
+    expr = pd.read_csv(expr_path)
+    ic = pd.read_csv(ic50_path)
+    for col in ("COSMIC_ID",):
+        if col not in expr.columns or col not in ic.columns:
+            raise UserError(f"{expr_path} / {ic50_path}: both tables need a COSMIC_ID column")
+    genes = [c for c in expr.columns if c not in ("COSMIC_ID", "cell_line_name", "evidence")]
+    if len(genes) < 5:
+        raise UserError(f"{expr_path}: expected gene columns after COSMIC_ID, cell_line_name, evidence; got {genes}")
+    drug_cols = [c for c in ic.columns if c != "COSMIC_ID"]
+    expr = expr.dropna(subset=["COSMIC_ID"]).drop_duplicates("COSMIC_ID", keep="first")
+    expr["COSMIC_ID"] = expr["COSMIC_ID"].astype(np.int64)
+    ic = ic.drop_duplicates("COSMIC_ID", keep="first")
+    ic["COSMIC_ID"] = ic["COSMIC_ID"].astype(np.int64)
+    joined = expr.merge(ic, on="COSMIC_ID", how="inner", sort=False)
+    evidence = joined["evidence"].astype(str).to_numpy() if "evidence" in joined else np.full(len(joined), "")
+    drugs = tuple(c[: -len("_IC50")] if c.endswith("_IC50") else c for c in drug_cols)
+    raw = _Raw(cosmic=joined["COSMIC_ID"].to_numpy(), evidence=evidence, genes=tuple(genes),
+               X=joined[genes].to_numpy(dtype=float), Y=joined[drug_cols].to_numpy(dtype=float), drugs=drugs)
+    _RAW_CACHE[key] = raw
+    return raw
+
+
+def preprocess_expression(X: np.ndarray, d: int) -> np.ndarray:
+    """First ``d`` genes, centre each gene, scale each row to unit L2 norm (Methods 4.4); zero rows stay 0."""
+    Xd = X[:, :d] - X[:, :d].mean(axis=0, keepdims=True)
+    norms = np.linalg.norm(Xd, axis=1, keepdims=True)
+    return np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
+
+
+def centre_responses(Y: np.ndarray) -> np.ndarray:
+    """Centre each drug's column over the lines that have a response (NaN stays NaN)."""
+    has = ~np.isnan(Y)
+    mu = np.where(has, Y, 0.0).sum(axis=0) / np.maximum(has.sum(axis=0), 1)
+    return Y - mu[None, :]
+
+
+def prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
+    """Preprocess for ``d`` genes and an evidence filter; cached (runs once per process and setting)."""
+    key = (id(raw), d, evidence)
+    if key in _PREP_CACHE:
+        return _PREP_CACHE[key]
+    keep_levels = EVIDENCE_LEVELS[evidence]
+    rows = np.ones(raw.X.shape[0], bool) if keep_levels is None else np.isin(raw.evidence, keep_levels)
+    X = preprocess_expression(raw.X[rows], d)
+    Y = centre_responses(raw.Y[rows])
+    has = ~np.isnan(Y)
+    cnt = has.sum(axis=0)
+    safe = np.maximum(cnt, 1)
+    # per-drug std of all x entries (over the drug's lines) and of y: matrix products, no Python loop
+    s1 = has.T.astype(float) @ X.sum(axis=1)
+    s2 = has.T.astype(float) @ (X**2).sum(axis=1)
+    m = s1 / (safe * d)
+    sigma_x = np.sqrt(np.maximum(s2 / (safe * d) - m**2, 0.0))
+    Y0 = np.where(has, Y, 0.0)
+    sigma_y = np.sqrt((Y0**2).sum(axis=0) / safe)  # responses are centred over the same lines
+    prep = _Prepared(X=X, Y=Y, has=has, sigma_x=sigma_x, sigma_y=sigma_y,
+                     drug_index={name: j for j, name in enumerate(raw.drugs)})
+    _PREP_CACHE[key] = prep
+    return prep
+
+
+class GdscView:
+    """Public and test rows of one split preprocessed with another number of genes (``view(d)``).
+
+    Only non-private rows are exposed, so a public-only baseline can use d = 64 while the private methods use d = 10
+    (Fig. 2, thesis Fig. 4.5).  Picklable (holds file paths, not closures).
+    """
+
+    def __init__(self, expr: Path, ic50: Path, evidence: str, idx_public: np.ndarray, idx_test: np.ndarray):
+        self.expr, self.ic50, self.evidence = expr, ic50, evidence
+        self.idx_public, self.idx_test = idx_public, idx_test
+
+    def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        if not 1 <= d <= N_GENES:
+            raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
+        prep = prepare(load_raw(self.expr, self.ic50), d, self.evidence)
+        return prep.X[self.idx_public], prep.X[self.idx_test]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the dataset
+# --------------------------------------------------------------------------------------------------------------
+@register_dataset
+class Gdsc(Dataset):
+    """GDSC v17: 955 cell lines × 64 cancer genes (RMA) and ln IC50 of 265 drugs; each drug is a subset.
+
+    Preprocessing Methods 4.4, protocol Methods 4.5 (module docstring).  The same random split of cell lines is
+    used for every drug of a repeat (``shared_split``); ``split`` is index arithmetic on cached arrays.
+    """
+
+    name = "gdsc"
+    description = "GDSC v17 drug sensitivity: 955 cell lines, 64 cancer genes, 265 drugs (Honkela et al. 2018)"
+    shared_split = True
+    download_hint = DOWNLOAD_HINT
+
+    class Params(Params):
+        d: int = Field(10, ge=5, le=64, description="number of genes kept (first d in mutation-count order)")
+        evidence: Literal["all", "certain", "exact"] = Field(
+            "all", description="cell-line identification evidence kept: all 955 lines, 'certain' (exact + "
+                               "between exact matches) or 'exact' only")
+        test_pool: int = Field(100, ge=1, description="test lines per repeat (Methods 4.5: 100)")
+        public_pool: int = Field(30, ge=0, description="non-private pool per repeat (Methods 4.5: 30)")
+        missing: Literal["after_split", "before_split"] = Field(
+            "after_split", description="drop lines without a response after taking the pool prefixes (thesis "
+                                       "3.8.2) or before (exact sizes)")
+
+    def _paths(self) -> tuple[Path, Path]:
+        if self.data_dir is not None:
+            e, i = Path(self.data_dir) / EXPR_FILE, Path(self.data_dir) / IC50_FILE
+            for p in (e, i):
+                if not p.exists():
+                    raise DataNotFoundError(f"data file not found: expected {p}; fetch it with `{DOWNLOAD_HINT}`")
+            return e, i
+        return data_path(EXPR_FILE, DOWNLOAD_HINT), data_path(IC50_FILE, DOWNLOAD_HINT)
+
+    def _prep(self) -> _Prepared:
+        e, i = self._paths()
+        return prepare(load_raw(e, i), self.params.d, self.params.evidence)
+
+    def check(self) -> None:
+        raw = load_raw(*self._paths())
+        if raw.X.shape[1] < self.params.d:
+            raise UserError(f"gdsc: params.d must be <= {raw.X.shape[1]} (genes in the file), got {self.params.d}")
+        n = self._prep().X.shape[0]
+        if n <= self.params.test_pool + self.params.public_pool:
+            raise UserError(f"gdsc: test_pool + public_pool must be < {n} cell lines, got "
+                            f"{self.params.test_pool + self.params.public_pool}")
+
+    def subsets(self) -> list[str]:
+        e, i = self._paths()
+        return list(load_raw(e, i).drugs)
+
+    def n_rows(self, subset: str) -> int | None:
+        """Cell lines available before the per-drug removal of missing responses (sizes refer to lines)."""
+        return int(self._prep().X.shape[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        p = self.params
+        prep = self._prep()
+        j = prep.drug_index.get(subset)
+        if j is None:
+            raise UserError(f"gdsc: unknown subset {subset!r}; subsets are drug names like "
+                            f"{next(iter(prep.drug_index))!r}")
+        N = prep.X.shape[0]
+        T, P = p.test_pool, p.public_pool
+        if sizes.n_test > T:
+            raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
+        if sizes.n_public > P:
+            raise UserError(f"gdsc: sizes.n_public must be <= public_pool={P}, got {sizes.n_public}")
+        perm = rng.permutation(N)                      # same for every drug: the stream is keyed by repeat only
+        pools = (perm[:T], perm[T:T + P], perm[T + P:])
+        n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
+        if n_priv > len(pools[2]):
+            raise UserError(f"gdsc: sizes.n_private must be <= {len(pools[2])} (lines left after the test and "
+                            f"public pools), got {n_priv}")
+        has = prep.has[:, j]
+        take = []
+        for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
+            if p.missing == "after_split":
+                idx = pool[:n]
+                take.append(idx[has[idx]])
+            else:
+                take.append(pool[has[pool]][:n])
+        it, iu, iv = take
+        X, y = prep.X, prep.Y[:, j]
+        e, i = self._paths()
+        meta = {
+            "drug": subset,
+            "sigma_x": float(prep.sigma_x[j]),
+            "sigma_y": float(prep.sigma_y[j]),
+            "sigma_source": "std over the drug's preprocessed cell lines, no budget spent (as the paper; not DP)",
+            "y_sd": float(prep.sigma_y[j]),
+            "x_bound": 1.0,
+            "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
+            "view": GdscView(e, i, p.evidence, iu, it),
+        }
+        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # download and build from the official release files
+    # ----------------------------------------------------------------------------------------------------------
+    @classmethod
+    def download(cls, dest: Path) -> list[Path]:
+        """Fetch the GDSC release files into ``dest/gdsc/raw`` and build the two tables this dataset reads.
+
+        Checksums: the official files are not mirrored here, so their SHA-256 cannot be known offline; each
+        download's SHA-256 is written to ``raw/SHA256SUMS`` and, when that file already exists (a pinned earlier
+        download), verified against it.
+        """
+        from dpexp.datasets.base import download as fetch
+        from dpexp.datasets.base import sha256_file
+
+        raw_dir = Path(dest) / "gdsc" / "raw"
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        pinned: dict[str, str] = {}
+        sums = raw_dir / "SHA256SUMS"
+        if sums.exists():
+            for line in sums.read_text().splitlines():
+                if line.strip():
+                    h, name = line.split(maxsplit=1)
+                    pinned[name.strip()] = h
+        got = {}
+        for name, url in RELEASE_FILES.items():
+            target = raw_dir / name
+            if not target.exists():
+                fetch(url, target, sha256=pinned.get(name), timeout=600.0)
+            got[name] = sha256_file(target)
+            if name in pinned and pinned[name] != got[name]:
+                raise UserError(f"checksum mismatch for {target}: expected sha256 {pinned[name]}, got {got[name]}")
+        sums.write_text("".join(f"{h}  {n}\n" for n, h in sorted(got.items())))
+        return build_tables(raw_dir / "Cell_line_RMA_proc_basalExp.txt.zip", raw_dir / "v17_fitted_dose_response.xlsx",
+                            Path(dest) / "gdsc")
+
+
+#: Official GDSC release files (release 6.0 / GDSC1000 web resources).  SHA-256 unknown offline (see download()).
+RELEASE_FILES: dict[str, str] = {
+    "Cell_line_RMA_proc_basalExp.txt.zip":
+        "https://www.cancerrxgene.org/gdsc1000/GDSC1000_WebResources/Data/preprocessed/"
+        "Cell_line_RMA_proc_basalExp.txt.zip",
+    "v17_fitted_dose_response.xlsx":
+        "https://ftp.sanger.ac.uk/pub/project/cancerrxgene/releases/release-6.0/v17_fitted_dose_response.xlsx",
+}
+
+
+def _read_text_table(path: Path) -> pd.DataFrame:
+    """Tab-separated table from ``.txt``, ``.txt.gz`` or a ``.zip`` holding one ``.txt``."""
+    path = Path(path)
+    if path.suffix == ".zip":
+        import zipfile
+
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if not n.endswith("/")]
+            with zf.open(names[0]) as fh:
+                return pd.read_csv(io.BytesIO(fh.read()), sep="\t")
+    if path.suffix == ".gz":
+        with gzip.open(path, "rb") as fh:
+            return pd.read_csv(fh, sep="\t")
+    return pd.read_csv(path, sep="\t")
+
+
+def build_expression_table(rma: pd.DataFrame, cosmic_with_response: set[int] | None = None,
+                           genes: tuple[str, ...] = GENES_64) -> pd.DataFrame:
+    """Expression table of the dataset from the GDSC RMA matrix (rows = genes, ``GENE_SYMBOLS`` column, one
+    ``DATA.<COSMIC_ID>`` column per cell line).
+
+    Keeps ``genes`` in the given (mutation-count) order, one row per cell line in the file's column order (first
+    occurrence of a duplicated id), optionally only lines with a drug response.  ``evidence`` is
+    ``official_release`` for every row (the ids come from the official file).  A missing gene is an error.
+    """
+    if "GENE_SYMBOLS" not in rma.columns:
+        raise UserError("RMA expression file: expected a GENE_SYMBOLS column")
+    sym = rma["GENE_SYMBOLS"].astype(str)
+    missing = [g for g in genes if g not in set(sym)]
+    if missing:
+        raise UserError(f"RMA expression file lacks genes {missing}")
+    first = rma.loc[~sym.duplicated(keep="first")].set_index("GENE_SYMBOLS")
+    data_cols = [c for c in rma.columns if c.startswith("DATA.")]
+    seen: set[int] = set()
+    rows, ids = [], []
+    for c in data_cols:
+        try:
+            cid = int(float(c[len("DATA."):].split(".")[0]))
+        except ValueError:
+            continue
+        if cid in seen or (cosmic_with_response is not None and cid not in cosmic_with_response):
+            continue
+        seen.add(cid)
+        ids.append(cid)
+        rows.append(c)
+    values = first.loc[list(genes), rows].to_numpy(dtype=float).T
+    out = pd.DataFrame(values, columns=list(genes))
+    out.insert(0, "evidence", "official_release")
+    out.insert(0, "cell_line_name", "")
+    out.insert(0, "COSMIC_ID", np.asarray(ids, dtype=np.int64))
+    return out
+
+
+def build_ic50_table(dose: pd.DataFrame) -> pd.DataFrame:
+    """``COSMIC_ID`` × ``Drug_<DRUG_ID>_IC50`` table of LN_IC50 from the v17 fitted dose response (long format:
+    COSMIC_ID, DRUG_ID, LN_IC50); drugs in ascending id order, a repeated (line, drug) pair is averaged."""
+    need = {"COSMIC_ID", "DRUG_ID", "LN_IC50"}
+    if not need <= set(dose.columns):
+        raise UserError(f"dose response file: expected columns {sorted(need)}, got {list(dose.columns)[:10]}")
+    wide = dose.pivot_table(index="COSMIC_ID", columns="DRUG_ID", values="LN_IC50", aggfunc="mean")
+    wide = wide.reindex(sorted(wide.columns), axis=1)
+    wide.columns = [f"Drug_{int(c)}_IC50" for c in wide.columns]
+    wide.index = wide.index.astype(np.int64)
+    return wide.reset_index()
+
+
+def build_tables(rma_path: Path, dose_path: Path, out_dir: Path, genes: tuple[str, ...] = GENES_64) -> list[Path]:
+    """Build ``gdsc_v17_expression_64genes.csv.gz`` and ``IC50_v17.csv.gz`` in ``out_dir`` from the raw files.
+
+    ``dose_path`` may be the official ``.xlsx`` (needs the ``xlsx`` extra: openpyxl) or a CSV with the same columns.
+    Note: the official v17 release has more cell lines than the gdsctools copy staged offline (988), so a built
+    table can have a few more rows than the staged one; values of common (line, drug) pairs agree.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dose_path = Path(dose_path)
+    if dose_path.suffix in (".xlsx", ".xls"):
+        try:
+            dose = pd.read_excel(dose_path)
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise UserError(f"reading {dose_path} needs openpyxl: pip install 'dpexp[xlsx]' ({exc})") from None
+    else:
+        dose = pd.read_csv(dose_path)
+    ic = build_ic50_table(dose)
+    expr = build_expression_table(_read_text_table(rma_path), set(ic["COSMIC_ID"].tolist()), genes)
+    p_expr, p_ic = out_dir / "gdsc_v17_expression_64genes.csv.gz", out_dir / "IC50_v17.csv.gz"
+    tmp_e, tmp_i = p_expr.with_suffix(".tmp"), p_ic.with_suffix(".tmp")
+    expr.to_csv(tmp_e, index=False, compression="gzip")
+    ic.to_csv(tmp_i, index=False, compression="gzip")
+    os.replace(tmp_e, p_expr)
+    os.replace(tmp_i, p_ic)
+    return [p_expr, p_ic]

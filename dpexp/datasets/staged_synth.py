@@ -1,0 +1,89 @@
+"""The synthetic data set shipped with the authors' code (DPBayes/robust-private-lr, python/synthdata): 1000 × 10,
+x ~ N(0, 1), β ~ N(0, I), y ~ N(xᵀβ, 1) (Eq. 10 with λ = λ0 = 1, numpy seed 42), staged offline in
+``robust-private-lr-synth/x_data.csv`` and ``y_data.csv`` (see that folder's SOURCE.md).
+
+The thesis' Figs 4.2/4.3 use freshly generated Eq. (10) data (dataset ``honkela_synthetic``); this fixed file is the
+authors' additional test set and a cross-check of the generator.  Protocol as the thesis §3.8.1: per repeat a random
+permutation of the 1000 rows gives a test pool (first ``max_test``), a public pool (next ``max_public``) and the
+private rest; cells take prefixes.  Preprocessing (optional, default on) as Methods 4.4 over all 1000 rows.
+``sigma_x``/``sigma_y`` in ``meta`` are the stds of the whole (preprocessed) file, not DP, as in the paper.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import Dataset, Params
+from dpexp.datasets.base import data_path
+from dpexp.errors import DataNotFoundError, UserError
+from dpexp.registry import register_dataset
+from dpexp.types import Sizes, Split
+
+X_FILE = "robust-private-lr-synth/x_data.csv"
+Y_FILE = "robust-private-lr-synth/y_data.csv"
+
+_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = X - X.mean(axis=0, keepdims=True)
+    nrm = np.linalg.norm(X, axis=1, keepdims=True)
+    X = np.divide(X, nrm, out=np.zeros_like(X), where=nrm > 0)
+    return X, y - y.mean()
+
+
+@register_dataset
+class StagedSynthetic(Dataset):
+    """The authors' fixed synthetic file (1000 × 10, Eq. 10, seed 42), split at random per repeat."""
+
+    name = "rplr_synth_file"
+    description = "authors' staged Eq. (10) synthetic data, 1000 x 10 (robust-private-lr/python/synthdata)"
+    download_hint = None
+
+    class Params(Params):
+        preprocess: bool = Field(True, description="centre, unit-norm rows, centre y (Methods 4.4)")
+
+    def _paths(self) -> tuple[Path, Path]:
+        if self.data_dir is not None:
+            px, py = Path(self.data_dir) / X_FILE, Path(self.data_dir) / Y_FILE
+            for p in (px, py):
+                if not p.exists():
+                    raise DataNotFoundError(f"data file not found: expected {p} (place the authors' files by hand)")
+            return px, py
+        return data_path(X_FILE), data_path(Y_FILE)
+
+    def _load(self) -> tuple[np.ndarray, np.ndarray]:
+        px, py = self._paths()
+        key = (str(px.resolve()), px.stat().st_mtime_ns, self.params.preprocess)
+        if key not in _CACHE:
+            X = np.loadtxt(px, delimiter=",", ndmin=2)
+            y = np.loadtxt(py, delimiter=",").reshape(-1)
+            if X.shape[0] != y.shape[0]:
+                raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
+            _CACHE[key] = _preprocess(X, y) if self.params.preprocess else (X, y)
+        return _CACHE[key]
+
+    def check(self) -> None:
+        self._load()
+
+    def n_rows(self, subset: str) -> int | None:
+        return int(self._load()[0].shape[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        X, y = self._load()
+        N = X.shape[0]
+        T, P = sizes.max_test, sizes.max_public
+        if T + P >= N:
+            raise UserError(f"rplr_synth_file: n_test + n_public must be < {N}, got {T + P}")
+        perm = rng.permutation(N)
+        pools = perm[:T], perm[T:T + P], perm[T + P:]
+        n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
+        if n_priv > len(pools[2]):
+            raise UserError(f"rplr_synth_file: n_private must be <= {len(pools[2])}, got {n_priv}")
+        it, iu, iv = pools[0][:sizes.n_test], pools[1][:sizes.n_public], pools[2][:n_priv]
+        meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0 if self.params.preprocess
+                else None, "sigma_source": "std of the whole file (not DP, as in the paper)"}
+        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)

@@ -1,0 +1,85 @@
+"""Drug-sensitivity metric ``wpc``: the standardised probabilistic concordance index of one drug (the per-drug term
+of the weighted probabilistic c-index, wpc-index, of the NCI-DREAM challenge, Costello et al. 2014, used in
+Honkela et al. 2018 Suppl. Figs S3/S4 and the authors' code).
+
+For test responses y and predictions p of one drug, each pair (i, j) scores the probability that the predicted order
+is the true one under measurement noise of standard deviation ``sd``:
+
+    q_ij = P(y_i "truly" > y_j) = ½ (1 + erf((y_i − y_j) / (2 sd))),
+    pc   = (1/P) Σ_{i<j} [ q_ij if p_i > p_j;  1 − q_ij if p_i < p_j;  ½ if p_i = p_j ],      P = n(n − 1)/2.
+
+Writing a_ij = q_ij − ½ (antisymmetric) and b_ij = sign(p_i − p_j): pc = ½ + Γ/(2P) with Γ = Σ_{i≠j} a_ij b_ij.
+Under a uniformly random ordering of the predictions (distinct ranks) E[Γ] = 0 and (Daniels 1944, generalised
+correlation coefficient)
+
+    Var Γ = 2/(n(n−1)) · A₂B₂ + 4/(n(n−1)(n−2)) · (A₃ − A₂)(B₃ − B₂),
+    A₂ = Σ_{i≠j} a_ij², A₃ = Σ_i (Σ_j a_ij)²,  B₂ = n(n−1), B₃ = n(n²−1)/3,
+
+so the metric is the z-score (pc − ½)/sd(pc), sd(pc) = sqrt(Var Γ)/(2P) — exact, no permutation sampling.  ``sd``
+is the drug's response std given by the dataset (``split.meta['y_sd']``; the authors used a per-drug std,
+drugstats.csv) or, if absent, the std of the test responses.  Averaging the per-drug values over drugs gives the
+(unweighted) wpc-index.  Undefined cases (n < 3, all responses equal) give 0, like ``spearman``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special
+
+from dpexp.components import Metric
+from dpexp.registry import register_metric
+from dpexp.types import Output, Split
+
+
+def pc_index(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
+    """Probabilistic c-index of predictions ``pred`` (…, n) against responses ``y`` (n,)."""
+    pred = np.asarray(pred, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+    b = np.sign(pred[..., :, None] - pred[..., None, :])
+    P = n * (n - 1) / 2.0
+    return 0.5 + np.einsum("ij,...ij->...", a, b) / (2.0 * P)
+
+
+def pc_null_sd(y: np.ndarray, sd: float) -> float:
+    """Standard deviation of the pc-index under uniformly random orderings of distinct predictions (exact)."""
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+    A2 = float(np.sum(a**2))
+    A3 = float(np.sum(a.sum(axis=1) ** 2))
+    B2 = n * (n - 1.0)
+    B3 = n * (n * n - 1.0) / 3.0
+    var = 2.0 / (n * (n - 1.0)) * A2 * B2 + 4.0 / (n * (n - 1.0) * (n - 2.0)) * (A3 - A2) * (B3 - B2)
+    P = n * (n - 1) / 2.0
+    return float(np.sqrt(max(var, 0.0)) / (2.0 * P))
+
+
+def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
+    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined."""
+    pred = np.atleast_2d(np.asarray(pred, dtype=float))
+    y = np.asarray(y, dtype=float)
+    if y.size < 3 or not (sd > 0) or np.ptp(y) == 0:
+        return np.zeros(pred.shape[0])
+    s = pc_null_sd(y, sd)
+    if s <= 0:
+        return np.zeros(pred.shape[0])
+    z = (pc_index(pred, y, sd) - 0.5) / s
+    ok = np.all(np.isfinite(pred), axis=1)
+    return np.where(ok, z, 0.0)
+
+
+@register_metric
+class WPC(Metric):
+    """Per-drug standardised probabilistic c-index (term of the wpc-index, DREAM / Honkela et al. Suppl.),
+    averaged over trials; exact null mean ½ and std (module docstring)."""
+
+    name = "wpc"
+    description = "standardised probabilistic c-index per drug (wpc-index term; average over drugs = wpc)"
+
+    def __call__(self, output: Output, split: Split) -> float:
+        sd = split.meta.get("y_sd")
+        if sd is None:
+            sd = float(np.std(split.y_test))
+        return float(np.mean(standardised_pc(output.predictions, split.y_test, float(sd))))
