@@ -28,6 +28,13 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.datasets.uci",
     "dpexp.algorithms.distributed.dlr",
     "dpexp.algorithms.simple_lr",
+    "dpexp.datasets.gdsc",
+    "dpexp.datasets.staged_synth",
+    "dpexp.algorithms.output_perturbation",
+    "dpexp.algorithms.functional_mechanism",
+    "dpexp.algorithms.baselines",
+    "dpexp.metrics_gdsc",
+    "dpexp.plotting_gdsc",
 ]
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}
