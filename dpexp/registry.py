@@ -28,6 +28,8 @@ PLUGIN_MODULES: list[str] = [
     "dpexp.datasets.uci",
     "dpexp.algorithms.distributed.dlr",
     "dpexp.algorithms.simple_lr",
+    "dpexp.algorithms.distributed.scaling",
+    "dpexp.plotting_dca",
     "dpexp.datasets.gdsc",
     "dpexp.datasets.staged_synth",
     "dpexp.algorithms.output_perturbation",
