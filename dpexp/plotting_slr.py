@@ -121,6 +121,18 @@ def _column(df: pd.DataFrame, x: str) -> pd.Series:
     return col
 
 
+def _where(d: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
+    """Rows whose column/parameter equals each ``where`` value (numbers compared with a relative tolerance)."""
+    for key, val in where.items():
+        col = _column(d, key)
+        if isinstance(val, (int, float)) and not isinstance(val, bool):
+            num = pd.to_numeric(col, errors="coerce")
+            d = d[np.isclose(num.to_numpy(float), float(val), rtol=1e-9, atol=0.0)]
+        else:
+            d = d[col.astype(str) == str(val)]
+    return d
+
+
 def _metric_rows(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     d = df[df["metric"] == metric]
     if d.empty:
@@ -299,6 +311,7 @@ register_plot(slr_output_ecdf)
 # ------------------------------------------------------------------------------------------------------ curves
 class SlrCurveOptions(PlotOptions):
     facet: str | None = Field(None, description="one panel per value of this column/parameter")
+    where: dict[str, Any] = Field(default_factory=dict, description="keep rows whose column/parameter equals")
     logx: bool = True
     logy: bool = True
     labels: list[str] | None = None
@@ -314,10 +327,13 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     metric = spec.metric or "error_bound_true_se"
     if not spec.x:
         raise UserError("slr_curve: plots[].x is required (a results column or a dataset/algorithm parameter)")
-    d = _metric_rows(df, metric).copy()
+    d = _where(_metric_rows(df, metric), opts.where).copy()
     if opts.labels:
         d = d[d["label"].isin(opts.labels)]
-    d["_x"] = _column(d, spec.x).astype(float)
+    if d.empty:
+        raise UserError(f"slr_curve: no {metric} rows left after options.labels/where")
+    d["_x"] = pd.to_numeric(_column(d, spec.x), errors="coerce")
+    d = d[d["_x"].notna()]
     x_in_algo = d["params"].map(lambda s: spec.x in parse_params(s)).any()
     d["_line"] = d["label"].map(lambda s: s.split("[")[0]) if x_in_algo else d["label"]
     panels = _facet_values(d, opts.facet)
@@ -401,6 +417,7 @@ class FailureOptions(PlotOptions):
     mode: Literal["epsilon", "sorted"] = "epsilon"
     labels: list[str] | None = Field(None, description="algorithm labels (default: all with failures recorded)")
     subsets: list[str] | None = Field(None, description="mode epsilon: these subsets (default lowest/highest nvar)")
+    epsilons: list[float] | None = Field(None, description="mode sorted: only these ε (default: all)")
 
 
 def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
@@ -439,6 +456,8 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
             ax = axes[ai]
             ai += 1
             for (label, eps), ge in g.groupby(["label", "epsilon"], sort=True):
+                if opts.epsilons and not np.isclose(opts.epsilons, eps).any():
+                    continue
                 r = ge.groupby("subset")["value"].mean()
                 env = eps * nv.reindex(r.index).to_numpy(float)
                 o = np.argsort(env)
