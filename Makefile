@@ -1,0 +1,50 @@
+# dpexp — two commands on a fresh machine (Python 3.11 + pip + gcc):  make demo  and  make test
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+JOBS    ?= 2
+FAST    ?=
+EXTRAS  ?= test,dask,crypto
+OUTROOT := results$(if $(FAST),/fast)
+FIGROOT := figures$(if $(FAST),/fast)
+CONFIGS := $(sort $(wildcard configs/*.yaml))
+
+.PHONY: install demo test test-fast figures audit bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo)
+demo: $(STAMP)
+	$(BIN)/dpexp run configs/demo.yaml --out results/demo --jobs $(JOBS) --force
+	$(BIN)/dpexp plot results/demo --out figures/demo --format png,pdf
+	$(BIN)/dpexp summarize results/demo --metric spearman
+
+## test: the whole test suite (CI runs exactly this)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
+
+## figures: run every config into results/<name> and plot into figures/<name>; FAST=1 uses 2 repeats
+figures: $(STAMP)
+	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
+	  echo "== $$n"; \
+	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--repeats 2) || failed="$$failed $$n"; \
+	  $(BIN)/dpexp plot $(OUTROOT)/$$n --out $(FIGROOT)/$$n || failed="$$failed $$n(plot)"; \
+	done; if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+
+## audit: statistical privacy audit of every registered algorithm
+audit: $(STAMP)
+	$(BIN)/dpexp audit --out results/audit --jobs $(JOBS)
+
+## bench: the speed benchmarks (print measured numbers and ratios)
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit $$?; done
+
+clean:
+	rm -rf results/* figures build *.egg-info .pytest_cache

@@ -1,0 +1,87 @@
+"""End-to-end CLI tests (click's CliRunner) for run, plot, summarize, validate, list, data, and --help speed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from dpexp import __version__
+from dpexp.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _tiny_demo(tmp_path: Path) -> Path:
+    text = (REPO / "configs" / "demo.yaml").read_text()
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text(text)
+    return cfg
+
+
+def test_run_plot_summarize_end_to_end(tmp_path):
+    cfg = _tiny_demo(tmp_path)
+    out = tmp_path / "res"
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--repeats", "2", "--jobs", "1", "-q",
+                                  "--set", "sizes.n_private=[0, 100]"])
+    assert r.exit_code == 0, r.output
+    assert (out / "results.csv").exists() and (out / "manifest.json").exists()
+    figs = tmp_path / "figs"
+    r = CliRunner().invoke(main, ["plot", str(out), "--out", str(figs), "--format", "png,pdf"])
+    assert r.exit_code == 0, r.output
+    assert (figs / "demo_spearman.png").stat().st_size > 10_000 and (figs / "demo_spearman.pdf").exists()
+    md = tmp_path / "s.md"
+    csvp = tmp_path / "s.csv"
+    r = CliRunner().invoke(main, ["summarize", str(out), "--metric", "spearman", "--markdown", str(md),
+                                  "--csv", str(csvp)])
+    assert r.exit_code == 0, r.output
+    assert "| metric | label | n_private | mean | std | median | q25 | q75 | iqr |" in r.output
+    assert "rplr (robust private LR)" in md.read_text() and csvp.read_text().startswith("metric,label,n_private")
+    r = CliRunner().invoke(main, ["summarize", str(out), "--metric", "nope"])
+    assert r.exit_code == 2 and "metric must be one of" in r.output
+
+
+def test_plot_bad_inputs(tmp_path):
+    r = CliRunner().invoke(main, ["plot", str(tmp_path)])
+    assert r.exit_code == 2 and "manifest.json" in r.output
+
+
+def test_validate_and_list():
+    r = CliRunner().invoke(main, ["validate", str(REPO / "configs" / "demo.yaml")])
+    assert r.exit_code == 0 and "OK (540 cells)" in r.output
+    r = CliRunner().invoke(main, ["list"])
+    assert r.exit_code == 0
+    for name in ["rplr", "plr", "lr", "honkela_synthetic", "spearman", "mae", "curve"]:
+        assert name in r.output
+    r = CliRunner().invoke(main, ["list", "algorithms"])
+    assert "DP, replace-one" in r.output and "non-private" in r.output
+    assert CliRunner().invoke(main, ["list", "widgets"]).exit_code == 2
+
+
+def test_data_where_and_download_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(tmp_path))
+    r = CliRunner().invoke(main, ["data", "where"])
+    assert r.exit_code == 0 and str(tmp_path) in r.output
+    r = CliRunner().invoke(main, ["data", "download", "honkela_synthetic"])
+    assert r.exit_code == 2 and "has no download" in r.output
+    r = CliRunner().invoke(main, ["data", "download", "nonexistent"])
+    assert r.exit_code == 2 and "unknown dataset" in r.output
+
+
+def test_version_and_fast_help():
+    r = CliRunner().invoke(main, ["--version"])
+    assert __version__ in r.output
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "dpexp.cli", "--help"], capture_output=True, text=True, cwd=REPO)
+    took = time.perf_counter() - start
+    assert proc.returncode == 0 and "run" in proc.stdout and "plot" in proc.stdout
+    assert took < 1.0, f"dpexp --help took {took:.2f} s"  # the issue's requirement; heavy imports are lazy
+
+
+def test_bad_jobs_value(tmp_path):
+    cfg = _tiny_demo(tmp_path)
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "x"), "--jobs", "0"])
+    assert r.exit_code == 2 and "--jobs" in r.output
