@@ -48,7 +48,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.algorithms.distributed.dca import DCA
-from dpexp.algorithms.distributed.noise import check_clients, noise_factor, sigma_std
+from dpexp.algorithms.distributed.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
 from dpexp.registry import register_algorithm
@@ -248,12 +248,12 @@ class _DLRBase(Algorithm):
         if self.setting == "ddp":
             kw = dict(n_compute=p.n_compute, n_faulty=p.n_faulty, frac_bits=p.frac_bits)
         extras: dict[str, float] = {"calibration_analytic": float(p.calibration == "analytic")}
+        if p.calibration == "classic" and epsilon >= 1:     # warned once per cell, not once per round
+            warnings.warn(f"{self.name}: classic Gaussian calibration (Eq. (1)) with epsilon={epsilon:g} >= 1 is not "
+                          "proven (epsilon, delta)-DP", PrivacyCalibrationWarning, stacklevel=2)
         with warnings.catch_warnings():
-            if p.calibration == "classic":     # warned once per cell, not per round
-                warnings.simplefilter("ignore")
-                if epsilon >= 1:
-                    warnings.warn(f"{self.name}: classic Gaussian calibration with epsilon={epsilon:g} >= 1 is not "
-                                  "proven (epsilon, delta)-DP", UserWarning, stacklevel=2)
+            if p.calibration == "classic":
+                warnings.simplefilter("ignore", PrivacyCalibrationWarning)
             if self.project:
                 e1, d1 = p.share_std * epsilon, p.share_std * delta
                 e2, d2 = epsilon - e1, delta - d1
