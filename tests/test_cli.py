@@ -51,7 +51,7 @@ def test_plot_bad_inputs(tmp_path):
 
 def test_validate_and_list():
     r = CliRunner().invoke(main, ["validate", str(REPO / "configs" / "demo.yaml")])
-    assert r.exit_code == 0 and "OK (540 cells)" in r.output
+    assert r.exit_code == 0 and "OK (720 cells)" in r.output
     r = CliRunner().invoke(main, ["list"])
     assert r.exit_code == 0
     for name in ["rplr", "plr", "lr", "honkela_synthetic", "spearman", "mae", "curve"]:
