@@ -88,9 +88,16 @@ def interval_log_weights(zs: np.ndarray, eps: float, r_l: float, r_u: float, out
     lw[N] = r_u - zs[-1]
     with np.errstate(divide="ignore"):
         np.log(lw, out=lw)
+    # ceil(|i - N/2|) = |i - N/2| + (N mod 2)/2 exactly (i integer); float arithmetic, in chunks
+    half, c, off = 0.5 * N, 0.5 * eps, 0.5 * (N % 2)
     for a in range(0, N + 1, chunk):
         b = min(a + chunk, N + 1)
-        lw[a:b] -= (0.5 * eps) * _dist(np.arange(a, b, dtype=np.int64), N)
+        d = np.arange(a, b, dtype=float)
+        d -= half
+        np.abs(d, out=d)
+        d += off
+        d *= c
+        lw[a:b] -= d
     return lw
 
 
@@ -134,13 +141,77 @@ def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.
     return blocks * B + j
 
 
+def interval_lengths(zs: np.ndarray, r_l: float, r_u: float, a: int = 0, b: int | None = None) -> np.ndarray:
+    """Lengths L_i, i in [a, b), of the intervals between consecutive points of (r_l, sorted clipped zs, r_u);
+    the full range is i = 0..N."""
+    N = zs.size
+    b = N + 1 if b is None else b
+    vals = zs[max(a - 1, 0):min(b, N)]
+    if a == 0:
+        vals = np.concatenate([[r_l], vals])
+    if b == N + 1:
+        vals = np.concatenate([vals, [r_u]])
+    return np.diff(vals)
+
+
+def sample_intervals_structured(zs: np.ndarray, r_l: float, r_u: float, c: float, rng: np.random.Generator,
+                                size: int) -> np.ndarray:
+    """Exact two-level Gumbel-max over the intervals i = 0..N of (r_l, zs, r_u) with weights
+    w_i = L_i exp(-c * ceil(|i - N/2|)), L_i the interval lengths.
+
+    The distance term is linear inside a block that lies on one side of N/2, so a block's total weight is
+    exp(-c * dist_ref) * Σ_j L_j exp(c * ramp_j) with a ramp in [0, c(B-1)]; choosing B with c(B-1) <= 600 keeps
+    that sum finite, and the lengths are formed chunk by chunk (no extra N-sized array, no log pass over N).
+    A block is drawn by Gumbel-max over the log block weights, then an interval inside it by Gumbel-max over its
+    exact log-weights: P(block) P(i | block) = w_i / Σ w, exactly the exponential mechanism.
+    """
+    N = zs.size
+    M = N + 1
+    half, off = 0.5 * N, 0.5 * (N % 2)
+    B = max(1, min(int(math.ceil(math.sqrt(M))), int(600.0 / c) + 1 if c > 0 else M))
+    nb = -(-M // B)
+    starts = np.arange(nb) * B
+    ends = np.minimum(starts + B, M)  # exclusive
+    left = ends - 1 <= half  # every i in the block has i <= N/2: dist = half - i + off
+    right = starts >= half  # dist = i - half + off
+    full = M // B
+    regular = (left | right) & (np.arange(nb) < full)
+    logw = np.empty(nb)
+    ramp_l = np.exp(c * np.arange(B))  # left blocks: weight ∝ exp(c j), reference dist at j = 0
+    ramp_r = ramp_l[::-1].copy()  # right blocks: exp(c (B-1-j)), reference dist at j = B-1
+    step = max(1, (1 << 22) // B)
+    with np.errstate(divide="ignore"):
+        for a in range(0, full, step):
+            b = min(a + step, full)
+            blk = interval_lengths(zs, r_l, r_u, a * B, b * B).reshape(b - a, B)
+            lm, rm = left[a:b] & regular[a:b], right[a:b] & regular[a:b]
+            if lm.any():
+                logw[a:b][lm] = np.log(blk[lm] @ ramp_l) - c * (half - starts[a:b][lm] + off)
+            if rm.any():
+                logw[a:b][rm] = np.log(blk[rm] @ ramp_r) - c * (starts[a:b][rm] + B - 1 - half + off)
+        for k in np.flatnonzero(~regular):
+            i = np.arange(starts[k], ends[k])
+            lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
+            mx = lw.max()
+            logw[k] = mx + np.log(np.exp(lw - mx).sum()) if np.isfinite(mx) else -np.inf
+        blocks = _gumbel_argmax(np.broadcast_to(logw, (size, nb)), rng)
+        out = np.empty(size, dtype=np.int64)
+        for k in np.unique(blocks):
+            rows = np.flatnonzero(blocks == k)
+            i = np.arange(starts[k], ends[k])
+            lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
+            out[rows] = i[_gumbel_argmax(np.broadcast_to(lw, (rows.size, i.size)), rng)]
+    return out
+
+
 def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random.Generator, size: int = 1,
                theta: float = 0.0, presorted: bool = False, overwrite: bool = False) -> np.ndarray:
     """``size`` independent draws of the (θ-widened) exponential-mechanism median of the 1-D array ``z``.
 
     Neighbouring relation: z, z' differing in one entry (change, insertion or deletion); eps-DP for that relation.
     ``overwrite=True`` lets the function clip/sort/widen ``z`` in place (saves memory for ~10^8 entries).
-    Non-finite entries must have been removed by the caller.
+    Non-finite entries must have been removed by the caller.  Sorting once, then O(N) for the block weights and
+    O(sqrt(N)) per draw.
     """
     zs = z if overwrite else np.array(z, dtype=float, copy=True)
     np.clip(zs, r_l, r_u, out=zs)
@@ -148,11 +219,17 @@ def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random
         zs.sort()
     widen_sorted(zs, theta, r_l, r_u)
     N = zs.size
-    lw = interval_log_weights(zs, eps, r_l, r_u)
-    i = sample_intervals(lw, rng, size)
-    del lw
-    left = np.where(i == 0, r_l, zs[np.clip(i - 1, 0, max(N - 1, 0))] if N else r_l)
-    right = np.where(i == N, r_u, zs[np.clip(i, 0, max(N - 1, 0))] if N else r_u)
+    if (N + 1) * size <= _SMALL:
+        with np.errstate(divide="ignore"):
+            lw = np.log(interval_lengths(zs, r_l, r_u))
+        lw -= (0.5 * eps) * _dist(np.arange(N + 1), N)
+        i = sample_intervals(lw, rng, size)
+    else:
+        i = sample_intervals_structured(zs, r_l, r_u, 0.5 * eps, rng, size)
+    if N == 0:
+        return r_l + rng.random(size) * (r_u - r_l)
+    left = np.where(i == 0, r_l, zs[np.clip(i - 1, 0, N - 1)])
+    right = np.where(i == N, r_u, zs[np.clip(i, 0, N - 1)])
     return left + rng.random(size) * (right - left)
 
 
