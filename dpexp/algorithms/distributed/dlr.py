@@ -22,7 +22,7 @@ round spends (p ε, p δ), p = ``share_std`` (default 0.3); the statistics round
 
 Projection thresholds (Alg. 2 step 3; §5): b_j = min(c_j, ω_x σ̂_j) for every feature and b_y = min(c_y, ω_y σ̂_y),
 with (ω_x, ω_y) chosen on *auxiliary synthetic data* from eqs. (4)–(6) of the same size N and dimension d (public
-facts): a 20 × 20 grid of ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all
+facts; the auxiliary data are seeded by a hash of these public inputs and the result is cached): a 20 × 20 grid of ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all
 features and one for the target, minimising the mean absolute prediction error of the model fitted with the noise
 the real run will add at the remaining budget.  No private data are touched by this search.
 
@@ -40,6 +40,7 @@ which warns for ε ≥ 1); the choice is recorded in every result as the extra `
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Literal
@@ -165,10 +166,14 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     sy = ytr.std(axis=1)                       # (R,)
     bx = grid[:, None, None] * sx[None]        # (G, R, d)
     by = grid[:, None] * sy[None]              # (G, R)
-    Xc = np.clip(Xtr[None], -bx[:, :, None, :], bx[:, :, None, :])            # (G, R, n, d)
-    yc = np.clip(ytr[None], -by[:, :, None], by[:, :, None])                  # (G, R, n)
-    XX = np.einsum("grni,grnj->grij", Xc, Xc)                                  # (Gx, R, d, d)
-    Xy = np.einsum("grni,hrn->ghri", Xc, yc)                                   # (Gx, Gy, R, d)
+    yc = np.clip(ytr[None], -by[:, :, None], by[:, :, None])                  # (Gy, R, n)
+    ycT = np.ascontiguousarray(yc.transpose(1, 2, 0))                          # (R, n, Gy)
+    XX = np.empty((G, R, d, d))
+    Xy = np.empty((G, G, R, d))
+    for g in range(G):                                                         # one ω_x at a time: cache-sized
+        XcT = np.clip(Xtr, -bx[g][:, None, :], bx[g][:, None, :]).transpose(0, 2, 1)      # (R, d, n)
+        XX[g] = XcT @ XcT.transpose(0, 2, 1)
+        Xy[g] = (XcT @ ycT).transpose(2, 0, 1)                                 # (Gy, R, d)
     # Δ₂ per grid cell (per-feature bounds), eq. (18)
     c2 = bx**2                                                                # (Gx, R, d)
     s1 = c2.sum(-1)
@@ -186,6 +191,23 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     score = np.where(np.isfinite(score), score, np.inf)
     gx, gy = np.unravel_index(int(np.argmin(score)), score.shape)
     return float(grid[gx]), float(grid[gy])
+
+
+@functools.lru_cache(maxsize=4096)
+def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration: str, setting: str,
+                      n_faulty: int, repeats: int, lam: float, lam0: float) -> tuple[float, float]:
+    """``choose_thresholds`` with its auxiliary data seeded by a stable hash of its (public) arguments.
+
+    The search uses only public quantities (N, d, ε, δ, ...), so its outcome may be shared by every cell with the
+    same arguments; caching it makes large grids (GDSC: 265 drugs × repeats) affordable and keeps results
+    independent of how cells are grouped.
+    """
+    from dpexp.rng import stream
+
+    rng = stream(0, "dca-aux-thresholds", n, d, repr(float(epsilon)), repr(float(delta)), calibration, setting,
+                 n_faulty, repeats, repr(float(lam)), repr(float(lam0)))
+    return choose_thresholds(n, d, epsilon, delta, rng, calibration, setting, n_faulty, repeats=repeats,
+                             lam=lam, lam0=lam0)
 
 
 # ----------------------------------------------------------------------------------------------- algorithms
@@ -262,9 +284,8 @@ class _DLRBase(Algorithm):
                                     value_bound=float(max(cx, cy)) ** 2, **kw)
                 std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / N), STD_FLOOR)   # (trials, d+1)
                 if p.omega_x is None or p.omega_y is None:
-                    wx, wy = choose_thresholds(N, d, e2, d2, rng, p.calibration, self.setting,
-                                               getattr(p, "n_faulty", 0), repeats=p.aux_repeats,
-                                               lam=p.lam, lam0=p.lam0)
+                    wx, wy = public_thresholds(N, d, e2, d2, p.calibration, self.setting,
+                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0)
                     wx = p.omega_x or wx
                     wy = p.omega_y or wy
                 else:
