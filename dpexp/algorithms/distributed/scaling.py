@@ -4,10 +4,9 @@
   The split carries no materialised client matrix (N·d reaches 10^9): ``X_private`` is a zero-stride view of shape
   (N, d) so the results record n_private = N and d; the algorithm generates the clients' values block by block.
 * algorithm ``dca_timing`` (params ``n_compute`` M = 10, ``encrypt``): runs one full DCA round (clients, Compute
-  nodes, aggregator) in process and reports extras ``seconds`` (wall time), ``peak_mib`` (peak traced memory of the
-  round, numpy buffers included), ``noise_factor`` N/(N − T − 1) and ``max_abs_error`` (|DCA sum − exact sum|
-  minus nothing: it includes the DP noise, a sanity check that the round really summed).  Noise is calibrated as in
-  a real run: replace-one neighbours, Δ₂ = 2√d for vectors in [−1, 1]^d, analytic Gaussian σ_std, per-client
+  nodes, aggregator) in process and reports extras ``seconds`` (wall time), ``peak_mib`` (peak memory of the round
+  traced by ``tracemalloc``, numpy buffers included) and ``noise_factor`` N/(N − T − 1) (Fig. 1b at this N).
+  Noise is calibrated as in a real run: replace-one neighbours, Δ₂ = 2√d for vectors in [−1, 1]^d, analytic Gaussian σ_std, per-client
   σ_std/sqrt(N − T − 1) (Thm 1).
 """
 
