@@ -63,7 +63,10 @@ class PublicOnlyLR(Algorithm):
         return view(d)
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        return self.run_many([split], epsilon, delta, [rng], trials)[0]  # type: ignore[return-value]
+        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:
@@ -86,3 +89,55 @@ class PublicOnlyLR(Algorithm):
                 pred = np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy()
                 out[k] = Output(predictions=pred, coef=np.broadcast_to(w, (trials, d)).copy())
         return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# rlr: non-private with the same clipping as rplr
+# ----------------------------------------------------------------------------------------------------------------
+def _rplr_cls():
+    from dpexp.algorithms.robust_private_lr import RobustPrivateLR
+
+    return RobustPrivateLR
+
+
+def _bounds_of(ref: Algorithm, split: Split, epsilon: float) -> tuple[float, float]:
+    """Thresholds (B_x, B_y) that ``rplr`` with the same parameters would use on this split at ``epsilon``."""
+    import inspect
+
+    sig = inspect.signature(ref.bounds)  # type: ignore[attr-defined]
+    if "epsilon" in sig.parameters:
+        return ref.bounds(split, epsilon=epsilon)  # type: ignore[attr-defined]
+    return ref.bounds(split)  # type: ignore[attr-defined]
+
+
+class _RLRParams(_rplr_cls().Params):  # type: ignore[misc, valid-type]
+    tune_epsilon: float = Field(2.0, gt=0, description="epsilon at which rplr's thresholds are chosen (no noise "
+                                                        "is added; rlr is non-private)")
+
+
+@register_algorithm
+class RobustLR(Algorithm):
+    """Non-private robust LR: clip the private rows exactly as ``rplr`` with the same parameters would (thresholds
+    B = ω·σ, tuned for ``tune_epsilon`` when rplr tunes them), add the public rows, fit the same model from the
+    exact statistics — no noise (thesis §3.8.1, the "non-private version with clipping")."""
+
+    name = "rlr"
+    description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
+    private = False
+    neighbouring = None
+    Params = _RLRParams
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        p = self.params
+        kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
+        ref = _rplr_cls()(**kw)
+        B_x, B_y = _bounds_of(ref, split, p.tune_epsilon)
+        Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
+        X = np.concatenate([split.X_public, Xc])
+        y = np.concatenate([split.y_public, yc])
+        prior = getattr(ref.params, "prior", "fixed")
+        w = _fit((X.T @ X)[None], (X.T @ y)[None], np.array([y @ y]), np.array([float(len(y))]), prior,
+                 getattr(ref.params, "lam", 1.0), getattr(ref.params, "lam0", 1.0))[0]
+        pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
+        return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
+                      extras={"B_x": float(B_x), "B_y": float(B_y)})
