@@ -13,11 +13,11 @@ import math
 import time
 from pathlib import Path
 
-from dpexp.audit.core import ERROR, FAIL, NOT_DP, PASS, AuditResult, audit_algorithm
+from dpexp.audit.core import ERROR, FAIL, NOT_DP, PASS, SKIP, AuditResult, audit_algorithm
 from dpexp.audit.entries import DEFAULT_APPROX_DELTA, AuditEntry, entry_for
 from dpexp.errors import UserError
 
-__all__ = ["run_audit", "audit_entry", "AuditResult", "PASS", "FAIL", "NOT_DP", "ERROR", "DEFAULT_TRIALS",
+__all__ = ["run_audit", "audit_entry", "AuditResult", "PASS", "FAIL", "NOT_DP", "SKIP", "ERROR", "DEFAULT_TRIALS",
            "DEFAULT_CONFIDENCE"]
 
 #: runs per side (D and D′) of the main experiment; half select events, half evaluate them
@@ -54,6 +54,8 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
     if entry is None:
         return AuditResult(name, ERROR, note=f"no audit entry for {name!r} (module {cls.__module__}); add one in "
                                              "dpexp/audit/entries.py")
+    if entry.skip:
+        return AuditResult(name, SKIP, note=entry.skip, relation=entry.relation or "")
     if not entry.audited:
         return AuditResult(name, NOT_DP, note=entry.not_dp or "", relation=str(getattr(cls, "neighbouring", "")))
     try:
@@ -74,8 +76,8 @@ def _validate(epsilon: float | None, delta: float | None, trials: int | None, co
         raise UserError(f"--epsilon must be > 0 and finite, got {epsilon}")
     if delta is not None and not (0.0 <= delta < 1.0):
         raise UserError(f"--delta must be in [0, 1), got {delta}")
-    if trials is not None and trials < 200:
-        raise UserError(f"--trials must be >= 200 (runs per side; half select events, half test them), got {trials}")
+    if trials is not None and trials < 100:
+        raise UserError(f"--trials must be >= 100 (runs per side; half select events, half test them), got {trials}")
     if not (0.0 < confidence < 1.0):
         raise UserError(f"--confidence must be in (0, 1), got {confidence}")
     if jobs < 1:
@@ -86,7 +88,7 @@ def run_audit(algorithms: list[str] | None, epsilon: float | None, delta: float 
               confidence: float, out: Path | None, seed: int, jobs: int) -> int:
     """Audit ``algorithms`` (all registered ones when None/empty), print the table, write ``out/audit.csv`` and
     ``out/audit.md`` when ``out`` is given, and return the exit code: 0 when every audited algorithm PASSes
-    (NOT-DP rows do not count), 1 when any FAILs or could not be audited (ERROR).
+    (NOT-DP and SKIP rows do not count), 1 when any FAILs or could not be audited (ERROR).
 
     ``epsilon``/``delta``/``trials`` None use each entry's defaults; ``seed`` keys every random stream by
     algorithm name, so the table does not depend on ``jobs``.  Invalid arguments raise ``UserError``.
@@ -117,4 +119,4 @@ def run_audit(algorithms: list[str] | None, epsilon: float | None, delta: float 
         csv_path = write_csv(results, out / "audit.csv")
         md_path = write_markdown(results, out / "audit.md", settings)
         print(f"wrote {csv_path} and {md_path}", flush=True)
-    return 0 if all(r.verdict in (PASS, NOT_DP) for r in results) else 1
+    return 0 if all(r.verdict in (PASS, NOT_DP, SKIP) for r in results) else 1

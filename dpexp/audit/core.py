@@ -26,7 +26,7 @@ from dpexp.privacy.accounting import zcdp_to_approx_dp
 from dpexp.rng import stream
 from dpexp.types import Output, Split
 
-PASS, FAIL, NOT_DP, ERROR = "PASS", "FAIL", "NOT-DP", "ERROR"
+PASS, FAIL, NOT_DP, SKIP, ERROR = "PASS", "FAIL", "NOT-DP", "SKIP", "ERROR"
 
 
 @dataclass
@@ -107,7 +107,7 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
     t0 = time.perf_counter()
     claimed_eps, claimed_delta = claimed_budget(alg, epsilon, delta)
     pairs = candidate_pairs(design, relation)
-    pilot = int(pilot_trials if pilot_trials is not None else max(2_000, min(10_000, trials // 10)))
+    pilot = int(pilot_trials if pilot_trials is not None else max(2_000, min(5_000, trials // 20)))
     chunk = max(1, int(chunk))
 
     # -- step 2: pilot over candidate pairs and projections -------------------------------------------------

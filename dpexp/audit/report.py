@@ -39,7 +39,7 @@ def format_table(results: list[AuditResult]) -> str:
         if r.verdict == "FAIL":
             lines.append(f"FAIL {r.algorithm}: {r.neighbours}; {r.projection}; event {r.event}; "
                          f"counts {r.k_d}/{r.n_d} on D vs {r.k_dprime}/{r.n_dprime} on D'")
-        elif r.verdict in ("ERROR", "NOT-DP") and r.note:
+        elif r.verdict in ("ERROR", "NOT-DP", "SKIP") and r.note:
             lines.append(f"{r.verdict} {r.algorithm}: {r.note}")
     return "\n".join(lines)
 
