@@ -106,7 +106,7 @@ def test_lr_matches_closed_form_and_is_deterministic():
 def test_rplr_reproducible_and_converges_with_epsilon():
     rng = np.random.default_rng(2)
     s = _split(rng, n=2000)
-    alg = RobustPrivateLR(omega_x=3.0, omega_y=3.0)
+    alg = RobustPrivateLR(omega_x=3.0, omega_y=3.0, prior="fixed", p1=0.35, p2=0.6, p3=0.05)
     a = alg.run(s, 2.0, 0.0, np.random.default_rng(5), trials=4).predictions
     b = alg.run(s, 2.0, 0.0, np.random.default_rng(5), trials=4).predictions
     assert np.array_equal(a, b)

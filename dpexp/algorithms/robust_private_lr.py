@@ -20,12 +20,15 @@ dataset's σ (``split.meta['sigma_x'|'sigma_y']``), which the paper takes from t
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from dpexp.components import Algorithm, Params
+from dpexp.errors import UserError
 from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.models.vb import fit_vb
 from dpexp.privacy.mechanisms import laplace_scale
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -72,76 +75,279 @@ def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx
     return XXn, Xyn, yyn
 
 
+def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
+                 lam0: float, engine: str = "vb", rng: np.random.Generator | None = None) -> np.ndarray:
+    """Posterior-mean weights (…, d) from (possibly perturbed) statistics, batched over leading axes.
+
+    ``prior="fixed"``: Eqs. 3–4 with fixed λ, λ0 (``dpexp.models.bayes_lr``).  ``prior="gamma"``: Gamma(2, 2) priors
+    on λ and λ0 (Eq. 6), fitted by the ``vb`` engine (``dpexp.models.vb``, default) or PyMC ADVI (``engine="pymc"``,
+    the paper's 5000 iterations; optional extra, slow: one fit per problem).
+    """
+    if prior == "fixed":
+        return posterior_mean_fixed(XX, Xy, lam, lam0)
+    if engine == "pymc":
+        from dpexp.models.pymc_backend import posterior_mean_pymc
+
+        return posterior_mean_pymc(XX, Xy, yy, n, rng if rng is not None else np.random.default_rng(0))
+    return fit_vb(XX, Xy, yy, n).mean
+
+
 class _FixedPrecision(Params):
-    lam: float = Field(1.0, gt=0, description="noise precision lambda (fixed)")
-    lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (fixed)")
+    lam: float = Field(1.0, gt=0, description="noise precision lambda (prior: fixed)")
+    lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (prior: fixed)")
+
+
+class _LRParams(_FixedPrecision):
+    prior: Literal["fixed", "gamma"] = Field("fixed", description="fixed precisions (Eqs. 3-4) or Gamma(2,2) priors "
+                                                                  "on both (Eq. 6, vb engine)")
 
 
 @register_algorithm
 class BayesLR(Algorithm):
-    """Non-private Bayesian LR with fixed precisions on public + private rows: (λ0 I + λ XᵀX)⁻¹ λ Xᵀy."""
+    """Non-private Bayesian LR on public + private rows (the paper's LR, Methods 4.1): fixed precisions,
+    (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
 
     name = "lr"
-    description = "non-private Bayesian linear regression (fixed precisions), public + private rows"
+    description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
     private = False
     neighbouring = None
-    Params = _FixedPrecision
+    Params = _LRParams
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        XX, Xy, _ = sufficient_stats(split.X_train, split.y_train)
-        w = posterior_mean_fixed(XX, Xy, self.params.lam, self.params.lam0)
-        pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0]))
-        return Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy())
+        return self.run_many([split], epsilon, delta, [rng], trials)[0]  # type: ignore[return-value]
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        p = self.params
+        out: list[Output | Exception] = []
+        by_d: dict[int, list[int]] = {}
+        for k, s in enumerate(splits):
+            by_d.setdefault(s.d, []).append(k)
+        res: dict[int, np.ndarray] = {}
+        for d, ks in by_d.items():
+            st = [sufficient_stats(splits[k].X_train, splits[k].y_train) for k in ks]
+            W = _fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
+                             np.array([float(len(splits[k].y_train)) for k in ks]), p.prior, p.lam, p.lam0)
+            res.update(zip(ks, W))
+        for k, s in enumerate(splits):
+            w = res[k]
+            pred = np.broadcast_to(s.X_test @ w, (trials, s.X_test.shape[0]))
+            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy()))
+        return out
 
 
 class _RPLRParams(_FixedPrecision):
-    p1: float = Field(0.35, gt=0, lt=1, description="share of epsilon for X'X")
-    p2: float = Field(0.60, gt=0, lt=1, description="share of epsilon for X'y")
-    p3: float = Field(0.05, gt=0, lt=1, description="share of epsilon for y'y")
-    omega_x: float = Field(1.0, gt=0, description="clipping threshold B_x = omega_x * sigma_x")
-    omega_y: float = Field(1.0, gt=0, description="clipping threshold B_y = omega_y * sigma_y")
+    prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
+                                                                  "method) or fixed lam, lam0")
+    engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
+    split: Literal["auto"] | None = Field(None, description="'auto' (default when p1-p3 are not given): tune the "
+                                                            "budget split on auxiliary data")
+    p1: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'X (explicit split)")
+    p2: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'y (explicit split)")
+    p3: float | None = Field(None, gt=0, lt=1, description="share of epsilon for y'y (explicit split)")
+    split_tuning: Literal["paper", "case"] = Field(
+        "paper", description="split: auto tunes once at n=500, d=10, eps=2 (paper) or at each test case")
+    omega: Literal["auto"] | None = Field(None, description="'auto' (default when omega_x/omega_y are not given): "
+                                                            "tune the thresholds per test case")
+    omega_x: float | None = Field(None, gt=0, description="clipping threshold B_x = omega_x * sigma_x (explicit)")
+    omega_y: float | None = Field(None, gt=0, description="clipping threshold B_y = omega_y * sigma_y (explicit)")
+    tune_n: Literal["requested", "actual"] = Field(
+        "requested", description="n of the threshold tuning: the requested n_private (GDSC drops untested lines per "
+                                 "drug; tuning per distinct n would be wasteful) or the rows actually present")
+    tune_reps: tuple[int, int] = Field((20, 20), description="auxiliary data sets x noise draws, threshold tuning")
+    split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
+    sigma: Literal["data", "dp"] = Field("data", description="sigma_x, sigma_y from the data without budget (paper) "
+                                                             "or DP estimates spending sigma_share of epsilon")
+    sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
+    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp)")
+    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp)")
 
     @model_validator(mode="after")
-    def _shares_sum_to_one(self) -> "_RPLRParams":
-        total = self.p1 + self.p2 + self.p3
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"p1 + p2 + p3 must equal 1, got {total:g}")
+    def _explicit_or_auto(self) -> "_RPLRParams":
+        ps = [self.p1, self.p2, self.p3]
+        if any(p is not None for p in ps):
+            if self.split == "auto":
+                raise ValueError("give split: auto or explicit p1, p2, p3, not both")
+            if any(p is None for p in ps):
+                raise ValueError(f"an explicit split needs all of p1, p2, p3, got p1={self.p1}, p2={self.p2}, "
+                                 f"p3={self.p3}")
+            total = float(sum(ps))  # type: ignore[arg-type]
+            if not math.isclose(total, 1.0, abs_tol=1e-9):
+                raise ValueError(f"p1 + p2 + p3 must equal 1, got {total:g}")
+        ws = [self.omega_x, self.omega_y]
+        if any(w is not None for w in ws):
+            if self.omega == "auto":
+                raise ValueError("give omega: auto or explicit omega_x, omega_y, not both")
+            if any(w is None for w in ws):
+                raise ValueError(f"explicit thresholds need both omega_x and omega_y, got omega_x={self.omega_x}, "
+                                 f"omega_y={self.omega_y}")
+        if min(self.tune_reps) < 1 or min(self.split_reps) < 1:
+            raise ValueError(f"tune_reps and split_reps must be >= 1, got {self.tune_reps}, {self.split_reps}")
         return self
 
+    @property
+    def auto_split(self) -> bool:
+        return self.p1 is None
 
-def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float) -> Output:
-    XXp, Xyp, _ = sufficient_stats(split.X_public, split.y_public)
-    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0)
-    return Output(predictions=w @ split.X_test.T, coef=w)
+    @property
+    def auto_omega(self) -> bool:
+        return self.omega_x is None
+
+
+def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float, eps_y: float,
+               rng: np.random.Generator) -> tuple[float, float]:
+    """DP estimates of σ_x (over all entries) and σ_y as root mean squares of clipped, centred-by-preprocessing data.
+
+    Releases S_x = Σ_ij clip(x_ij, ±Bx)² + Lap(d Bx²/eps_x) and S_y = Σ_i clip(y_i, ±By)² + Lap(By²/eps_y).
+    Replace-one sensitivity: one row changes S_x by at most d·Bx² (each of its d terms lies in [0, Bx²]) and S_y by
+    By².  σ = sqrt(max(S, 0)/count); counts are public under bounded DP.  The data are assumed centred (GDSC and the
+    Eq. 10 generator are), so the second moment about 0 is the variance.
+    """
+    n, d = X.shape
+    Sx = float(np.sum(np.clip(X, -Bx, Bx) ** 2)) + rng.laplace(0.0, laplace_scale(d * Bx * Bx, eps_x))
+    Sy = float(np.sum(np.clip(y, -By, By) ** 2)) + rng.laplace(0.0, laplace_scale(By * By, eps_y))
+    return math.sqrt(max(Sx, 0.0) / max(n * d, 1)), math.sqrt(max(Sy, 0.0) / max(n, 1))
 
 
 @register_algorithm
 class RobustPrivateLR(Algorithm):
-    """Robust private LR (Honkela et al. 2018, Methods 4.2): clip with B = ω·σ, Laplace-perturb XᵀX, Xᵀy, yᵀy
-    with budget shares p1, p2, p3 (module docstring has the sensitivities), add public statistics, fit with fixed
-    precisions.  ε-DP under replace-one neighbours of the private rows."""
+    """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
+
+    Clip the private rows to B_x = ω_x σ_x, B_y = ω_y σ_y (Eqs. 9, 11), release XᵀX, Xᵀy, yᵀy with the Laplace
+    mechanism at budget shares p1, p2, p3 (scales in the module docstring), add the exact public statistics and fit
+    Bayesian LR — Gamma(2, 2) priors on λ, λ0 (``prior: gamma``, default, ``vb`` engine) or fixed λ, λ0.
+    ε-DP under replace-one (bounded) neighbours of the private rows: sequential composition of the three releases
+    (+ the σ releases when ``sigma: dp``).
+
+    Parameters: ``split: auto`` (default unless p1, p2, p3 are given) chooses the split on auxiliary data
+    (``dpexp.tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper,
+    ``case`` = at the test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds
+    per test case (n, d, ε, split) with ``dpexp.tuning.tune_thresholds`` — no private data is used, no budget spent.
+    σ_x, σ_y: ``sigma: data`` takes ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not
+    DP); ``sigma: dp`` spends ``sigma_share`` of ε on Laplace estimates (``_dp_sigmas``; public bounds
+    ``sigma_bound_x|y``) and splits the rest by p1, p2, p3.  Extras: p1, p2, p3, omega_x, omega_y, B_x, B_y.
+    """
 
     name = "rplr"
     description = "robust private LR: clipped, Laplace-perturbed sufficient statistics (Honkela et al. 2018)"
     neighbouring = "replace-one"
     Params = _RPLRParams
 
-    def bounds(self, split: Split) -> tuple[float, float]:
-        return self.params.omega_x * split.meta["sigma_x"], self.params.omega_y * split.meta["sigma_y"]
+    # ------------------------------------------------------------------ choices that depend only on public facts
+    def stats_epsilon(self, epsilon: float) -> float:
+        """The part of ε spent on the sufficient statistics."""
+        return epsilon * (1.0 - self.params.sigma_share) if self.params.sigma == "dp" else epsilon
+
+    def budget_split(self, n: int, d: int, epsilon: float) -> tuple[float, float, float]:
+        p = self.params
+        if not p.auto_split:
+            return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
+        from dpexp.tuning import PAPER_SPLIT_CASE, tune_split
+
+        case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
+        r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1])
+        return float(r["p1"]), float(r["p2"]), float(r["p3"])
+
+    def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
+        p = self.params
+        if not p.auto_omega:
+            return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]
+        if n < 2:
+            return float("nan"), float("nan")  # no private rows: nothing is clipped or released
+        from dpexp.tuning import tune_thresholds
+
+        r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])
+        return float(r["omega_x"]), float(r["omega_y"])
+
+    def _tune_n(self, split: Split) -> int:
+        n = int(split.X_private.shape[0])
+        if self.params.tune_n == "requested":
+            n = int((split.meta.get("n_requested") or {}).get("n_private", n))
+        return n
+
+    def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
+        """(B_x, B_y) with the data σ of ``split.meta`` (used by ``rlr``; ``epsilon`` is needed for omega: auto)."""
+        if self.params.auto_omega and epsilon is None:
+            raise UserError("rplr.bounds: omega is tuned ('auto'), so an epsilon is needed")
+        eps = self.stats_epsilon(float(epsilon if epsilon is not None else 1.0))
+        sp = self.budget_split(self._tune_n(split), split.d, eps)
+        wx, wy = self.omegas(self._tune_n(split), split.d, eps, sp)
+        return wx * split.meta["sigma_x"], wy * split.meta["sigma_y"]
+
+    # ------------------------------------------------------------------------------------------------ running
+    def _release(self, split: Split, epsilon: float, rng: np.random.Generator, trials: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float]]:
+        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras."""
+        p = self.params
+        d = split.d
+        eps = self.stats_epsilon(epsilon)
+        n_priv = int(split.X_private.shape[0])
+        sp = self.budget_split(self._tune_n(split), d, eps)
+        wx, wy = self.omegas(self._tune_n(split), d, eps, sp)
+        extras = {"p1": sp[0], "p2": sp[1], "p3": sp[2]}
+        XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
+        if n_priv == 0:
+            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
+                    np.full(trials, yyp), extras)
+        if p.sigma == "dp":
+            sh = p.sigma_share * epsilon / 2.0
+            sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, rng)
+            sx, sy = max(sx, 1e-12), max(sy, 1e-12)
+        else:
+            sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
+        B_x, B_y = wx * sx, wy * sy
+        XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
+                                        sp[2] * eps, rng, trials)
+        extras.update({"omega_x": wx, "omega_y": wy, "B_x": B_x, "B_y": B_y})
+        if p.sigma == "dp":
+            extras.update({"sigma_x_dp": sx, "sigma_y_dp": sy})
+        return XXn + XXp, Xyn + Xyp, yyn + yyp, extras
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        """Release each split's statistics from its own generator (same draws as ``run``), then fit all splits ×
+        trials of equal d in one batched call."""
         p = self.params
-        B_x, B_y = self.bounds(split)
-        XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, B_x, B_y, p.p1 * epsilon, p.p2 * epsilon,
-                                      p.p3 * epsilon, rng, trials)
-        out = _fit_predict(split, XXn, Xyn, p.lam, p.lam0)
-        out.extras.update({"B_x": B_x, "B_y": B_y})
+        out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float, dict[str, float]]]] = {}
+        for k, (s, rng) in enumerate(zip(splits, rngs)):
+            try:
+                XX, Xy, yy, ex = self._release(s, epsilon, rng, trials)
+                n_tot = float(s.X_private.shape[0] + s.X_public.shape[0])
+                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex))
+            except Exception as exc:  # recorded per cell
+                out[k] = exc
+        for d, items in groups.items():
+            XX = np.stack([it[1] for it in items])
+            Xy = np.stack([it[2] for it in items])
+            yy = np.stack([it[3] for it in items])
+            n = np.array([it[4] for it in items])[:, None]
+            try:
+                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]])
+            except Exception as exc:
+                for it in items:
+                    out[it[0]] = exc
+                continue
+            for (k, *_, ex), w in zip(items, W):
+                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex))
         return out
 
 
 class _PLRParams(_FixedPrecision):
     B_y: float = Field(5.0, gt=0, description="declared public bound on |y| covering the whole data range")
     B_x: float = Field(1.0, gt=0, description="bound on |x_j|; 1 for unit-norm rows")
+
+
+def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float) -> Output:
+    XXp, Xyp, _ = sufficient_stats(split.X_public, split.y_public)
+    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0)
+    return Output(predictions=w @ split.X_test.T, coef=w)
 
 
 @register_algorithm
