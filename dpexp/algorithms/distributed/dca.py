@@ -239,7 +239,7 @@ class DCA:
 
     Parameters: ``n_compute`` M ≥ 2; ``frac_bits`` fixed-point precision; ``n_faulty`` T, the number of clients
     that may collude or drop out; ``mode`` "seeded" (simulation) or "secure" (OS CSPRNG); ``encrypt`` AES-GCM on
-    client → Compute messages; ``chunk_clients`` clients per work unit (default: ~32 MiB of messages per chunk).
+    client → Compute messages; ``chunk_clients`` clients per work unit (default: ~4 MiB of messages per chunk).
     """
 
     def __init__(self, n_compute: int = 10, frac_bits: int = 32, n_faulty: int = 0, mode: str = "seeded",
@@ -266,7 +266,7 @@ class DCA:
                 raise UserError("encrypt=True needs the 'cryptography' package: pip install 'dpexp[crypto]'") from None
 
     def default_chunk(self, d: int) -> int:
-        return max(1, (32 << 20) // (8 * self.n_compute * max(d, 1)))
+        return max(1, (4 << 20) // (8 * self.n_compute * max(d, 1)))
 
     def check_configuration(self, n_clients: int, value_bound: float, sigma: float) -> None:
         """Refuse (``RingOverflowError``) a configuration whose values could overflow the ring: N values of
