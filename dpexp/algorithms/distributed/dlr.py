@@ -22,9 +22,10 @@ round spends (p ε, p δ), p = ``share_std`` (default 0.3); the statistics round
 
 Projection thresholds (Alg. 2 step 3; §5): b_j = min(c_j, ω_x σ̂_j) for every feature and b_y = min(c_y, ω_y σ̂_y),
 with (ω_x, ω_y) chosen on *auxiliary synthetic data* from eqs. (4)–(6) of the same size N and dimension d (public
-facts; the auxiliary data are seeded by a hash of these public inputs and the result is cached): a 20 × 20 grid of ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all
-features and one for the target, minimising the mean absolute prediction error of the model fitted with the noise
-the real run will add at the remaining budget.  No private data are touched by this search.
+facts; the auxiliary data are seeded by a hash of these public inputs and the result is cached): a 20 × 20 grid of
+ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all features and one for
+the target, minimising the mean absolute prediction error of the model fitted with the noise the real run will add
+at the remaining budget.  No private data are touched by this search.
 
 Settings (how the noise enters):
 * ``ta``   trusted aggregator — Gaussian SSP: Σ z_i + N(0, σ_std²) on every term;
