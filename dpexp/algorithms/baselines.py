@@ -132,6 +132,8 @@ class RobustLR(Algorithm):
         kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = _rplr_cls()(**kw)
         B_x, B_y = _bounds_of(ref, split, p.tune_epsilon)
+        if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
+            B_x = B_y = np.inf
         Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
         X = np.concatenate([split.X_public, Xc])
         y = np.concatenate([split.y_public, yc])
@@ -140,4 +142,5 @@ class RobustLR(Algorithm):
                  getattr(ref.params, "lam", 1.0), getattr(ref.params, "lam0", 1.0))[0]
         pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
         return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
-                      extras={"B_x": float(B_x), "B_y": float(B_y)})
+                      extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
+                              "B_y": float(B_y) if np.isfinite(B_y) else float("nan")})
