@@ -165,7 +165,7 @@ def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     ``y_rank`` (n,) (no ties): ρ = (Σ r_p r_y − n((n−1)/2)²) / (n(n²−1)/12), computed with one argsort."""
     n = pred.shape[-1]
     order = np.argsort(pred, axis=-1)
-    s = y_rank[order].astype(np.float64) @ np.arange(n, dtype=np.float64)
+    s = np.asarray(y_rank, dtype=np.float64)[order] @ np.arange(n, dtype=np.float64)
     m = (n - 1) / 2.0
     return (s - n * m * m) / (n * (n * n - 1) / 12.0)
 
@@ -196,7 +196,8 @@ class _AuxProblem:
         self.Lxx = _sym_laplace(rng, (n_aux, n_noise), d)                         # (A, N, d, d)
         self.Lxy = rng.laplace(0.0, 1.0, size=(n_aux, n_noise, d))
         self.Lyy = rng.laplace(0.0, 1.0, size=(n_aux, n_noise))
-        self.y_rank = np.argsort(np.argsort(y, axis=1), axis=1)                   # (A, n)
+        self.y_rank = np.argsort(np.argsort(y, axis=1), axis=1).astype(np.float64)  # (A, n)
+        self.XT32 = np.ascontiguousarray(np.swapaxes(X, 1, 2), dtype=np.float32)   # (A, d, n)
 
     def noisy(self, split: tuple[float, float, float], eps: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -216,7 +217,7 @@ class _AuxProblem:
         W = np.einsum("ankdi,ankji->ankjd", V, rr)                                # (A,N,Kx,Ky,d)
         out = np.empty(W.shape[:-1])
         for a in range(W.shape[0]):                                               # chunk: predictions are big
-            pred = np.einsum("nd,mkjd->mkjn", self.X[a].astype(np.float32), W[a].astype(np.float32))
+            pred = W[a].astype(np.float32) @ self.XT32[a]
             out[a] = spearman_rows(pred, self.y_rank[a])
         return out
 

@@ -111,7 +111,11 @@ def test_sigma_dp_spends_share_and_reports_estimates():
 
 def test_parameter_validation():
     RobustPrivateLR(**EXPLICIT)  # the demo config's parameters stay valid
-    for bad in [dict(p1=0.5), dict(split="auto", p1=0.35, p2=0.6, p3=0.05), dict(omega_x=1.0),
+    # backwards compatible: missing explicit values take the former defaults (0.35, 0.60, 0.05), omega 1.0
+    old = RobustPrivateLR(omega_x=0.5).params
+    assert (old.omega_x, old.omega_y, old.p1) == (0.5, 1.0, None)
+    assert RobustPrivateLR(p3=0.05).params.p1 == 0.35
+    for bad in [dict(p1=0.5), dict(split="auto", p1=0.35, p2=0.6, p3=0.05),
                 dict(omega="auto", omega_x=1.0, omega_y=1.0), dict(p1=0.5, p2=0.5, p3=0.5)]:
         with pytest.raises(ValidationError):
             RobustPrivateLR(**bad)

@@ -136,6 +136,10 @@ class BayesLR(Algorithm):
         return out
 
 
+#: former explicit defaults of rplr (the published code's split), used for p's not given with an explicit split
+EXPLICIT_SPLIT_DEFAULT = (0.35, 0.60, 0.05)
+
+
 class _RPLRParams(_FixedPrecision):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
@@ -164,23 +168,25 @@ class _RPLRParams(_FixedPrecision):
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":
+        # backwards compatible: giving some of p1-p3 (omega_x/omega_y) makes the split (thresholds) explicit, and
+        # the ones not given take the former defaults p = (0.35, 0.60, 0.05), omega = 1.0
         ps = [self.p1, self.p2, self.p3]
         if any(p is not None for p in ps):
             if self.split == "auto":
                 raise ValueError("give split: auto or explicit p1, p2, p3, not both")
-            if any(p is None for p in ps):
-                raise ValueError(f"an explicit split needs all of p1, p2, p3, got p1={self.p1}, p2={self.p2}, "
-                                 f"p3={self.p3}")
-            total = float(sum(ps))  # type: ignore[arg-type]
+            for name, default in zip(("p1", "p2", "p3"), EXPLICIT_SPLIT_DEFAULT):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, default)
+            total = float(self.p1 + self.p2 + self.p3)  # type: ignore[operator]
             if not math.isclose(total, 1.0, abs_tol=1e-9):
                 raise ValueError(f"p1 + p2 + p3 must equal 1, got {total:g}")
         ws = [self.omega_x, self.omega_y]
         if any(w is not None for w in ws):
             if self.omega == "auto":
                 raise ValueError("give omega: auto or explicit omega_x, omega_y, not both")
-            if any(w is None for w in ws):
-                raise ValueError(f"explicit thresholds need both omega_x and omega_y, got omega_x={self.omega_x}, "
-                                 f"omega_y={self.omega_y}")
+            for name in ("omega_x", "omega_y"):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, 1.0)
         if min(self.tune_reps) < 1 or min(self.split_reps) < 1:
             raise ValueError(f"tune_reps and split_reps must be >= 1, got {self.tune_reps}, {self.split_reps}")
         return self
@@ -266,9 +272,11 @@ class RobustPrivateLR(Algorithm):
         return n
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
-        """(B_x, B_y) with the data σ of ``split.meta`` (used by ``rlr``; ``epsilon`` is needed for omega: auto)."""
-        if self.params.auto_omega and epsilon is None:
-            raise UserError("rplr.bounds: omega is tuned ('auto'), so an epsilon is needed")
+        """(B_x, B_y) with the data σ of ``split.meta`` (used by ``rlr`` and the audit; for omega: auto the
+        thresholds are those tuned at ``epsilon``, default 1)."""
+        if not self.params.auto_omega:
+            return float(self.params.omega_x) * split.meta["sigma_x"], float(self.params.omega_y) * split.meta["sigma_y"]
+        # omega: auto depends on epsilon; without one (e.g. the audit's probe) the thresholds tuned at ε = 1 are used
         eps = self.stats_epsilon(float(epsilon if epsilon is not None else 1.0))
         sp = self.budget_split(self._tune_n(split), split.d, eps)
         wx, wy = self.omegas(self._tune_n(split), split.d, eps, sp)
