@@ -221,6 +221,15 @@ def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Pa
             ax.set_xscale("log")
         if opts.xlim:
             ax.set_xlim(*opts.xlim)
+        else:  # the bulk of the curves: 0.5th to 99th percentile of the finite values (outliers off-axis)
+            v = pd_["value"].to_numpy(float)
+            v = v[np.isfinite(v) & (v > 0)] if opts.logx else v[np.isfinite(v)]
+            if len(v):
+                lo, hi = np.percentile(v, 0.5), np.percentile(v, 99)
+                if opts.logx:
+                    ax.set_xlim(lo / 1.5, max(hi * 1.5, (opts.ref_line or 0) * 2))
+                elif hi > lo:
+                    ax.set_xlim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax.set_ylim(0, 1.02)
         ax.set_xlabel(opts.xlabel or _label(metric))
         ax.set_ylabel("fraction of subsets (ECDF)")
