@@ -205,3 +205,18 @@ def test_ss_median_noise_scale():
     noise = (draws - zs[250]) / (S / s)
     # the standardised noise is Student's t(3): KS test, P(false failure) ≈ 1e-3
     assert stats.kstest(noise, stats.t(3).cdf).pvalue > 1e-3
+
+
+def test_ss_median_empty_estimate_set_is_noisy_not_nan():
+    """Regression for an audit finding: with every pair vertical the release was a deterministic NaN while the
+    neighbour's was finite (infinite privacy loss). Now it is r_l plus t-noise scaled by the full span."""
+    from dpexp.algorithms.simple_lr.dp_median import smooth_sensitivity, ss_median, ss_params
+
+    rng = np.random.default_rng(0)
+    draws = ss_median(np.array([]), 1.0, 1, -0.5, 1.5, rng, size=20_000)
+    assert np.all(np.isfinite(draws))
+    t, s = ss_params(1.0, 3.0, 0.5)
+    assert smooth_sensitivity(np.array([]), 1, t, -0.5, 1.5) == pytest.approx(2.0)
+    assert np.median(draws) == pytest.approx(-0.5, abs=0.1)
+    # smoothness against a neighbour with one estimate: S(empty) <= e^t S(neighbour)
+    assert 2.0 <= np.exp(t) * smooth_sensitivity(np.array([0.3]), 1, t, -0.5, 1.5) + 1e-12

@@ -302,11 +302,16 @@ def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
 
 def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng: np.random.Generator,
               size: int = 1, d: float = 3.0, beta: float = 0.5) -> np.ndarray:
-    """``size`` draws of med(z) + (S / s) T_d for sorted finite ``zs`` (Algorithm 5); NaN if N = 0."""
+    """``size`` draws of med(z) + (S / s) T_d for sorted finite ``zs`` (Algorithm 5).
+
+    An empty estimate set (every pair vertical) is handled by the same padding convention as any other set —
+    z_(0) = r_l, z_(N+1) = r_u — so its median is r_l and its smooth sensitivity is the whole span r_u − r_l.
+    Returning NaN there instead would be a deterministic, data-dependent output (found by ``dpexp audit``: all-x-equal
+    data always failed, its neighbour never did).  The span is t-smooth against every neighbour: a neighbour with
+    N' ≤ k estimates has a window at l = 1 covering both pads, so its bound is ≥ e^{−t}·(r_u − r_l)."""
     N = zs.size
-    if N == 0:
-        return np.full(size, np.nan)
     t, s = ss_params(eps, d, beta)
     S = smooth_sensitivity(zs, k, t, r_l, r_u)
-    med = float(np.clip(zs[median_index(N) - 1], r_l, r_u))
+    m = median_index(N)
+    med = r_l if m == 0 else float(np.clip(zs[m - 1], r_l, r_u))
     return med + (S / s) * rng.standard_t(d, size=size)

@@ -134,8 +134,8 @@ class DPWideTheilSen(_DPTheilSen):
 @register_algorithm
 class DPSSTheilSen(_DPTheilSen):
     """DPSSTheilSen(kMatch) — Algorithm 2 with the smooth-sensitivity median and Student's t(d) noise
-    (Lemma 7, Algorithm 5) at ε/n_test per prediction; ε-DP under replace-one (Lemma 8).  A trial whose
-    estimate set is empty (all pairs vertical) is NaN."""
+    (Lemma 7, Algorithm 5) at ε/n_test per prediction; ε-DP under replace-one (Lemma 8).  An empty estimate
+    set (all pairs vertical) is released like any other: median r_l (padding) with the full-span sensitivity."""
 
     name = "dp_ss_theil_sen"
     description = "DP Theil-Sen, smooth-sensitivity median with Student's t noise (Alg. 2+5), eps-DP"
