@@ -12,11 +12,29 @@ from dpexp.types import Output, Split
 
 def spearman(pred: np.ndarray, truth: np.ndarray) -> float:
     """Spearman rank correlation; 0 when undefined (fewer than 2 points or a constant vector)."""
-    pred = np.asarray(pred, dtype=float)
+    return float(spearman_rows(np.asarray(pred, dtype=float)[None, :], truth)[0])
+
+
+def spearman_rows(P: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Spearman correlation of every row of ``P`` (trials, n) with ``truth`` (n,), vectorised: Pearson correlation
+    of average ranks (ties get mid-ranks, as scipy.stats.spearmanr).  0 where undefined (n < 2, a constant row or
+    constant truth, non-finite predictions)."""
+    P = np.asarray(P, dtype=float)
     truth = np.asarray(truth, dtype=float)
-    if pred.size < 2 or np.ptp(pred) == 0 or np.ptp(truth) == 0 or not np.all(np.isfinite(pred)):
-        return 0.0
-    return float(stats.spearmanr(pred, truth).statistic)
+    out = np.zeros(P.shape[0])
+    if P.shape[1] < 2:
+        return out
+    ok = np.all(np.isfinite(P), axis=1)
+    if not ok.any():
+        return out
+    rp = stats.rankdata(P[ok], axis=1)
+    rt = stats.rankdata(truth)
+    rp -= rp.mean(axis=1, keepdims=True)
+    rt = rt - rt.mean()
+    den = np.sqrt((rp * rp).sum(axis=1) * (rt @ rt))
+    num = rp @ rt
+    out[ok] = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+    return np.clip(out, -1.0, 1.0)
 
 
 @register_metric
@@ -28,7 +46,7 @@ class Spearman(Metric):
     description = "Spearman rank correlation of test predictions vs truth (0 when undefined)"
 
     def __call__(self, output: Output, split: Split) -> float:
-        return float(np.mean([spearman(p, split.y_test) for p in output.predictions]))
+        return float(np.mean(spearman_rows(output.predictions, split.y_test)))
 
 
 @register_metric

@@ -19,6 +19,7 @@ from dpexp.results import aggregate, default_x
 
 X_LABELS = {
     "n_private": "private training rows n (count)",
+    "n_private_requested": "private training rows n (count, requested)",
     "n_public": "public (non-private) training rows (count)",
     "n_test": "test rows (count)",
     "epsilon": "privacy budget ε",

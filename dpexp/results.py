@@ -13,7 +13,8 @@ from dpexp.errors import UserError
 
 #: columns that identify a curve point besides the x variable
 GROUP_COLUMNS = ["dataset", "dataset_params", "label", "metric"]
-X_CHOICES = ["n_private", "n_public", "n_test", "epsilon", "delta", "d", "dataset_params", "subset"]
+X_CHOICES = ["n_private", "n_private_requested", "n_public", "n_test", "epsilon", "delta", "d", "dataset_params",
+             "subset"]
 
 
 def results_file(results_dir: Path) -> Path:
@@ -28,7 +29,10 @@ def read_results(results_dir: Path) -> pd.DataFrame:
     """The tidy results table with typed columns (``value`` NaN for failed cells)."""
     path = results_file(results_dir)
     df = pd.read_csv(path, dtype={"dataset_params": str, "params": str, "subset": str, "error": str,
-                                  "label": str}, keep_default_na=False, na_values={"value": [""]})
+                                  "label": str, "n_private_requested": str}, keep_default_na=False,
+                     na_values={"value": [""]})
+    if "n_private_requested" in df.columns and not (df["n_private_requested"] == "all").any():
+        df["n_private_requested"] = pd.to_numeric(df["n_private_requested"])
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     return df
 
@@ -41,7 +45,14 @@ def read_manifest(results_dir: Path) -> dict[str, Any]:
 
 
 def default_x(df: pd.DataFrame) -> str:
-    """The varying size/privacy column (first of n_private, epsilon, ... with more than one value)."""
+    """The varying size/privacy column (first of n_private, epsilon, ... with more than one value).
+
+    When datasets drop rows per subset (GDSC drops untested cell lines per drug) the rows seen vary by subset, so the
+    requested size is the x variable; otherwise the two are the same.
+    """
+    if "n_private_requested" in df.columns and df["n_private_requested"].nunique() > 1 and \
+            df["n_private"].nunique() > df["n_private_requested"].nunique():
+        return "n_private_requested"
     for col in ["n_private", "epsilon", "n_public", "d", "delta", "n_test"]:
         if df[col].nunique() > 1:
             return col

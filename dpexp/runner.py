@@ -35,7 +35,8 @@ from dpexp.spec import ResolvedExperiment
 from dpexp.types import Sizes
 
 COLUMNS = ["experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params", "epsilon", "delta",
-           "n_private", "n_public", "n_test", "d", "repeat", "trials", "metric", "value", "seed_key", "error"]
+           "n_private", "n_public", "n_test", "d", "repeat", "trials", "n_private_requested", "metric", "value", "seed_key",
+           "error"]
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
 
@@ -79,6 +80,7 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tup
     rows: list[tuple[Any, ...]] = []
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max_sizes[2], max_sizes[1], max_sizes[0])
+        requested = "all" if n_private < 0 else n_private
         splits = []
         for subset in chunk.subsets:
             key_subset = "*" if dv.instance.shared_split else subset
@@ -106,7 +108,7 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tup
                     values = _metric_values(exp, out, split)
                     for e, d in targets:
                         prefix = (spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str,
-                                  e, d, *base_sizes, chunk.repeat, spec.trials)
+                                  e, d, *base_sizes, chunk.repeat, spec.trials, requested)
                         for metric, value, err in values:
                             rows.append(prefix + (metric, value, skey, err))
     return rows

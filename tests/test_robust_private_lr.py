@@ -133,3 +133,20 @@ def test_posterior_handles_indefinite_statistics():
     w = posterior_mean_fixed(XX, np.array([[1.0, 1.0]]))
     assert np.all(np.isfinite(w))
     assert w[0, 0] == pytest.approx(1.0)   # eigenvalue floored at 0 -> (1 + 0)^-1 * 1
+
+
+def test_spearman_matches_scipy_and_edge_cases():
+    from scipy import stats
+
+    from dpexp.metrics import spearman, spearman_rows
+
+    rng = np.random.default_rng(0)
+    P = rng.normal(size=(50, 30))
+    P[:, :5] = np.round(P[:, :5])  # ties
+    y = np.round(rng.normal(size=30), 1)
+    ref = [stats.spearmanr(p, y).statistic for p in P]
+    assert np.allclose(spearman_rows(P, y), ref)
+    assert spearman(np.ones(5), np.arange(5.0)) == 0.0
+    assert spearman(np.array([1.0]), np.array([2.0])) == 0.0
+    assert spearman(np.array([1.0, np.nan, 3.0]), np.arange(3.0)) == 0.0
+    assert spearman(np.arange(4.0), -np.arange(4.0)) == pytest.approx(-1.0)
