@@ -35,6 +35,7 @@ same key one computes it and the other waits and reads it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -222,6 +223,13 @@ class _AuxProblem:
         return out
 
 
+@functools.lru_cache(maxsize=64)
+def _splits_digest(splits: tuple[tuple[float, ...], ...]) -> str:
+    """Short stable digest of a split grid (the grid itself is long; keys and seeds use this)."""
+    txt = ";".join(",".join(repr(round(p, 10)) for p in sp) for sp in splits)
+    return f"{len(splits)}:" + hashlib.sha256(txt.encode()).hexdigest()[:16]
+
+
 def _best(mean: np.ndarray, omegas: np.ndarray) -> tuple[int, int]:
     """Index of the maximum of a (Kx, Ky) score grid (first in C order on exact ties)."""
     i, j = np.unravel_index(int(np.argmax(mean)), mean.shape)
@@ -271,12 +279,12 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
     from dpexp.models.vb import fit_vb
 
     _check(n, d, epsilon)
-    key = dict(n=int(n), d=int(d), epsilon=float(epsilon), splits=[list(s) for s in splits], omegas=list(omegas),
+    splits = tuple(tuple(float(p) for p in sp) for sp in splits)
+    key = dict(n=int(n), d=int(d), epsilon=float(epsilon), splits=_splits_digest(splits), omegas=list(omegas),
                n_aux=int(n_aux), n_noise=int(n_noise))
 
     def compute() -> dict[str, Any]:
-        rng = stream(TUNING_SEED, "tuning", "split", *[f"{k}={key[k]}" for k in sorted(key) if k != "splits"],
-                     cache_key("splits", s=key["splits"]))
+        rng = stream(TUNING_SEED, "tuning", "split", *[f"{k}={key[k]}" for k in sorted(key)])
         prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng)
         A, N = int(n_aux), int(n_noise)
         table = []

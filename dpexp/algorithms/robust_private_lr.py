@@ -251,8 +251,12 @@ class RobustPrivateLR(Algorithm):
         from dpexp.tuning import PAPER_SPLIT_CASE, tune_split
 
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
-        r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1])
-        return float(r["p1"]), float(r["p2"]), float(r["p3"])
+        memo = self.__dict__.setdefault("_memo", {})  # per-instance shortcut past the tuning cache's key hashing
+        mk = ("split", case["n"], case["d"], float(case["epsilon"]))
+        if mk not in memo:
+            r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1])
+            memo[mk] = (float(r["p1"]), float(r["p2"]), float(r["p3"]))
+        return memo[mk]
 
     def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
         p = self.params
@@ -262,8 +266,12 @@ class RobustPrivateLR(Algorithm):
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
         from dpexp.tuning import tune_thresholds
 
-        r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])
-        return float(r["omega_x"]), float(r["omega_y"])
+        memo = self.__dict__.setdefault("_memo", {})
+        mk = ("omega", int(n), int(d), float(epsilon), tuple(split))
+        if mk not in memo:
+            r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])
+            memo[mk] = (float(r["omega_x"]), float(r["omega_y"]))
+        return memo[mk]
 
     def _tune_n(self, split: Split) -> int:
         n = int(split.X_private.shape[0])
