@@ -33,7 +33,7 @@ def _run(cfg_text: str, jobs: int, root: Path, tag: str) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, default=10_000)
-    ap.add_argument("--cpu-seconds", type=float, default=12.0, help="total busy work of the CPU-bound config")
+    ap.add_argument("--cpu-seconds", type=float, default=30.0, help="total busy work of the CPU-bound config")
     args = ap.parse_args()
     variants = 10
     sizes = 10
@@ -72,6 +72,12 @@ def main() -> None:
         t2 = _run(cpu, 2, root, "cpu2")
         print(f"CPU-bound config ({n_chunks_target} chunks x {per_chunk_ms:.0f} ms): --jobs 1 {t1:.2f} s, "
               f"--jobs 2 {t2:.2f} s, speed-up ratio {t1 / t2:.2f}x (target >= 1.7x; {os.cpu_count()} cores)")
+        demo = (Path(__file__).resolve().parent.parent / "configs" / "demo.yaml").read_text()
+        demo = demo.replace("repeats: 20", "repeats: 200")
+        d1 = _run(demo, 1, root, "demo1")
+        d2 = _run(demo, 2, root, "demo2")
+        print(f"configs/demo.yaml with 200 repeats (real algorithms): --jobs 1 {d1:.2f} s, --jobs 2 {d2:.2f} s, "
+              f"speed-up ratio {d1 / d2:.2f}x")
 
 
 if __name__ == "__main__":
