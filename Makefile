@@ -30,11 +30,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
-## figures: run every config into results/<name> and plot into figures/<name>; FAST=1 uses 2 repeats
+## figures: run every config into results/<name> and plot into figures/<name>; FAST=1 applies each config's
+## `fast:` section (2 repeats by default) and writes to results/fast, figures/fast
 figures: $(STAMP)
 	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
 	  echo "== $$n"; \
-	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--repeats 2) || failed="$$failed $$n"; \
+	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
 	  $(BIN)/dpexp plot $(OUTROOT)/$$n --out $(FIGROOT)/$$n || failed="$$failed $$n(plot)"; \
 	done; if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 

@@ -68,9 +68,11 @@ def main() -> None:
 @click.option("--resume/--force", default=True, show_default=True,
               help="Resume an interrupted run in OUT (default) or discard OUT's results and start again.")
 @click.option("--dry-run", is_flag=True, help="Validate, print the number of cells and a sample; run nothing.")
+@click.option("--fast", is_flag=True,
+              help="Quick look: apply the config's `fast:` section (few repeats, smaller grids); recorded as overrides.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides: tuple[str, ...], seed: int | None,
-        resume: bool, dry_run: bool, quiet: bool) -> None:
+        resume: bool, dry_run: bool, fast: bool, quiet: bool) -> None:
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
     import json
 
@@ -79,7 +81,12 @@ def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides:
     if jobs == 0 or jobs < -1:
         _fail(f"--jobs must be >= 1 or -1 (all cores), got {jobs}")
     raw = spec.read_yaml(Path(config))
-    exp = spec.resolve(raw, config, list(overrides), repeats)
+    all_overrides = list(overrides)
+    if fast:
+        fast_set, fast_repeats = spec.fast_settings(raw, config)
+        all_overrides = fast_set + all_overrides
+        repeats = repeats if repeats is not None else fast_repeats
+    exp = spec.resolve(raw, config, all_overrides, repeats)
     if dry_run:
         chunks = runner.plan_chunks(exp)
         click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "

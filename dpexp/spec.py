@@ -123,6 +123,13 @@ class PlotSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+class FastSpec(_Strict):
+    """What ``dpexp run --fast`` (``make figures FAST=1``) changes for a quick look: repeats and ``--set`` overrides."""
+
+    repeats: int = Field(2, ge=1)
+    set: list[str] = Field(default_factory=list, description="overrides applied before any --set of the CLI")
+
+
 class ExperimentSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     title: str = ""
@@ -137,6 +144,7 @@ class ExperimentSpec(_Strict):
     algorithms: list[AlgorithmSpec] = Field(min_length=1)
     metrics: list[Union[str, MetricSpec]] = Field(min_length=1)
     plots: list[PlotSpec] = Field(default_factory=list)
+    fast: FastSpec | None = None
 
     @field_validator("metrics", mode="after")
     @classmethod
@@ -507,6 +515,15 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
 
     return ResolvedExperiment(spec, source, overrides, datasets, algorithms, metrics, sizes.n_private,
                               sizes.n_public, sizes.n_test, spec.privacy.epsilon, spec.privacy.delta)
+
+
+def fast_settings(raw: dict[str, Any], source: str) -> tuple[list[str], int]:
+    """The overrides and repeats of the config's ``fast:`` section (defaults: none, 2 repeats)."""
+    try:
+        fast = FastSpec.model_validate(raw.get("fast") or {})
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {format_validation_error(exc, FastSpec, ('fast',))}") from None
+    return list(fast.set), fast.repeats
 
 
 def load(path: str | Path, overrides: list[str] | None = None, repeats: int | None = None,

@@ -187,3 +187,17 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     res = _run(["run", str(cfg), "--out", str(out), "--jobs", "2", "-q"])
     assert res.exit_code == 0
     assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
+
+
+def test_fast_section_applies_overrides_and_is_recorded(tmp_path):
+    cfg = tmp_path / "f.yaml"
+    cfg.write_text(CFG + "fast:\n  repeats: 1\n  set: [\"sizes.n_private=[30]\", \"privacy.epsilon=1.0\"]\n")
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q", "--fast"])
+    assert res.exit_code == 0, res.output
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man["overrides"] == ["sizes.n_private=[30]", "privacy.epsilon=1.0"] and man["repeats_override"] == 1
+    assert man["cells"] == 2 * 1 * 1 * 6 * 1
+    bad = tmp_path / "b.yaml"
+    bad.write_text(CFG + "fast:\n  repeat: 1\n")
+    res = CliRunner().invoke(main, ["run", str(bad), "--out", str(tmp_path / "p"), "--fast"])
+    assert res.exit_code == 2 and "fast.repeat is not a known key" in res.output
