@@ -1,9 +1,10 @@
 """Distributed DP Bayesian linear regression (Heikkilä et al. 2017, Alg. 2, §4.2.1 and supplement §10).
 
 Model (supplement eqs. (9)–(13)): y | x ~ N(xᵀβ, 1/λ), β ~ N(0, I/λ0) with λ = λ0 = 1; the posterior mean
-(λ0 I + λ Σ x xᵀ)⁻¹ λ Σ x y depends on the data only through the sufficient statistics, and
-``dpexp.models.bayes_lr.posterior_mean_fixed`` computes it (batched; it floors negative eigenvalues of the
-perturbed Σ x xᵀ, a post-processing).  Predictions are x_testᵀ μ̂.
+(λ0 I + λ Σ x xᵀ)⁻¹ λ Σ x y depends on the data only through the sufficient statistics; ``fit_predict`` solves
+eq. (13) directly with the perturbed statistics, as the paper (``solver: psd_floor`` first floors negative
+eigenvalues of the perturbed Σ x xᵀ at 0 — a post-processing that turns out far worse, see ``fit_predict``).
+Predictions are x_testᵀ μ̂.
 
 **Neighbouring relation: replace-one (bounded DP)** — "the two data sets have the same number of samples, but they
 differ on a single one" (§3.1); N is public.
@@ -107,16 +108,50 @@ def sq_sensitivity(c_x: np.ndarray, c_y: float) -> float:
     return float(math.sqrt(np.sum(c**4) + c_y**4))
 
 
-def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float = 1.0, lam0: float = 1.0
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Posterior means (…, d) and predictions (…, n_test) of the fixed-precision BLR (supplement eqs. (11)–(13))."""
-    from dpexp.models.bayes_lr import posterior_mean_fixed
+SOLVERS = ("direct", "psd_floor")
 
+
+def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float = 1.0, lam0: float = 1.0,
+                solver: str = "direct") -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means (…, d) and predictions (…, n_test) of the fixed-precision BLR (supplement eqs. (11)–(13)).
+
+    ``solver="direct"`` (default, the paper's eq. (13)): μ̂ = (λ0 I + λ XX̂)⁻¹ λ Xŷ with the perturbed statistics as
+    released, even when the noise makes XX̂ indefinite.  ``solver="psd_floor"``: first raise the negative
+    eigenvalues of XX̂ to 0 (``dpexp.models.bayes_lr.posterior_mean_fixed``).  Both are post-processing of the DP
+    release.  The floor looks safer but is much worse here: in a direction where the noise made XX̂ negative the
+    floored precision is only λ0 = 1 while Xŷ carries noise of std σ_std, so that coefficient becomes ~σ_std
+    (hundreds on the UCI data), whereas the direct solve divides by the large negative eigenvalue and shrinks it
+    (red wine, TA, ε = 10: median MAE 2.6 direct vs 410 floored; docs/distributed.md).  An exactly singular system
+    gives NaN predictions for that release (a failed trial).
+    """
+    if solver == "psd_floor":
+        from dpexp.models.bayes_lr import posterior_mean_fixed
+
+        with np.errstate(all="ignore"):
+            try:
+                mu = posterior_mean_fixed(XX, Xy, lam=lam, lam0=lam0)
+            except np.linalg.LinAlgError:
+                mu = np.full(Xy.shape, np.nan)
+        return mu, mu @ X_test.T
+    if solver != "direct":
+        raise UserError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    XX = np.asarray(XX, dtype=float)
+    Xy = np.asarray(Xy, dtype=float)
+    d = XX.shape[-1]
+    prec = lam0 * np.eye(d) + lam * 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    rhs = lam * Xy[..., None]
     with np.errstate(all="ignore"):
         try:
-            mu = posterior_mean_fixed(XX, Xy, lam=lam, lam0=lam0)
-        except np.linalg.LinAlgError:
-            mu = np.full(Xy.shape, np.nan)
+            mu = np.linalg.solve(prec, rhs)[..., 0]
+        except np.linalg.LinAlgError:          # some system of the batch is singular: solve one by one
+            P, R = prec.reshape(-1, d, d), rhs.reshape(-1, d, 1)
+            out = np.full((P.shape[0], d), np.nan)
+            for i in range(P.shape[0]):
+                try:
+                    out[i] = np.linalg.solve(P[i], R[i])[:, 0]
+                except np.linalg.LinAlgError:
+                    pass
+            mu = out.reshape(Xy.shape)
     return mu, mu @ X_test.T
 
 
@@ -151,7 +186,8 @@ def _noise_std_total(s: float, N: int, setting: str, n_faulty: int) -> float:
 
 def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.random.Generator, calibration: str,
                       setting: str = "ta", n_faulty: int = 0, grid: np.ndarray = OMEGA_GRID, repeats: int = 10,
-                      n_test: int | None = None, lam: float = 1.0, lam0: float = 1.0) -> tuple[float, float]:
+                      n_test: int | None = None, lam: float = 1.0, lam0: float = 1.0,
+                      solver: str = "direct") -> tuple[float, float]:
     """(ω_x, ω_y) minimising the mean MAE on auxiliary data from eqs. (4)–(6) (see module docstring).
 
     Vectorised over the whole grid and all repeats: XX for each ω_x, Xy for each (ω_x, ω_y), one batched solve.
@@ -185,7 +221,7 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     p = n_terms(d)
     noise = rng.standard_normal((G, G, R, p)) * sd[..., None]
     nXX, nXy = terms_to_stats(noise, d)
-    mu, pred = fit_predict(XX[:, None] + nXX, Xy + nXy, np.zeros((0, d)), lam, lam0)
+    mu, pred = fit_predict(XX[:, None] + nXX, Xy + nXy, np.zeros((0, d)), lam, lam0, solver)
     pred = np.einsum("ghrd,rnd->ghrn", mu, Xte)
     err = np.abs(pred - yte[None, None]).mean(-1)                             # (Gx, Gy, R)
     score = np.nanmean(np.where(np.isfinite(err), err, np.nan), axis=-1)
@@ -211,7 +247,8 @@ def aux_size(n: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration: str, setting: str,
-                      n_faulty: int, repeats: int, lam: float, lam0: float) -> tuple[float, float]:
+                      n_faulty: int, repeats: int, lam: float, lam0: float, solver: str = "direct"
+                      ) -> tuple[float, float]:
     """``choose_thresholds`` with its auxiliary data seeded by a stable hash of its (public) arguments.
 
     The search uses only public quantities (N, d, ε, δ, ...), so its outcome may be shared by every cell with the
@@ -221,9 +258,9 @@ def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration:
     from dpexp.rng import stream
 
     rng = stream(0, "dca-aux-thresholds", n, d, repr(float(epsilon)), repr(float(delta)), calibration, setting,
-                 n_faulty, repeats, repr(float(lam)), repr(float(lam0)))
+                 n_faulty, repeats, repr(float(lam)), repr(float(lam0)), solver)
     return choose_thresholds(n, d, epsilon, delta, rng, calibration, setting, n_faulty, repeats=repeats,
-                             lam=lam, lam0=lam0)
+                             lam=lam, lam0=lam0, solver=solver)
 
 
 # ----------------------------------------------------------------------------------------------- algorithms
@@ -236,6 +273,9 @@ class _BoundParams(Params):
                                                         "(Balle & Wang 2018) or classic Eq. (1)")
     lam: float = Field(1.0, gt=0, description="noise precision lambda (supplement §10: 1)")
     lam0: float = Field(1.0, gt=0, description="prior precision lambda0 (supplement §10: 1)")
+    solver: Literal["direct", "psd_floor"] = Field("direct", description="posterior mean from the noisy statistics: "
+                                                   "direct solve of eq. (13) (paper) or psd_floor (negative "
+                                                   "eigenvalues of XX raised to 0 first)")
 
 
 class _ProjParams(_BoundParams):
@@ -301,7 +341,7 @@ class _DLRBase(Algorithm):
                 std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / N), STD_FLOOR)   # (trials, d+1)
                 if p.omega_x is None or p.omega_y is None:
                     wx, wy = public_thresholds(aux_size(N), d, e2, d2, p.calibration, self.setting,
-                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0)
+                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0, p.solver)
                     wx = p.omega_x or wx
                     wy = p.omega_y or wy
                 else:
@@ -315,14 +355,14 @@ class _DLRBase(Algorithm):
                     v, sig = release_sum(Z, ss_sensitivity(bx, by), e2, d2, self.setting, rng, 1, p.calibration,
                                          value_bound=float(max(bx.max(), by)) ** 2 * 2, **kw)
                     XX, Xy = terms_to_stats(v[0], d)
-                    preds.append(fit_predict(XX, Xy, split.X_test, p.lam, p.lam0)[1])
+                    preds.append(fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1])
                 pred = np.stack(preds)
             else:
                 Z = unique_terms(Xc, yc)
                 v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, rng, trials,
                                      p.calibration, value_bound=float(max(cx, cy)) ** 2 * 2, **kw)
                 XX, Xy = terms_to_stats(v, d)
-                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0)[1]
+                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
         extras["sigma_std"] = float(sig)
         if self.setting == "ddp":
             extras["noise_factor"] = noise_factor(N, p.n_faulty)
