@@ -49,6 +49,10 @@ def point_index(point: Point, n_test: int) -> int:
     return j
 
 
+#: residual norms below this (per sqrt(n), relative to max|y|) are rounding error of an exact fit and set to 0
+_EXACT_FIT_TOL = 1e-12
+
+
 def ols_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float, int]:
     """OLS slope α̂, intercept β̂, residual norm ||y − α̂x − β̂||₂, n·var(x) and n for 1-D data."""
     x = np.asarray(x, dtype=float).reshape(-1)
@@ -60,6 +64,8 @@ def ols_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float, i
     slope = ncov / nvar if nvar > 0 else float("nan")
     intercept = ym - slope * xm
     resid = float(np.sqrt(np.sum((y - slope * x - intercept) ** 2))) if nvar > 0 else float("nan")
+    if resid <= _EXACT_FIT_TOL * math.sqrt(n) * max(1.0, float(np.max(np.abs(y)))):
+        resid = 0.0  # an exact fit (e.g. constant y): rounding residue ~1e-17 is not a standard error
     return slope, intercept, resid, nvar, n
 
 

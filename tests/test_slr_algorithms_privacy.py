@@ -153,21 +153,25 @@ def test_exp_median_is_eps_dp_on_tiny_neighbours():
 # ------------------------------------------------------------------------------------------- smooth sensitivity
 
 def _med(z, r_l, r_u):
+    """The released median's centre: z_(ceil(N/2)), or the padding r_l for an empty estimate set."""
     zs = np.sort(np.clip(z[np.isfinite(z)], r_l, r_u))
-    return zs[median_index(zs.size) - 1]
+    return r_l if zs.size == 0 else zs[median_index(zs.size) - 1]
 
 
 def _S(z, k, t, r_l, r_u):
     return smooth_sensitivity(np.sort(z[np.isfinite(z)]), k, t, r_l, r_u)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth(seed):
     r = np.random.default_rng(seed)
     n = 6 + seed % 2
     x, y = r.random(n), r.random(n)
     if seed >= 3:  # x on the replacement grid: vertical pairs appear/disappear between neighbours
         x = np.round(x * 5) / 5
+    if seed >= 6:  # all x equal (no estimate at all) or all but one: empty estimate sets among the neighbours
+        x[:] = 0.4
+        x[0] = 0.4 if seed == 6 else 0.8
     r_l, r_u, t = -0.5, 1.5, 0.3
     for mode in ("all", "match"):
         if mode == "all":
@@ -178,18 +182,15 @@ def test_smooth_sensitivity_bounds_local_sensitivity_and_is_smooth(seed):
             a, b = perm[0:n - 1:2], perm[1:n:2]
             Z = lambda xx, yy: pair_estimates(xx, yy, a, b, 0.25)  # noqa: E731
             k = 1
-        z = Z(x, y)
-        if not np.isfinite(z).any():
-            continue
+        z = Z(x, y)  # empty estimate sets are released too (median r_l, full span): no skipping
         m0, S0 = _med(z, r_l, r_u), _S(z, k, t, r_l, r_u)
         ls = 0.0
         for x2, y2 in _neighbours(x, y):
             z2 = Z(x2, y2)
-            if not np.isfinite(z2).any():
-                continue
             ls = max(ls, abs(m0 - _med(z2, r_l, r_u)))
             S2 = _S(z2, k, t, r_l, r_u)
             assert S0 <= math.exp(t) * S2 * (1 + 1e-12) + 1e-15  # t-smoothness (Definition 6)
+            assert S2 <= math.exp(t) * S0 * (1 + 1e-12) + 1e-15
         assert ls <= S0 + 1e-12  # upper bound on the local sensitivity (Lemma 7)
 
 
@@ -220,3 +221,21 @@ def test_ss_median_empty_estimate_set_is_noisy_not_nan():
     assert np.median(draws) == pytest.approx(-0.5, abs=0.1)
     # smoothness against a neighbour with one estimate: S(empty) <= e^t S(neighbour)
     assert 2.0 <= np.exp(t) * smooth_sensitivity(np.array([0.3]), 1, t, -0.5, 1.5) + 1e-12
+
+
+def test_dp_ss_theil_sen_all_x_equal_releases_noisy_padding():
+    """End to end: every pair vertical -> finite releases centred at r_l with Student-t scale (r_u - r_l)/s."""
+    from dpexp.algorithms.simple_lr.dp_median import ss_params
+    from dpexp.algorithms.simple_lr.dp_theil_sen import DPSSTheilSen
+    from dpexp.types import Split
+
+    n = 12
+    x = np.full(n, 0.3)
+    y = np.random.default_rng(0).random(n)
+    sp = Split(x[:, None], y, np.zeros((0, 1)), np.zeros(0), np.array([[0.25], [0.75]]), np.full(2, np.nan), {})
+    eps = 2.0
+    out = DPSSTheilSen(k="all").run(sp, eps, 0.0, np.random.default_rng(1), trials=20_000)
+    assert np.all(np.isfinite(out.predictions))
+    _, s = ss_params(eps / 2, 3.0, 0.5)  # eps/2 per release point
+    noise = (out.predictions[:, 0] + 0.5) / (2.0 / s)
+    assert stats.kstest(noise, stats.t(3).cdf).pvalue > 1e-3

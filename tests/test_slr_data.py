@@ -99,6 +99,11 @@ def test_opportunity_simulated_state():
     assert sizes.min() >= 20  # floor(Exp(52) + 20) and the release rule
     allx = np.concatenate([x for x, _ in gd])
     assert np.allclose(np.round(allx * 100), allx * 100)  # percentile ranks rounded to 2 decimals
+    # no degenerate tract: child ranks spread within every tract (the uncentred α_t, β_t draw once gave tracts with
+    # every child at rank 0.01, σ̂(p̂) = 0 and Ĉ/σ̂ ~ 1e18); the tract-level spread of ln child income is moderate
+    assert min(np.ptp(y) for _, y in gd) >= 0.3
+    slopes = [np.polyfit(x, y, 1)[0] for x, y in gd]
+    assert 0.2 < np.median(slopes) < 1.5
     # deterministic given the parameters
     assert Opportunity(source="simulated", n_tracts=200, state_seed=5).subsets() == names
     assert Opportunity(source="simulated", n_tracts=200, state_seed=6).n_rows(names[0]) is not None

@@ -30,6 +30,18 @@ def test_empirical_bound_definition():
     assert math.isnan(empirical_bound([], 68))
 
 
+def test_exact_fit_has_zero_se_and_infinite_normalised_error():
+    """Constant y (or an exact line): the rounding residue ~1e-17 must not become a standard error (it gave
+    Ĉ/σ̂ ~ 1e18); σ̂ = 0 exactly and any nonzero privacy error is infinitely many standard errors."""
+    x = np.linspace(0.02, 0.98, 37)
+    for y in (np.full(37, 0.01), 0.1 + 0.3 * x):
+        p, se = ols_prediction_and_se(x, y, 0.25)
+        assert se == 0.0
+        out = Output(predictions=np.tile([p + 0.01, p], (10, 1)))
+        assert ErrorBoundSE()(out, _split(x, y)) == math.inf
+        assert ErrorBound()(out, _split(x, y)) == pytest.approx(0.01)
+
+
 def test_ols_se_matches_textbook():
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 1, 30)

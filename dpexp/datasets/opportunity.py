@@ -15,11 +15,17 @@ In every cell/tract the regression is child income rank (y) on parent income ran
     * tract parameters (public in the OI protocol, drawn here from documented, adjustable distributions):
       μ_t ~ LogNormal(``mu_logmean``, ``mu_logsd``²) (mean parent household income of the tract),
       β_t ~ N(``beta_mean``, ``beta_sd``²) (log-log intergenerational elasticity),
-      α_t ~ N(``alpha_mean``, ``alpha_sd``²) (log-log intercept);
+      α_t ~ N(``alpha_mean``, ``alpha_sd``²) (log child income of the tract at the reference parent log income
+      ``alpha_center``, default ``mu_logmean``; see the child-income line below);
     * parent income y_it lognormal with tract mean μ_t and tract variance V = ``within_var_factor`` · Var(μ)
       (4 × the between-tract sample variance: within-tract sd ≈ 2 × between-tract sd), i.e.
       ln y_it ~ N(2 ln μ_t − ½ ln(V + μ_t²), −2 ln μ_t + ln(V + μ_t²));
-    * child income: ln c_it = α_t + β_t ln y_it + e_i, e_i ~ N(0, 0.2²);
+    * child income: ln c_it = α_t + β_t (ln y_it − c) + e_i, e_i ~ N(0, 0.2²), c = ``alpha_center``.  This is
+      the paper's ln c = α'_t + β_t ln y with α'_t = α_t − β_t c.  Centring matters when α, β are *drawn*: with the
+      uncentred intercept drawn independently of β_t, sd(β_t)·ln y ≈ 0.1 × 11 ≈ 1.1 made the between-tract spread
+      of ln child income ~ 5× the within-tract spread, and some tracts had every child at rank 0.01 (y constant,
+      σ̂(p̂) = 0, Ĉ/σ̂ up to 1e18 in Fig 6).  Real tract estimates have α'_t and β_t strongly negatively correlated,
+      which centring reproduces.  A ``tract_table`` holds the paper's raw intercepts α'_t: its default centre is 0;
     * x = parent percentile rank and y = child percentile rank within the *state* (rank/N rounded up to the 2nd
       decimal place, so both lie in (0, 1]);
     * OI release rule (Appendix A.2): a tract is kept only if it has at least ``min_count`` = 20 people and at
@@ -79,8 +85,11 @@ class _OIParams(Params):
     mu_logsd: float = Field(0.5, ge=0, description="sd of ln mu_t")
     beta_mean: float = Field(0.35, description="mean of the log-log slope beta_t")
     beta_sd: float = Field(0.10, ge=0, description="sd of beta_t")
-    alpha_mean: float = Field(0.65 * math.log(40000.0), description="mean of the log-log intercept alpha_t")
-    alpha_sd: float = Field(0.15, ge=0, description="sd of alpha_t")
+    alpha_mean: float = Field(math.log(40000.0), description="mean of alpha_t, the tract's ln child income at "
+                              "parent log income alpha_center")
+    alpha_sd: float = Field(0.15, ge=0, description="sd of alpha_t (between-tract spread of ln child income)")
+    alpha_center: float | None = Field(None, description="parent log income at which alpha_t is the intercept "
+                                       "(default: mu_logmean when drawn, 0 = raw log-log intercept with a tract_table)")
     noise_sd: float = Field(0.20, ge=0, description="sd of e_i in ln child income")
     within_var_factor: float = Field(4.0, gt=0, description="within-tract var of parent income / Var(mu_t)")
     min_count: int = Field(20, ge=0, description="release rule: minimum tract size")
@@ -143,7 +152,8 @@ def simulate_state(p: _OIParams) -> tuple[list[str], list[tuple[np.ndarray, np.n
     tract = np.repeat(np.arange(T), sizes)
     N = len(tract)
     ln_parent = m_log[tract] + s_log[tract] * rng.standard_normal(N)
-    ln_child = alpha[tract] + beta[tract] * ln_parent + p.noise_sd * rng.standard_normal(N)
+    center = p.alpha_center if p.alpha_center is not None else (0.0 if p.tract_table is not None else p.mu_logmean)
+    ln_child = alpha[tract] + beta[tract] * (ln_parent - center) + p.noise_sd * rng.standard_normal(N)
     x_all, y_all = _ranks(ln_parent), _ranks(ln_child)  # ranks are invariant to the monotone exp()
     med = float(np.median(x_all))
     bounds = np.concatenate([[0], np.cumsum(sizes)])
