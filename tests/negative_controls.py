@@ -115,3 +115,26 @@ class NoisyMeanControl(Algorithm):
             noise = rng.laplace(0.0, laplace_scale(sens, epsilon), size=trials)
         m = y.mean() + self.noise_factor * noise
         return Output(predictions=np.repeat(m[:, None], split.X_test.shape[0], axis=1))
+
+
+class FailsOnDegenerateData(Algorithm):
+    """Wraps a correct algorithm and returns NaN (a failed release) whenever every private x is equal — the bug
+    ``dp_ss_theil_sen`` had before commit e73b8f2 (an empty estimate set gave NaN deterministically).  A release
+    that fails on D but never on its neighbour D′ has unbounded privacy loss: {output is NaN} has probability 1
+    under D and 0 under D′.  ``neighbouring`` is that of the wrapped algorithm."""
+
+    name = "control_nan_on_degenerate"
+
+    def __init__(self, inner: Algorithm) -> None:
+        super().__init__()
+        self.inner = inner
+        self.neighbouring = inner.neighbouring
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return self.inner.privacy_spent(epsilon, delta)
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        out = self.inner.run(split, epsilon, delta, rng, trials)
+        if np.ptp(split.X_private, axis=0).max() == 0.0:
+            return Output(predictions=np.full_like(np.asarray(out.predictions, dtype=float), np.nan))
+        return out

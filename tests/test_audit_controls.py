@@ -57,3 +57,31 @@ def test_controls_are_not_registered():
     from dpexp import registry
 
     assert not {"control_ssp", "control_mean"} & set(registry.names("algorithm"))
+
+
+def _ss_theil_sen_origin():
+    """dp_ss_theil_sen and its audit design restricted to the 'origin' base, whose D has every x equal."""
+    import dataclasses
+
+    from dpexp import registry
+    from dpexp.audit.entries import entry_for
+
+    entry = entry_for("dp_ss_theil_sen")
+    alg = registry.get("algorithm", "dp_ss_theil_sen")(**entry.params)
+    return alg, dataclasses.replace(entry.design(alg), bases=("origin",))
+
+
+def test_dp_ss_theil_sen_degenerate_x_regression():
+    """Regression (commit e73b8f2): dp_ss_theil_sen returned NaN whenever all x were equal, so the audit found
+    ε̂_lb ≈ 9 at claimed ε = 1 on the 'origin' base.  The fixed release must PASS on exactly those pairs, and the
+    same pairs must FAIL when the old failure mode is put back (so this test can fail)."""
+    from negative_controls import FailsOnDegenerateData
+
+    alg, design = _ss_theil_sen_origin()
+    r = audit_algorithm("dp_ss_theil_sen", alg, design, "replace-one", 1.0, 0.0, DEFAULT_TRIALS,
+                        DEFAULT_CONFIDENCE, SEED)
+    assert r.verdict == PASS and r.epsilon_lb <= 1.0, r
+    bad = audit_algorithm("dp_ss_theil_sen_nan", FailsOnDegenerateData(alg), design, "replace-one", 1.0, 0.0,
+                          DEFAULT_TRIALS, DEFAULT_CONFIDENCE, SEED)
+    assert bad.verdict == FAIL and bad.epsilon_lb > 5.0, bad
+    assert "inf" in bad.event, bad  # the witness is the failure atom (NaN is mapped to +inf)
