@@ -65,3 +65,37 @@ def test_run_audit_user_errors(kwargs, match):
     args.update(kwargs)
     with pytest.raises(UserError, match=match):
         run_audit(**args)
+
+
+AUDITED = [n for n in registry.names("algorithm")
+           if (e := entry_for(n)) is not None and e.audited]
+
+
+@pytest.mark.parametrize("name", AUDITED)
+def test_trials_within_one_call_are_independent(name):
+    """The audit's Clopper–Pearson bounds assume the ``trials`` outputs of ``run`` are i.i.d.  Randomness drawn once
+    per call and shared by its trials (a shared tuning draw, one noise vector broadcast over trials) would make 20
+    calls of 100 trials differ between calls far more than within them.  Kruskal–Wallis on the first projection;
+    with a fixed seed the threshold 1e-3 is a deterministic check that a shared draw (p ≈ 0) cannot pass."""
+    from scipy import stats
+
+    entry = entry_for(name)
+    alg = registry.get("algorithm", name)(**entry.params)
+    design = entry.design(alg)
+    delta = entry.delta if entry.delta is not None else audit_mod._resolve_delta(alg, entry, design, 1.0, 0)
+    split = candidate_pairs(design, entry.relation)[0].D
+    rng = np.random.default_rng(1)
+    groups = [np.nan_to_num(alg.run(split, entry.epsilon, delta, rng, 100).predictions[:, 0], nan=1e300)
+              for _ in range(20)]
+    assert stats.kruskal(*groups).pvalue > 1e-3
+
+
+def test_audit_table_does_not_depend_on_jobs(tmp_path):
+    names = ["plr", "noisy_stats"]
+
+    def table(jobs):
+        run_audit(names, None, None, 4_000, 0.95, tmp_path / str(jobs), 3, jobs)
+        rows = list(csv.DictReader(open(tmp_path / str(jobs) / "audit.csv")))
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+
+    assert table(1) == table(2)
