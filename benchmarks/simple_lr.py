@@ -22,9 +22,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from dpexp.datasets.base import data_path
 from dpexp.registry import get, names
 from dpexp.types import Split
 
@@ -33,15 +31,9 @@ SLR = ["ols", "theil_sen", "theil_sen_kmatch", "noisy_stats", "noisy_intercept",
 
 
 def load_carbon() -> tuple[np.ndarray, np.ndarray]:
-    """x = initial u, y = calculated u' (columns 3 and 6), rows in [0, 1]^2; accepts both decimal styles."""
-    p = data_path("carbon_nanotubes/carbon_nanotubes.csv")
-    df = pd.read_csv(p, sep=";", decimal=",")
-    if df.iloc[:, 2].dtype == object:
-        df = pd.read_csv(p, sep=";", decimal=".")
-    x = df.iloc[:, 2].to_numpy(float)
-    y = df.iloc[:, 5].to_numpy(float)
-    keep = (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
-    return x[keep], y[keep]
+    """The registered ``carbon_nanotubes`` dataset (x = initial u, y = calculated u', rows in [0, 1]^2)."""
+    x, y, _ = get("dataset", "carbon_nanotubes")()._data()
+    return x, y
 
 
 def make_split(x: np.ndarray, y: np.ndarray) -> Split:

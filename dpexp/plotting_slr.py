@@ -35,9 +35,9 @@ from dpexp.plotting import PlotOptions, axis_label, new_figure, save, title_of
 from dpexp.registry import register_plot
 
 SLR_LABELS = {
-    "error_bound": "empirical 68% error bound Ĉ(68) of |p̃25 − p̂25|",
+    "error_bound": "Ĉ(68) of |p̃25 − p̂25|  (y units, y ∈ [0, 1])",
     "error_bound_se": "Ĉ(68) / σ̂(p̂25)  (privacy error in standard errors)",
-    "error_bound_true": "Ĉ_true(68) of |p̃25 − p25|",
+    "error_bound_true": "Ĉ_true(68) of |p̃25 − p25|  (y units, y ∈ [0, 1])",
     "error_bound_true_se": "Ĉ_true(68) / σ̂(p̂25)",
     "failure_rate": "failure rate (share of trials returning ⊥)",
     "ols_se": "OLS standard error σ̂(p̂25) (Eq. 3)",
@@ -149,7 +149,8 @@ def _panels(n: int, width: float = 5.2, height: float = 4.0) -> tuple[Any, list[
 
     cols = min(n, 3)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                             layout="constrained")  # no label overlap between panels
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -304,7 +305,7 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
             ax.set_xlim(*opts.xlim)
         elif lo_hi and np.isfinite(se) and se > 0:
             ax.set_xlim(max(min(lo_hi), p_hat - 10 * se), min(max(lo_hi), p_hat + 10 * se))
-        ax.set_xlabel("DP estimate p̃25")
+        ax.set_xlabel("DP estimate p̃25  (y units, y rescaled to [0, 1])")
         ax.set_ylabel("empirical CDF over trials")
         ax.set_title(ptitle, fontsize=9)
         ax.grid(alpha=0.3)
@@ -358,6 +359,13 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
                         label=_legend_name(line, str(g["algorithm"].iloc[0]), not_dp))
         if opts.logx:
             ax.set_xscale("log")
+            xv = np.sort(pd_["_x"].unique())
+            xv = xv[xv > 0]
+            if len(xv) and xv.max() / xv.min() < 50:  # < 2 decades: label the grid values, no crowded minors
+                from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
+                ax.xaxis.set_major_locator(FixedLocator(xv))
+                ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
+                ax.xaxis.set_minor_formatter(NullFormatter())
         if opts.logy:
             ax.set_yscale("log")
         if opts.ylim:
