@@ -5,8 +5,8 @@
 * ``dca_table``: Table 1 — protocol wall time per (N, d) as a Markdown/CSV table (``<stem>.md``, ``<stem>.csv``)
   and a log–log figure of seconds vs N per d, with the paper's Spark times dashed for comparison.
 * ``dca_noise_factor``: Fig. 1b — the extra noise variance factor N / (N − T − 1) of Theorem 1 against N for several
-  T.  It is a closed form of N and T, so it is drawn from the formula (over the N range of the results when they
-  have an ``n_private`` column with more than one value, else ``options.n_max``).
+  T.  It is a closed form of N and T, so it is drawn from the formula for N up to the larger of ``options.n_max``
+  and the largest ``n_private`` of the results (a ``--fast`` run with a smaller grid draws the same figure).
 """
 
 from __future__ import annotations
@@ -116,8 +116,10 @@ def dca_noise_factor(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
     """Fig. 1b: N/(N − T − 1) vs N (closed form, Theorem 1)."""
     opts = NoiseFactorOptions.model_validate(spec.options)
     n_max = opts.n_max
-    if "n_private" in df.columns and df["n_private"].nunique() > 1:
-        n_max = int(pd.to_numeric(df["n_private"], errors="coerce").max())
+    if "n_private" in df.columns and len(df):
+        seen = pd.to_numeric(df["n_private"], errors="coerce").max()
+        if np.isfinite(seen):
+            n_max = max(n_max, int(seen))
     fig, ax = new_figure()
     for T in opts.T:
         n = np.unique(np.geomspace(T + 2, n_max, 200).astype(int))

@@ -202,3 +202,27 @@ def test_std_floor_when_noisy_moment_negative(monkeypatch):
     assert diag.max() <= (2.0 * 0.5) ** 2 + 1e-12
     assert np.abs(seen["Z"][:, iu.size:]).max() <= (2.0 * 0.5) * (1.0 * 0.5) + 1e-12
     assert real is dlr.ss_sensitivity
+
+
+# ------------------------------------------------------------------------------------------ posterior solve
+def test_direct_solve_is_eq13_and_psd_floor_explodes_on_indefinite_noise():
+    """``solver='direct'`` is eq. (13) with the perturbed statistics as released; flooring a negative eigenvalue of
+    XX̂ at 0 leaves precision λ0 = 1 in that direction, so noise in Xŷ passes through unshrunk."""
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    w = np.array([-900.0, 50.0, 400.0, 2000.0])              # noise made one eigenvalue strongly negative
+    XX = (Q * w) @ Q.T
+    Xy = 300.0 * Q[:, 0] + rng.normal(size=4)
+    Xt = rng.normal(size=(7, 4))
+    mu, pred = dlr.fit_predict(XX, Xy, Xt)
+    np.testing.assert_allclose(mu, np.linalg.solve(np.eye(4) + XX, Xy), rtol=1e-10)
+    np.testing.assert_allclose(pred, Xt @ mu, rtol=1e-10)
+    mu_f, _ = dlr.fit_predict(XX, Xy, Xt, solver="psd_floor")
+    assert abs(Q[:, 0] @ mu) < 1.0                           # 300 / (1 − 900): shrunk
+    assert abs(Q[:, 0] @ mu_f) > 250.0                       # 300 / (1 + 0): passes through
+    # batched, with one exactly singular system: that one is NaN, the others are solved
+    XXb = np.stack([XX, -np.eye(4), XX])
+    mub, _ = dlr.fit_predict(XXb, np.stack([Xy, Xy, Xy]), Xt)
+    assert np.isnan(mub[1]).all() and np.allclose(mub[0], mu) and np.allclose(mub[2], mu)
+    with pytest.raises(UserError, match="solver"):
+        dlr.fit_predict(XX, Xy, Xt, solver="lstsq")

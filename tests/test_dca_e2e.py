@@ -38,7 +38,7 @@ privacy: {epsilon: 1.0, delta: 1.0e-4}
 algorithms:
   - {name: dca_timing, label: plain, params: {n_compute: 4}}
   - {name: dca_timing, label: aes, params: {n_compute: 4, encrypt: true}}
-metrics: [mae]
+metrics: [failure_rate]
 plots:
   - {kind: dca_table, name: table1, metric: seconds}
   - {kind: dca_noise_factor, name: fig1b, options: {T: [0, 5]}}
