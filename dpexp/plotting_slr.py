@@ -161,9 +161,10 @@ def _facet_values(d: pd.DataFrame, facet: str | None) -> list[tuple[str, pd.Data
     if facet is None or facet == "none":
         return [("", d)]
     col = _column(d, facet)
+    name = {"env": "ε·n·σx²", "epsilon": "ε"}.get(facet, facet)
     out = []
     for v in sorted(col.dropna().unique(), key=lambda v: (str(type(v)), v)):
-        out.append((f"{facet} = {v:g}" if isinstance(v, (float, int)) else f"{facet} = {v}", d[col == v]))
+        out.append((f"{name} = {v:g}" if isinstance(v, (float, int)) else f"{name} = {v}", d[col == v]))
     return out
 
 
@@ -253,6 +254,10 @@ class OutputEcdfOptions(PlotOptions):
     facet: str | None = "auto"
     labels: list[str] | None = None
     xlim: list[float] | None = None
+    window: Literal["se", "outputs"] = Field("se", description="x range: p̂ ± window_se·σ̂ (se), or the central "
+                                             "68% of every drawn algorithm's outputs plus p̂ ± 3σ̂ (outputs)")
+    window_se: float = Field(10.0, gt=0, description="half-width of the 'se' window in standard errors")
+    xlabel: str = "DP estimate p̃25  (y units, y ∈ [0, 1])"
 
 
 def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
@@ -276,7 +281,7 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
     fig, axes = _panels(len(panels))
     not_dp = _not_dp(manifest)
     for ax, (ptitle, pd_) in zip(axes, panels):
-        lo_hi = []
+        lo_hi, central = [], []
         for label in _order(pd_):
             g = pd_[pd_["label"] == label]
             if opts.source == "quantiles":
@@ -291,6 +296,7 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
                         label=_legend_name(label, str(g.get("algorithm", pd.Series([label])).iloc[0])
                                            if "algorithm" in g else label, not_dp))
                 lo_hi += [xs[ok].min(), xs[ok].max()]
+                central += [np.interp(0.16, ys[ok], xs[ok]), np.interp(0.84, ys[ok], xs[ok])]
         sel = df[(df["metric"].isin(["ols_estimate", "ols_se"]))]
         if facet and facet != "none":
             sel = sel[_column(sel, facet).isin(_column(pd_, facet).unique())]
@@ -303,9 +309,16 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
             ax.axvline(p_hat, color="k", linewidth=0.8)
         if opts.xlim:
             ax.set_xlim(*opts.xlim)
+        elif opts.window == "outputs" and central:
+            a, b = min(central), max(central)
+            if np.isfinite(se) and se > 0:
+                a, b = min(a, p_hat - 3 * se), max(b, p_hat + 3 * se)
+            pad = 0.05 * (b - a) if b > a else 1e-3
+            ax.set_xlim(a - pad, b + pad)
         elif lo_hi and np.isfinite(se) and se > 0:
-            ax.set_xlim(max(min(lo_hi), p_hat - 10 * se), min(max(lo_hi), p_hat + 10 * se))
-        ax.set_xlabel("DP estimate p̃25  (y units, y rescaled to [0, 1])")
+            w = opts.window_se * se
+            ax.set_xlim(max(min(lo_hi), p_hat - w), min(max(lo_hi), p_hat + w))
+        ax.set_xlabel(opts.xlabel)
         ax.set_ylabel("empirical CDF over trials")
         ax.set_title(ptitle, fontsize=9)
         ax.grid(alpha=0.3)
