@@ -182,7 +182,8 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     df = results.read_results(Path(results_dir))
     x = x or results.default_x(df)
     agg = results.aggregate(df, x, metric)
-    cols = ["metric", "label", x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
+    extra = [c for c in results.GRID_COLUMNS if c in agg.columns and c != x]
+    cols = ["metric", "label", *extra, x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
     if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
         cols = ["dataset", "dataset_params"] + cols
     table = agg[cols]
@@ -228,7 +229,7 @@ def data_where() -> None:
 @click.option("--trials", type=click.IntRange(min=100), default=None, help="Runs per side (default 100000).")
 @click.option("--confidence", type=click.FloatRange(0.5, 1.0, max_open=True), default=0.95, show_default=True)
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write CSV + Markdown here.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=20_240_505, show_default=True)
 @click.option("--jobs", "-j", type=int, default=1, show_default=True)
 def audit(algorithms: tuple[str, ...], epsilon: float | None, delta: float | None, trials: int | None,
           confidence: float, out: str | None, seed: int, jobs: int) -> None:

@@ -15,11 +15,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpexp.registry import register_plot
-from dpexp.results import aggregate, default_x
+from dpexp.results import aggregate, default_x, varying_grid_columns
 
 X_LABELS = {
     "n_private": "private training rows n (count)",
-    "n_private_requested": "private training rows n (count, requested)",
+    "n_private_requested": "private training rows n (count)",
+    "n_public_requested": "public (non-private) training rows (count)",
+    "n_test_requested": "test rows (count)",
     "n_public": "public (non-private) training rows (count)",
     "n_test": "test rows (count)",
     "epsilon": "privacy budget ε",
@@ -31,6 +33,10 @@ METRIC_LABELS = {
     "mae": "mean absolute error (target units)",
     "wpc": "weighted probabilistic concordance index",
 }
+
+
+_SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_requested": "n_public",
+          "n_test_requested": "n_test"}
 
 
 class PlotOptions(BaseModel):
@@ -101,11 +107,17 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
     agg = aggregate(df, x, metric)
     fig, ax = new_figure()
     multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
+    extra = varying_grid_columns(df[df["metric"] == metric], x)
     order = list(dict.fromkeys(df["label"]))
-    for (dataset, dparams, label), g in sorted(agg.groupby(["dataset", "dataset_params", "label"], sort=False),
-                                               key=lambda kv: order.index(kv[0][2]) if kv[0][2] in order else 0):
+    keys = ["dataset", "dataset_params", "label"] + extra
+    for key, g in sorted(agg.groupby(keys, sort=False),
+                         key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):
+        dataset, dparams, label = key[:3]
         g = g.sort_values(x)
         name = f"{label} ({dataset} {dparams})" if multi_ds else label
+        if extra:
+            name += " (" + ", ".join(f"{_SHORT.get(c, c)}={v:g}" if isinstance(v, (int, float)) else f"{c}={v}"
+                                     for c, v in zip(extra, key[3:])) + ")"
         centre = g[opts.center].to_numpy(float)
         if opts.error == "std":
             lo = hi = g["std"].fillna(0).to_numpy(float)

@@ -11,10 +11,12 @@ import pandas as pd
 
 from dpexp.errors import UserError
 
-#: columns that identify a curve point besides the x variable
+#: columns that identify a curve point besides the x variable and the varying grid columns
 GROUP_COLUMNS = ["dataset", "dataset_params", "label", "metric"]
-X_CHOICES = ["n_private", "n_private_requested", "n_public", "n_test", "epsilon", "delta", "d", "dataset_params",
-             "subset"]
+#: grid columns of a cell (requested sizes: a dataset may drop rows per subset, so the rows seen can vary)
+GRID_COLUMNS = ["n_private_requested", "epsilon", "n_public_requested", "delta", "n_test_requested"]
+X_CHOICES = ["n_private", "n_public", "n_test", "d", "subset", "dataset_params"] + GRID_COLUMNS
+_SEEN = {"n_private": "n_private_requested", "n_public": "n_public_requested", "n_test": "n_test_requested"}
 
 
 def results_file(results_dir: Path) -> Path:
@@ -31,7 +33,7 @@ def read_results(results_dir: Path) -> pd.DataFrame:
     df = pd.read_csv(path, dtype={"dataset_params": str, "params": str, "subset": str, "error": str,
                                   "label": str, "n_private_requested": str}, keep_default_na=False,
                      na_values={"value": [""]})
-    if "n_private_requested" in df.columns and not (df["n_private_requested"] == "all").any():
+    if not (df["n_private_requested"] == "all").any():
         df["n_private_requested"] = pd.to_numeric(df["n_private_requested"])
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     return df
@@ -45,22 +47,21 @@ def read_manifest(results_dir: Path) -> dict[str, Any]:
 
 
 def default_x(df: pd.DataFrame) -> str:
-    """The varying size/privacy column (first of n_private, epsilon, ... with more than one value).
-
-    When datasets drop rows per subset (GDSC drops untested cell lines per drug) the rows seen vary by subset, so the
-    requested size is the x variable; otherwise the two are the same.
-    """
-    if "n_private_requested" in df.columns and df["n_private_requested"].nunique() > 1 and \
-            df["n_private"].nunique() > df["n_private_requested"].nunique():
-        return "n_private_requested"
-    for col in ["n_private", "epsilon", "n_public", "d", "delta", "n_test"]:
+    """The first grid column with more than one value (requested n_private, then epsilon, ...)."""
+    for col in GRID_COLUMNS:
         if df[col].nunique() > 1:
             return col
     return "n_private"
 
 
+def varying_grid_columns(df: pd.DataFrame, x: str) -> list[str]:
+    """Grid columns other than ``x`` that vary: each of their values is a separate curve, never averaged over."""
+    skip = {x, _SEEN.get(x, x)}
+    return [c for c in GRID_COLUMNS if c not in skip and df[c].nunique() > 1]
+
+
 def aggregate(df: pd.DataFrame, x: str, metric: str | None = None) -> pd.DataFrame:
-    """Mean/std/median/IQR over repeats per (dataset, label, metric, x).
+    """Mean/std/median/IQR over repeats per (dataset, label, metric, other varying grid values, x).
 
     Where a dataset has subsets (drugs, tracts) values are first averaged over subsets within a repeat, so the
     spread is over Monte Carlo repeats — the paper's convention.  Failed cells (NaN) are counted, not averaged.
@@ -71,7 +72,7 @@ def aggregate(df: pd.DataFrame, x: str, metric: str | None = None) -> pd.DataFra
     if d.empty:
         have = ", ".join(sorted(df["metric"].unique()))
         raise UserError(f"metric must be one of the results' metrics ({have}), got {metric!r}")
-    keys = GROUP_COLUMNS + [x]
+    keys = GROUP_COLUMNS + varying_grid_columns(d, x) + [x]
     per_repeat = d.groupby(keys + ["repeat"], sort=True, dropna=False)["value"].mean().reset_index()
     g = per_repeat.groupby(keys, sort=True, dropna=False)["value"]
     out = g.agg(mean="mean", std="std", median="median",

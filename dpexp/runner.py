@@ -35,8 +35,8 @@ from dpexp.spec import ResolvedExperiment
 from dpexp.types import Sizes
 
 COLUMNS = ["experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params", "epsilon", "delta",
-           "n_private", "n_public", "n_test", "d", "repeat", "trials", "n_private_requested", "metric", "value", "seed_key",
-           "error"]
+           "n_private", "n_public", "n_test", "d", "repeat", "trials", "n_private_requested", "n_public_requested",
+           "n_test_requested", "metric", "value", "seed_key", "error"]
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
 
@@ -81,11 +81,15 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tup
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max_sizes[2], max_sizes[1], max_sizes[0])
         requested = "all" if n_private < 0 else n_private
-        splits = []
+        splits: list[Any] = []
         for subset in chunk.subsets:
             key_subset = "*" if dv.instance.shared_split else subset
             rng = data_stream(root_seed, ds_key, key_subset, chunk.repeat)
-            splits.append(dv.instance.split(subset, sizes, rng))
+            try:
+                splits.append(dv.instance.split(subset, sizes, rng))
+            except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
+                splits.append(_SplitFailure(exc, (max(n_private, 0), n_public, n_test, 0)))
+        good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
         for av in exp.algorithms:
             private = getattr(av.instance, "private", True)
             eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
@@ -97,21 +101,42 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tup
                     names = (ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta)
                     rngs.append(noise_stream(root_seed, *names))
                     seed_keys.append(key_hex(*noise_names(*names)))
-                try:
-                    outputs = av.instance.run_many(splits, exp.epsilons[0] if eps is None else eps,
-                                                   exp.deltas[0] if delta is None else delta, rngs, spec.trials)
-                except Exception as exc:  # a bug in run_many itself: fail every cell of this group
-                    outputs = [exc] * len(splits)
+                outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
+                if good:
+                    try:
+                        got = av.instance.run_many([splits[i] for i in good],
+                                                   exp.epsilons[0] if eps is None else eps,
+                                                   exp.deltas[0] if delta is None else delta,
+                                                   [rngs[i] for i in good], spec.trials)
+                    except Exception as exc:  # a bug in run_many itself: fail every cell of this group
+                        got = [exc] * len(good)
+                    for i, o in zip(good, got):
+                        outputs[i] = o
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for split, subset, out, skey in zip(splits, chunk.subsets, outputs, seed_keys):
-                    base_sizes = (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
+                    if isinstance(split, _SplitFailure):
+                        base_sizes = split.sizes
+                    else:
+                        base_sizes = (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
                     values = _metric_values(exp, out, split)
                     for e, d in targets:
                         prefix = (spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str,
-                                  e, d, *base_sizes, chunk.repeat, spec.trials, requested)
+                                  e, d, *base_sizes, chunk.repeat, spec.trials, requested, n_public, n_test)
                         for metric, value, err in values:
                             rows.append(prefix + (metric, value, skey, err))
     return rows
+
+
+@dataclass
+class _SplitFailure:
+    """Stands in for a split whose dataset raised: every cell that needed it is recorded as failed."""
+
+    exc: Exception
+    sizes: tuple[int, int, int, int]
+
+    @property
+    def error(self) -> Exception:
+        return RuntimeError(f"data split failed: {type(self.exc).__name__}: {self.exc}")
 
 
 def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[str, float, str]]:
@@ -125,7 +150,10 @@ def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[
         except Exception as exc:
             vals.append((label, float("nan"), f"metric {label}: {type(exc).__name__}: {exc}"[:500]))
     for key in sorted(out.extras):
-        vals.append((key, float(out.extras[key]), ""))
+        try:
+            vals.append((key, float(out.extras[key]), ""))
+        except (TypeError, ValueError) as exc:
+            vals.append((key, float("nan"), f"extra {key}: {type(exc).__name__}: {exc}"[:500]))
     return vals
 
 
@@ -151,7 +179,7 @@ def _rows_to_csv(rows: list[tuple[Any, ...]], header: bool) -> bytes:
 _WORKER_CACHE: dict[str, ResolvedExperiment] = {}
 
 
-def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int, int, int]:
+def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int, int]:
     key = payload["key"]
     exp = _WORKER_CACHE.get(key)
     if exp is None:
@@ -165,13 +193,11 @@ def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int,
     return _execute(exp, chunk, payload["seed"], Path(parts_dir))
 
 
-def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) -> tuple[int, int, int]:
+def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) -> tuple[int, int]:
     rows = run_chunk(exp, chunk, seed)
     _write_atomic(parts_dir / chunk.file_name, _rows_to_csv(rows, header=False))
-    n_metrics = len(exp.metrics)
-    failed = sum(1 for r in rows if r[-1]) // max(n_metrics, 1)
     cells = len(chunk.subsets) * exp.cells_per_subset_repeat
-    return chunk.index, cells, failed
+    return chunk.index, cells
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -222,7 +248,7 @@ class RunReport:
 
 
 def _iter_parallel(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path,
-                   exp: ResolvedExperiment, seed: int) -> Iterator[tuple[int, int, int]]:
+                   exp: ResolvedExperiment, seed: int) -> Iterator[tuple[int, int]]:
     if jobs == 1 or len(todo) <= 1:
         for c in todo:
             yield _execute(exp, c, seed, parts)
@@ -254,6 +280,9 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
                             "use --force to overwrite or choose another --out")
         root_seed = int(old["root_seed"])
     else:
+        if resume and old is None and any(parts.glob("*.csv")):
+            raise UserError(f"{out} has partial results but no readable manifest.json, so they cannot be resumed "
+                            "safely; use --force to discard them or choose another --out")
         if not resume:
             shutil.rmtree(parts, ignore_errors=True)
             for name in ("results.csv", "results.csv.gz", "failures.csv"):
@@ -293,7 +322,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
                    unit="cell", desc=exp.spec.name, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
     jobs_eff = (os.cpu_count() or 1) if jobs in (-1, 0) else jobs
     try:
-        for _idx, cells, _failed in _iter_parallel(jobs_eff, payload, todo, parts, exp, root_seed):
+        for _idx, cells in _iter_parallel(jobs_eff, payload, todo, parts, exp, root_seed):
             if bar is not None:
                 bar.update(cells)
     finally:

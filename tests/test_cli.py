@@ -38,8 +38,8 @@ def test_run_plot_summarize_end_to_end(tmp_path):
     r = CliRunner().invoke(main, ["summarize", str(out), "--metric", "spearman", "--markdown", str(md),
                                   "--csv", str(csvp)])
     assert r.exit_code == 0, r.output
-    assert "| metric | label | n_private | mean | std | median | q25 | q75 | iqr |" in r.output
-    assert "rplr (robust private LR)" in md.read_text() and csvp.read_text().startswith("metric,label,n_private")
+    assert "| metric | label | n_private_requested | mean | std | median | q25 | q75 | iqr |" in r.output
+    assert "rplr (robust private LR)" in md.read_text() and csvp.read_text().startswith("metric,label,n_private_req")
     r = CliRunner().invoke(main, ["summarize", str(out), "--metric", "nope"])
     assert r.exit_code == 2 and "metric must be one of" in r.output
 

@@ -201,3 +201,47 @@ def test_fast_section_applies_overrides_and_is_recorded(tmp_path):
     bad.write_text(CFG + "fast:\n  repeat: 1\n")
     res = CliRunner().invoke(main, ["run", str(bad), "--out", str(tmp_path / "p"), "--fast"])
     assert res.exit_code == 2 and "fast.repeat is not a known key" in res.output
+
+
+def test_summary_keeps_other_grid_axes_separate(cfg, tmp_path):
+    """With epsilon and n_private both varying, a curve over n_private never averages over epsilon."""
+    from dpexp.results import aggregate, read_results
+
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    df = read_results(tmp_path / "a")
+    agg = aggregate(df[df.dataset_params == "d=2"], "n_private_requested", "mae")
+    rplr = agg[agg.label.str.startswith("rplr") & (agg.label.str.contains("omega_x=0.5"))]
+    assert sorted(rplr.epsilon.unique()) == [0.5, 2.0] and len(rplr) == 2 * 3
+    res = _run(["summarize", str(tmp_path / "a"), "--metric", "mae"])
+    assert "| epsilon |" in res.output
+    assert _run(["plot", str(tmp_path / "a"), "--out", str(tmp_path / "f"), "--format", "png"]).exit_code == 0
+
+
+def test_failing_split_is_recorded_not_fatal(tmp_path, monkeypatch):
+    from dpexp.datasets.synthetic import HonkelaSynthetic
+
+    orig = HonkelaSynthetic.split
+
+    def flaky(self, subset, sizes, rng):
+        if sizes.n_private == 30:
+            raise ValueError("broken split")
+        return orig(self, subset, sizes, rng)
+
+    monkeypatch.setattr(HonkelaSynthetic, "split", flaky)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(CFG)
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
+    assert res.exit_code == 1
+    df = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
+    bad = df[df.n_private_requested == 30]
+    assert len(bad) and bad.error.str.contains("data split failed: ValueError: broken split").all()
+    assert (df[df.n_private_requested != 30].error == "").all()
+
+
+def test_stale_parts_without_manifest_are_refused(cfg, tmp_path):
+    out = tmp_path / "a"
+    _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    (out / "manifest.json").unlink()
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    assert res.exit_code == 2 and "no readable manifest.json" in res.output
+    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1", "--force"]).exit_code == 0
