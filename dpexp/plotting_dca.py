@@ -22,6 +22,12 @@ from dpexp.plotting import CurveOptions, PlotOptions, curve, new_figure, save, t
 from dpexp.registry import register_plot
 from dpexp.results import to_markdown
 
+
+def plt_colours() -> list[str]:
+    import matplotlib.pyplot as plt
+
+    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
+
 #: Table 1 of the paper: seconds of the Spark implementation, M = 10, rows d, columns N = 1e2 .. 1e5.
 PAPER_TABLE1: dict[int, dict[int, float]] = {
     10: {100: 1.72, 1000: 1.89, 10_000: 2.99, 100_000: 8.58},
@@ -83,20 +89,34 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     csv = out_stem.with_suffix(".csv")
     t.to_csv(csv, index=False)
     fig, ax = new_figure()
-    for (label, dd), g in t.groupby(["label", "d"], sort=True):
+    colours = plt_colours()
+    ds = sorted(int(v) for v in t["d"].unique())
+    col = {dd: colours[i % len(colours)] for i, dd in enumerate(ds)}
+    styles = [("-", "o"), (":", "s"), ("-.", "^"), ("--", "v")]
+    labels = list(dict.fromkeys(t["label"]))
+    for (label, dd), g in t.groupby(["label", "d"], sort=False):
         g = g.sort_values("N")
-        ax.plot(g["N"], g["value"], marker="o", label=f"{label}, d={int(dd)}")
+        ls, mk = styles[labels.index(label) % len(styles)]
+        ax.plot(g["N"], g["value"], linestyle=ls, marker=mk, markersize=4, color=col[int(dd)])
     if opts.paper:
         for dd, row in PAPER_TABLE1.items():
-            if dd in set(t["d"].astype(int)):
+            if dd in col:
                 ns = sorted(row)
-                ax.plot(ns, [row[n] for n in ns], linestyle="--", color="grey", linewidth=0.8)
-        ax.plot([], [], linestyle="--", color="grey", label="paper (Spark cluster)")
+                ax.plot(ns, [row[n] for n in ns], linestyle="--", color=col[dd], linewidth=0.9, alpha=0.6)
+    # legend: colour = d, line style = method (and dashed = the paper's cluster)
+    for dd in ds:
+        ax.plot([], [], color=col[dd], linewidth=4, label=f"d = {dd}")
+    for i, label in enumerate(labels):
+        ls, mk = styles[i % len(styles)]
+        ax.plot([], [], linestyle=ls, marker=mk, color="black", label=f"{label} (this machine)")
+    if opts.paper:
+        ax.plot([], [], linestyle="--", color="grey", label="paper, Spark cluster (no encryption)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("clients N (count)")
     ax.set_ylabel(f"{metric} (wall time of one DCA round, s)" if metric == "seconds" else metric)
-    ax.set_title(f"{title_of(spec, manifest)}\nM = 10 Compute nodes", fontsize=10)
+    ax.set_title(f"{title_of(spec, manifest)}\nin-process back-end on one machine vs the paper's Spark cluster",
+                 fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     return [md, csv] + save(fig, out_stem, formats)
@@ -128,7 +148,7 @@ def dca_noise_factor(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("clients N (count)")
-    ax.set_ylabel("noise variance factor N/(N − T − 1) (ratio to trusted aggregator)")
+    ax.set_ylabel("noise variance vs trusted aggregator, N/(N − T − 1)")
     ax.set_title(spec.title or "Extra noise factor of the distributed Gaussian mechanism (Fig. 1b)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
