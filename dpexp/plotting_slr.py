@@ -164,6 +164,9 @@ def _facet_values(d: pd.DataFrame, facet: str | None) -> list[tuple[str, pd.Data
     name = {"env": "ε·n·σx²", "epsilon": "ε"}.get(facet, facet)
     out = []
     for v in sorted(col.dropna().unique(), key=lambda v: (str(type(v)), v)):
+        if facet == "dataset_params":  # "source=simulated,state=IL" reads better without a prefix
+            out.append((str(v).replace(",", ", ") or "(default parameters)", d[col == v]))
+            continue
         out.append((f"{name} = {v:g}" if isinstance(v, (float, int)) else f"{name} = {v}", d[col == v]))
     return out
 
@@ -429,7 +432,7 @@ def slr_sorted(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
         ax.plot(np.arange(len(key)), key.to_numpy(float), "k-", linewidth=1, label=_label(opts.sort_by))
         if opts.logy:
             ax.set_yscale("log")
-        ax.set_xlabel(f"subset, sorted by {opts.sort_by}")
+        ax.set_xlabel(f"subset (index), sorted by {_label(opts.sort_by)}")
         ax.set_ylabel(_label(metric))
         ax.set_title(ptitle, fontsize=9)
         ax.grid(alpha=0.3)
