@@ -172,17 +172,20 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     assert _run(["run", str(cfg), "--out", str(ref), "--jobs", "1", "-q"]).exit_code == 0
     out = tmp_path / "killed"
     env = dict(os.environ, TQDM_DISABLE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(out), "--jobs", "2"],
-                            cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    parts = out / ".parts"
-    deadline = time.time() + 60
-    while time.time() < deadline and len(list(parts.glob("*.csv"))) < 3:
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    log = tmp_path / "stderr.txt"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(out), "--jobs", "2"],
+                                cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
+        parts = out / ".parts"
+        deadline = time.time() + 180  # generous: the machine may be busy with other tests
+        while time.time() < deadline and len(list(parts.glob("*.csv"))) < 3 and proc.poll() is None:
+            time.sleep(0.05)
+        exited = proc.poll()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     done = len(list(parts.glob("*.csv")))
-    assert 3 <= done < 24, "the kill must land part-way through the run"
+    assert exited is None, f"the run ended before it was killed: {log.read_text()[-2000:]}"
+    assert 3 <= done < 24, f"the kill must land part-way through the run ({done} parts): {log.read_text()[-2000:]}"
     assert not (out / "results.csv").exists()
     res = _run(["run", str(cfg), "--out", str(out), "--jobs", "2", "-q"])
     assert res.exit_code == 0
