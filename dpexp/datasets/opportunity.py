@@ -23,7 +23,7 @@ In every cell/tract the regression is child income rank (y) on parent income ran
     * child income: ln c_it = α_t + β_t (ln y_it − c) + e_i, e_i ~ N(0, 0.2²), c = ``alpha_center``.  This is
       the paper's ln c = α'_t + β_t ln y with α'_t = α_t − β_t c.  Centring matters when α, β are *drawn*: with the
       uncentred intercept drawn independently of β_t, sd(β_t)·ln y ≈ 0.1 × 11 ≈ 1.1 made the between-tract spread
-      of ln child income ~ 5× the within-tract spread, and some tracts had every child at rank 0.01 (y constant,
+      of ln child income ~ 3× the within-tract spread (≈ 0.36), and some tracts had every child at rank 0.01 (y constant,
       σ̂(p̂) = 0, Ĉ/σ̂ up to 1e18 in Fig 6).  Real tract estimates have α'_t and β_t strongly negatively correlated,
       which centring reproduces.  A ``tract_table`` holds the paper's raw intercepts α'_t: its default centre is 0;
     * x = parent percentile rank and y = child percentile rank within the *state* (rank/N rounded up to the 2nd
