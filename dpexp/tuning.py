@@ -270,18 +270,22 @@ def tune_thresholds(n: int, d: int, epsilon: float, split: tuple[float, float, f
 def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
                epsilon: float = PAPER_SPLIT_CASE["epsilon"], n_aux: int = PAPER_SPLIT_REPS[0],
                n_noise: int = PAPER_SPLIT_REPS[1], splits: tuple[tuple[float, float, float], ...] = SPLIT_GRID,
-               omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True) -> dict[str, Any]:
+               omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True,
+               stabilize: str = "noise_ridge") -> dict[str, Any]:
     """Choose the budget split (Methods 4.3): for every split tune (ω_x, ω_y) on ``n_aux`` × ``n_noise`` auxiliary
-    problems (fixed precisions), then score the Gamma-prior model (``vb`` engine) at those thresholds; cached.
+    problems (fixed precisions), then score the Gamma-prior model (``vb`` engine, stabilised as rplr's ``stabilize``
+    parameter says: ``dpexp.models.vb.noise_ridge``) at those thresholds; cached.
 
     Returns ``{"p1", "p2", "p3", "score", "table": [[p1, p2, p3, mean Spearman, ω_x, ω_y], …], "cache_hit"}``.
     """
-    from dpexp.models.vb import fit_vb
+    from dpexp.models.vb import fit_vb, noise_ridge, ridge_stabilised
 
     _check(n, d, epsilon)
+    if stabilize not in ("noise_ridge", "none"):
+        raise ValueError(f"stabilize must be 'noise_ridge' or 'none', got {stabilize!r}")
     splits = tuple(tuple(float(p) for p in sp) for sp in splits)
     key = dict(n=int(n), d=int(d), epsilon=float(epsilon), splits=_splits_digest(splits), omegas=list(omegas),
-               n_aux=int(n_aux), n_noise=int(n_noise))
+               n_aux=int(n_aux), n_noise=int(n_noise), stabilize=stabilize)
 
     def compute() -> dict[str, Any]:
         rng = stream(TUNING_SEED, "tuning", "split", *[f"{k}={key[k]}" for k in sorted(key)])
@@ -292,7 +296,11 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
             sp = tuple(float(p) for p in sp)
             i, j = _best(prob.grid_scores(sp, float(epsilon)).mean(axis=(0, 1)), prob.omegas)
             XX, Xy, yy = prob.noisy(sp, float(epsilon))
-            res = fit_vb(XX[:, :, i], Xy[:, :, i, j], yy[:, :, j], int(n))            # (A, N) problems
+            XXi = XX[:, :, i]
+            if stabilize == "noise_ridge":
+                bxx = _laplace_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon))[0]
+                XXi = ridge_stabilised(XXi, noise_ridge(prob.d, bxx[:, i, 0])[:, None])
+            res = fit_vb(XXi, Xy[:, :, i, j], yy[:, :, j], int(n))                    # (A, N) problems
             pred = np.einsum("and,amd->amn", prob.X, res.mean)
             rho = np.stack([spearman_rows(pred[a], prob.y_rank[a]) for a in range(A)])
             table.append([*sp, float(rho.mean()), float(prob.omegas[i]), float(prob.omegas[j])])

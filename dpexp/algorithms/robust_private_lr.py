@@ -28,7 +28,7 @@ from pydantic import Field, model_validator
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
 from dpexp.models.bayes_lr import posterior_mean_fixed
-from dpexp.models.vb import fit_vb
+from dpexp.models.vb import fit_vb, noise_ridge, ridge_stabilised
 from dpexp.privacy.mechanisms import laplace_scale
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -76,7 +76,8 @@ def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx
 
 
 def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
-                 lam0: float, engine: str = "vb", rng: np.random.Generator | None = None) -> np.ndarray:
+                 lam0: float, engine: str = "vb", rng: np.random.Generator | None = None,
+                 ridge: np.ndarray | float | None = None) -> np.ndarray:
     """Posterior-mean weights (…, d) from (possibly perturbed) statistics, batched over leading axes.
 
     ``prior="fixed"``: Eqs. 3–4 with fixed λ, λ0 (``dpexp.models.bayes_lr``).  ``prior="gamma"``: Gamma(2, 2) priors
@@ -89,6 +90,8 @@ def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray |
         from dpexp.models.pymc_backend import posterior_mean_pymc
 
         return posterior_mean_pymc(XX, Xy, yy, n, rng if rng is not None else np.random.default_rng(0))
+    if ridge is not None:
+        XX = ridge_stabilised(XX, ridge)
     return fit_vb(XX, Xy, yy, n).mean
 
 
@@ -144,6 +147,9 @@ class _RPLRParams(_FixedPrecision):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
+    stabilize: Literal["noise_ridge", "none"] = Field(
+        "noise_ridge", description="prior: gamma with vb: add the noise-calibrated ridge 2 sqrt(2d) b_xx to the "
+                                   "perturbed X'X (dpexp.models.vb.noise_ridge) or fit the projected statistics as is")
     split: Literal["auto"] | None = Field(None, description="'auto' (default when p1-p3 are not given): tune the "
                                                             "budget split on auxiliary data")
     p1: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'X (explicit split)")
@@ -254,7 +260,8 @@ class RobustPrivateLR(Algorithm):
         memo = self.__dict__.setdefault("_memo", {})  # per-instance shortcut past the tuning cache's key hashing
         mk = ("split", case["n"], case["d"], float(case["epsilon"]))
         if mk not in memo:
-            r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1])
+            r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
+                           stabilize=p.stabilize if p.prior == "gamma" else "none")
             memo[mk] = (float(r["p1"]), float(r["p2"]), float(r["p3"]))
         return memo[mk]
 
@@ -315,6 +322,8 @@ class RobustPrivateLR(Algorithm):
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
                                         sp[2] * eps, rng, trials)
         extras.update({"omega_x": wx, "omega_y": wy, "B_x": B_x, "B_y": B_y})
+        if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+            extras["ridge"] = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
         if p.sigma == "dp":
             extras.update({"sigma_x_dp": sx, "sigma_y_dp": sy})
         return XXn + XXp, Xyn + Xyp, yyn + yyp, extras
@@ -344,8 +353,11 @@ class RobustPrivateLR(Algorithm):
             Xy = np.stack([it[2] for it in items])
             yy = np.stack([it[3] for it in items])
             n = np.array([it[4] for it in items])[:, None]
+            ridge = None
+            if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+                ridge = np.array([it[5].get("ridge", 0.0) for it in items])[:, None]
             try:
-                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]])
+                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge)
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
