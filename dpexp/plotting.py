@@ -141,9 +141,9 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
         ax.set_yscale("log")
     if opts.ylim:
         ax.set_ylim(*opts.ylim)
-    spread = {"std": "± std", "sem": "± s.e.m.", "iqr": "IQR", "none": ""}[opts.error]
+    spread = {"std": " ± std", "sem": " ± s.e.m.", "iqr": " with IQR bars", "none": ""}[opts.error]
     reps = int(agg["repeats"].max()) if len(agg) else 0
-    ax.set_title(f"{title_of(spec, manifest)}\n{opts.center} {spread} over {reps} repeats", fontsize=10)
+    ax.set_title(f"{title_of(spec, manifest)}\n{opts.center}{spread} over {reps} repeats", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return save(fig, out_stem, formats)

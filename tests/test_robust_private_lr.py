@@ -150,3 +150,17 @@ def test_spearman_matches_scipy_and_edge_cases():
     assert spearman(np.array([1.0]), np.array([2.0])) == 0.0
     assert spearman(np.array([1.0, np.nan, 3.0]), np.arange(3.0)) == 0.0
     assert spearman(np.arange(4.0), -np.arange(4.0)) == pytest.approx(-1.0)
+
+
+def test_fixed_solver_options():
+    """psd_floor (default) floors X'X eigenvalues at 0; direct solves Eqs. 3-4 on the statistics as released."""
+    XX = np.array([[[-5.0, 0.0], [0.0, 1.0]]])
+    Xy = np.array([[1.0, 1.0]])
+    direct = posterior_mean_fixed(XX, Xy, solver="direct")
+    assert direct[0, 0] == pytest.approx(1.0 / (1.0 - 5.0)) and direct[0, 1] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        posterior_mean_fixed(XX, Xy, solver="qr")
+    s = _split(np.random.default_rng(4))
+    a = PrivateLR(solver="direct").run(s, 1.0, 0.0, np.random.default_rng(1), trials=2).predictions
+    b = PrivateLR().run(s, 1.0, 0.0, np.random.default_rng(1), trials=2).predictions
+    assert a.shape == b.shape and not np.allclose(a, b)

@@ -77,7 +77,7 @@ def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx
 
 def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
                  lam0: float, engine: str = "vb", rng: np.random.Generator | None = None,
-                 ridge: np.ndarray | float | None = None) -> np.ndarray:
+                 ridge: np.ndarray | float | None = None, solver: str = "psd_floor") -> np.ndarray:
     """Posterior-mean weights (…, d) from (possibly perturbed) statistics, batched over leading axes.
 
     ``prior="fixed"``: Eqs. 3–4 with fixed λ, λ0 (``dpexp.models.bayes_lr``).  ``prior="gamma"``: Gamma(2, 2) priors
@@ -85,7 +85,7 @@ def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray |
     the paper's 5000 iterations; optional extra, slow: one fit per problem).
     """
     if prior == "fixed":
-        return posterior_mean_fixed(XX, Xy, lam, lam0)
+        return posterior_mean_fixed(XX, Xy, lam, lam0, solver)
     if engine == "pymc":
         from dpexp.models.pymc_backend import posterior_mean_pymc
 
@@ -98,6 +98,9 @@ def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray |
 class _FixedPrecision(Params):
     lam: float = Field(1.0, gt=0, description="noise precision lambda (prior: fixed)")
     lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (prior: fixed)")
+    solver: Literal["psd_floor", "direct"] = Field(
+        "psd_floor", description="prior: fixed: floor the eigenvalues of the perturbed X'X at 0 before the solve "
+                                 "(default) or solve Eqs. 3-4 on the statistics as released (the papers' text)")
 
 
 class _LRParams(_FixedPrecision):
@@ -357,7 +360,8 @@ class RobustPrivateLR(Algorithm):
             if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
                 ridge = np.array([it[5].get("ridge", 0.0) for it in items])[:, None]
             try:
-                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge)
+                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge,
+                                 p.solver)
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
@@ -372,9 +376,10 @@ class _PLRParams(_FixedPrecision):
     B_x: float = Field(1.0, gt=0, description="bound on |x_j|; 1 for unit-norm rows")
 
 
-def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float) -> Output:
+def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float,
+                 solver: str = "psd_floor") -> Output:
     XXp, Xyp, _ = sufficient_stats(split.X_public, split.y_public)
-    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0)
+    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0, solver)
     return Output(predictions=w @ split.X_test.T, coef=w)
 
 
@@ -393,7 +398,7 @@ class PrivateLR(Algorithm):
         p = self.params
         XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
                                       None, rng, trials)
-        return _fit_predict(split, XXn, Xyn, p.lam, p.lam0)
+        return _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
 
 
 class _SplitSearchParams(Params):

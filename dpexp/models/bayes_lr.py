@@ -20,15 +20,22 @@ def symmetric_psd_floor(A: np.ndarray, floor: float = 0.0) -> np.ndarray:
     return (V * w[..., None, :]) @ np.swapaxes(V, -1, -2)
 
 
-def posterior_mean_fixed(XX: np.ndarray, Xy: np.ndarray, lam: float = 1.0, lam0: float = 1.0) -> np.ndarray:
+def posterior_mean_fixed(XX: np.ndarray, Xy: np.ndarray, lam: float = 1.0, lam0: float = 1.0,
+                         solver: str = "psd_floor") -> np.ndarray:
     """Posterior mean (λ0 I + λ XᵀX)⁻¹ λ Xᵀy, batched: XX (…, d, d), Xy (…, d) → (…, d).
 
-    Perturbed statistics can make λ0 I + λ XᵀX indefinite (singular systems give nonsense); we symmetrise and floor
-    the eigenvalues of XᵀX at 0 first, which keeps the posterior precision ≥ λ0 I — a post-processing of the DP
-    release, so privacy is unaffected.
+    ``solver="psd_floor"`` (default): perturbed statistics can make λ0 I + λ XᵀX indefinite or singular, so we
+    symmetrise and floor the eigenvalues of XᵀX at 0 first, which keeps the posterior precision ≥ λ0 I — a
+    post-processing of the DP release, so privacy is unaffected.  ``solver="direct"``: Eqs. 3–4 applied to the
+    statistics as released (what the papers write).  Which is better depends on the noise regime: with Laplace
+    noise on clipped statistics (Honkela et al.) the floor is better (Eq. 10 data, ε = 2, n = 100: Spearman 0.77 vs
+    0.67 at ω = (0.1, 0.3)); with very large Gaussian noise (DCA, unprojected) the direct solve is (docs/).
     """
     XX = np.asarray(XX, dtype=float)
     Xy = np.asarray(Xy, dtype=float)
     d = XX.shape[-1]
-    prec = lam0 * np.eye(d) + lam * symmetric_psd_floor(XX)
+    if solver not in ("psd_floor", "direct"):
+        raise ValueError(f"solver must be 'psd_floor' or 'direct', got {solver!r}")
+    XXs = symmetric_psd_floor(XX) if solver == "psd_floor" else 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    prec = lam0 * np.eye(d) + lam * XXs
     return np.linalg.solve(prec, lam * Xy[..., None])[..., 0]
