@@ -88,6 +88,21 @@ class Algorithm:
         return {"epsilon": float(epsilon), "delta": float(delta)}
 
 
+class BatchedAlgorithm(Algorithm):
+    """An algorithm written as ``run_many`` (batched over the subsets of a chunk); ``run`` delegates to it and
+    raises the exception a failed split returns."""
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        raise NotImplementedError
+
+
 class Dataset:
     """A dataset: knows its subsets and how to draw the split of one cell.
 

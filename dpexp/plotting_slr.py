@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import Field
 
 from dpexp.errors import UserError
-from dpexp.plotting import PlotOptions, axis_label, new_figure, save, title_of
+from dpexp.plotting import PlotOptions, axis_label, save, title_of
 from dpexp.registry import register_plot
 
 SLR_LABELS = {

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Algorithm, Params
+from dpexp.components import Algorithm, BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -43,7 +43,7 @@ class _PublicParams(Params):
 
 
 @register_algorithm
-class PublicOnlyLR(Algorithm):
+class PublicOnlyLR(BatchedAlgorithm):
     """Non-private Bayesian LR on the public rows only (the horizontal baselines of Fig. 2; Fig. 3's reference)."""
 
     name = "lr_public"
@@ -61,12 +61,6 @@ class PublicOnlyLR(Algorithm):
             raise UserError(f"lr_public: params.d={d} differs from the data's d={split.d} and the dataset offers "
                             "no view with another d (only gdsc does)")
         return view(d)
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:

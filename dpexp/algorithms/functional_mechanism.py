@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.algorithms.output_perturbation import _bounds, scale_unit
-from dpexp.components import Algorithm, Params
+from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -62,7 +62,7 @@ class _FMParams(Params):
 
 
 @register_algorithm
-class FunctionalMechanismLR(Algorithm):
+class FunctionalMechanismLR(BatchedAlgorithm):
     """Functional mechanism LR (Zhang et al. 2012): Laplace noise of scale (2D²+4D)/ε on the quadratic
     objective's coefficients (D = d + 1 with bias), symmetrised, regularised, non-positive eigen-directions removed.
 
@@ -77,12 +77,6 @@ class FunctionalMechanismLR(Algorithm):
     def noise_scale(self, d: int, epsilon: float) -> float:
         """Laplace scale b = (2D² + 4D)/ε with D = d + 1."""
         return fm_sensitivity(d + 1) / epsilon
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Algorithm, Params
+from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -101,7 +101,7 @@ def _bounds(split: Split, bound_x: float | None, bound_y: float, who: str) -> tu
 
 
 @register_algorithm
-class OutputPerturbationLR(Algorithm):
+class OutputPerturbationLR(BatchedAlgorithm):
     """Output-perturbed LR after Wu et al. 2015 (paper's setting): ridge constrained to ‖w‖ ≤ R with
     λ_reg = sqrt(d/(nε)), plus noise of norm Gamma(d, (12R+8)/(λ_reg n ε)) in a uniform direction.
 
@@ -117,12 +117,6 @@ class OutputPerturbationLR(Algorithm):
         """(λ_reg, Gamma scale of ‖b‖) = (sqrt(d/(nε)), (12R+8)/(λ_reg n ε))."""
         lam = float(np.sqrt(d / (n * epsilon)))
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:

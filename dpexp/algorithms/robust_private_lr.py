@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from dpexp.components import Algorithm, Params
+from dpexp.components import Algorithm, BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.models.vb import fit_vb, noise_ridge, ridge_stabilised
@@ -109,7 +109,7 @@ class _LRParams(_FixedPrecision):
 
 
 @register_algorithm
-class BayesLR(Algorithm):
+class BayesLR(BatchedAlgorithm):
     """Non-private Bayesian LR on public + private rows (the paper's LR, Methods 4.1): fixed precisions,
     (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
 
@@ -118,9 +118,6 @@ class BayesLR(Algorithm):
     private = False
     neighbouring = None
     Params = _LRParams
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        return self.run_many([split], epsilon, delta, [rng], trials)[0]  # type: ignore[return-value]
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:
@@ -225,7 +222,7 @@ def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float,
 
 
 @register_algorithm
-class RobustPrivateLR(Algorithm):
+class RobustPrivateLR(BatchedAlgorithm):
     """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
 
     Clip the private rows to B_x = ω_x σ_x, B_y = ω_y σ_y (Eqs. 9, 11), release XᵀX, Xᵀy, yᵀy with the Laplace
@@ -330,12 +327,6 @@ class RobustPrivateLR(Algorithm):
         if p.sigma == "dp":
             extras.update({"sigma_x_dp": sx, "sigma_y_dp": sy})
         return XXn + XXp, Xyn + Xyp, yyn + yyp, extras
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
                  trials: int = 1) -> list[Output | Exception]:
