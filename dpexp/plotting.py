@@ -129,7 +129,7 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
             lo = hi = np.zeros_like(centre)
         if label in opts.baselines:
             level = float(np.nanmean(centre))
-            ax.axhline(level, linestyle="--", linewidth=1.2, label=f"{name} (baseline)", color=None)
+            ax.axhline(level, linestyle="--", linewidth=1.2, label=name if "baseline" in name.lower() else f"{name} (baseline)", color=None)
             continue
         xs = g[x].to_numpy()
         ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name)
