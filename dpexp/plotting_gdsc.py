@@ -164,7 +164,8 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
         g = g.sort_values(x)
         name = f"{label} ({dparams})" if multi and label not in o.baselines else label
         if label in o.baselines:
-            ax.axhline(float(g["mean"].mean()), linestyle="--", linewidth=1.3, label=name if "baseline" in name.lower() else f"{name} (baseline)",
+            ax.axhline(float(g["mean"].mean()), linestyle="--", linewidth=1.3,
+                       label=name if "baseline" in name.lower() else f"{name} (baseline)",
                        color=f"C{order.index(label) % 10}" if label in order else None)
             continue
         err = {"std": g["std"].fillna(0), "sem": (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0),
