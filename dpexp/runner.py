@@ -305,6 +305,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
                         "privacy_spent": [a.instance.privacy_spent(e, d) for e in exp.epsilons for d in exp.deltas]}
                        for a in exp.algorithms],
         "failures": None,
+        "skipped_grid_points": {f"algorithms[{k}]": v for k, v in exp.skipped_grid_points.items()},
     }
     _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
 

@@ -106,6 +106,8 @@ class AlgorithmSpec(_Strict):
     name: str
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    skip_invalid: bool = Field(False, description="leave out grid points whose parameters are invalid (e.g. off a "
+                                                  "simplex) instead of rejecting the config; counted in the manifest")
 
 
 class MetricSpec(_Strict):
@@ -365,6 +367,7 @@ class ResolvedExperiment:
     n_test: list[int]
     epsilons: list[float]
     deltas: list[float]
+    skipped_grid_points: dict[int, int]   # algorithm index -> invalid grid points left out (skip_invalid)
 
     @property
     def size_grid(self) -> list[tuple[int, int, int]]:
@@ -453,6 +456,7 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
             datasets.append(DatasetVariant(i, ds.name, params, format_params(params), inst, subsets))
 
     algorithms: list[AlgoVariant] = []
+    skipped_points: dict[int, int] = {}
     seen_labels: set[str] = set()
     for i, alg in enumerate(spec.algorithms):
         cls = _registered("algorithm", alg.name, ("algorithms", i, "name"), source)
@@ -460,8 +464,15 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
             grid = expand_grid(alg.params)
         except ValueError as exc:
             raise ConfigError(f"{source}: algorithms[{i}].params.{exc}, got []") from None
+        kept = 0
         for params in grid:
-            inst = _instantiate("algorithm", cls, params, ("algorithms", i, "params"), source)
+            try:
+                inst = _instantiate("algorithm", cls, params, ("algorithms", i, "params"), source)
+            except ConfigError:
+                if alg.skip_invalid:
+                    continue
+                raise
+            kept += 1
             pstr = format_params(params)
             if alg.label is None:
                 label = alg.name + (f"[{pstr}]" if pstr else "")
@@ -475,6 +486,10 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
                 raise ConfigError(f"{source}: privacy.delta must be in (0, 1) for algorithm {alg.name} "
                                   f"(an (epsilon, delta) mechanism), got 0")
             algorithms.append(AlgoVariant(i, alg.name, params, pstr, label, inst))
+        if kept == 0:
+            raise ConfigError(f"{source}: algorithms[{i}].params: every grid point is invalid (skip_invalid left "
+                              "nothing to run)")
+        skipped_points[i] = len(grid) - kept
 
     metrics: list[tuple[str, Any]] = []
     for i, m in enumerate(spec.metrics):
@@ -514,7 +529,8 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
                         f"{max(max(sizes.n_private), 0)} = {need}")
 
     return ResolvedExperiment(spec, source, overrides, datasets, algorithms, metrics, sizes.n_private,
-                              sizes.n_public, sizes.n_test, spec.privacy.epsilon, spec.privacy.delta)
+                              sizes.n_public, sizes.n_test, spec.privacy.epsilon, spec.privacy.delta,
+                              {k: v for k, v in skipped_points.items() if v})
 
 
 def fast_settings(raw: dict[str, Any], source: str) -> tuple[list[str], int]:

@@ -156,3 +156,19 @@ def test_expand_grid_is_cartesian_and_sorted():
     assert expand_grid({"b": [1, 2], "a": 0}) == [{"a": 0, "b": 1}, {"a": 0, "b": 2}]
     assert expand_grid({}) == [{}]
     assert expand_grid({"bounds": [[-7.5, 7.5]]}) == [{"bounds": [-7.5, 7.5]}]
+
+
+def test_skip_invalid_leaves_out_bad_grid_points(tmp_path):
+    text = GOOD.replace("params: {p1: 0.3, p2: 0.6, p3: 0.1}", "params: {p1: [0.3, 0.5], p2: 0.6, p3: 0.1}")
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text(text)
+    res = CliRunner().invoke(main, ["validate", str(cfg)])
+    assert res.exit_code == 2 and "p1 + p2 + p3 must equal 1" in res.output   # without skip_invalid: an error
+    cfg.write_text(text.replace("  - name: rplr\n", "  - name: rplr\n    skip_invalid: true\n"))
+    exp = load(cfg)
+    assert [a.params["p1"] for a in exp.algorithms if a.name == "rplr"] == [0.3]
+    assert exp.skipped_grid_points == {1: 1}
+    cfg.write_text(text.replace("p1: [0.3, 0.5]", "p1: [0.5, 0.6]").replace("  - name: rplr\n",
+                                                                          "  - name: rplr\n    skip_invalid: true\n"))
+    res = CliRunner().invoke(main, ["validate", str(cfg)])
+    assert res.exit_code == 2 and "every grid point is invalid" in res.output

@@ -400,6 +400,13 @@ class _SplitSearchParams(Params):
     tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
 
+    @model_validator(mode="after")
+    def _on_simplex(self) -> "_SplitSearchParams":
+        p3 = 1.0 - self.p1 - self.p2
+        if p3 < 0.05 - 1e-9:
+            raise ValueError(f"p1 + p2 must be <= 0.95 (p3 = 1 - p1 - p2 >= 0.05), got {self.p1 + self.p2:g}")
+        return self
+
 
 @register_algorithm
 class SplitSearch(Algorithm):
@@ -408,7 +415,8 @@ class SplitSearch(Algorithm):
     ``dpexp.tuning.tune_split`` (the quantity Fig. 5 maps; one cached search serves every cell) — and the thresholds
     ``omega_x``, ``omega_y`` tuned for it there.  Predictions: ``rplr`` (Gamma priors) with this split and those
     thresholds on the cell's own split, so ``spearman`` shows the same split on held-out data.  Off-simplex (p1, p2)
-    (p3 < 0.05) raise, leaving the heat-map cell empty.  ε-DP under replace-one neighbours exactly as ``rplr``."""
+    (p3 < 0.05) are invalid parameters: a config lists the whole p1 × p2 square with ``skip_invalid: true`` and
+    those grid points are left out (the heat-map cells stay empty).  ε-DP under replace-one neighbours exactly as ``rplr``."""
 
     name = "split_search"
     description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
