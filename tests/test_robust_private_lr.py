@@ -164,3 +164,11 @@ def test_fixed_solver_options():
     a = PrivateLR(solver="direct").run(s, 1.0, 0.0, np.random.default_rng(1), trials=2).predictions
     b = PrivateLR().run(s, 1.0, 0.0, np.random.default_rng(1), trials=2).predictions
     assert a.shape == b.shape and not np.allclose(a, b)
+
+
+def test_plr_without_private_rows_is_the_public_fit():
+    s = _split(np.random.default_rng(5))
+    s0 = Split(s.X_private[:0], s.y_private[:0], s.X_public, s.y_public, s.X_test, s.y_test, s.meta)
+    out = PrivateLR().run(s0, 1.0, 0.0, np.random.default_rng(1), trials=2).predictions
+    w = np.linalg.solve(np.eye(3) + s.X_public.T @ s.X_public, s.X_public.T @ s.y_public)
+    assert np.allclose(out, s.X_test @ w)

@@ -387,6 +387,9 @@ class PrivateLR(Algorithm):
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         p = self.params
+        d = split.d
+        if split.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
+            return _fit_predict(split, np.zeros((trials, d, d)), np.zeros((trials, d)), p.lam, p.lam0, p.solver)
         XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
                                       None, rng, trials)
         return _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
