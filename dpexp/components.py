@@ -44,6 +44,7 @@ class Algorithm:
     * ``private``: False for non-private baselines (the runner then ignores epsilon and computes once per split).
     * ``formally_dp``: False for heuristics that use noise but carry no DP guarantee (e.g. ``oi_mos``).
     * ``neighbouring``: "replace-one" (bounded DP) or "add-remove" (unbounded DP); None when not private.
+    * ``requires_delta``: True for (ε, δ) mechanisms that need δ > 0 (validation rejects δ = 0 for them).
     * ``Params``: the pydantic parameter model.
     """
 
@@ -52,6 +53,7 @@ class Algorithm:
     private: ClassVar[bool] = True
     formally_dp: ClassVar[bool] = True
     neighbouring: ClassVar[str | None] = "replace-one"
+    requires_delta: ClassVar[bool] = False
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, **params: Any) -> None:

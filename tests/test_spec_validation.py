@@ -172,3 +172,10 @@ def test_skip_invalid_leaves_out_bad_grid_points(tmp_path):
                                                                           "  - name: rplr\n    skip_invalid: true\n"))
     res = CliRunner().invoke(main, ["validate", str(cfg)])
     assert res.exit_code == 2 and "every grid point is invalid" in res.output
+
+
+def test_gaussian_algorithms_require_delta(tmp_path):
+    cfg = tmp_path / "ddp.yaml"
+    cfg.write_text(GOOD.replace("  - name: lr\n", "  - name: ta\n    params: {bound_x: 1.0, bound_y: 5.0}\n"))
+    res = CliRunner().invoke(main, ["validate", str(cfg)])
+    assert res.exit_code == 2 and "privacy.delta must be in (0, 1) for algorithm ta" in res.output

@@ -310,6 +310,7 @@ def _bounds(params: Params, split: Split) -> tuple[float, float]:
 
 class _DLRBase(Algorithm):
     neighbouring = "replace-one"
+    requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
     setting = "ta"
     project = False
 
