@@ -63,7 +63,7 @@ def main() -> None:
 @click.option("--jobs", "-j", type=int, default=-1, show_default=True, help="Parallel processes (-1 = all cores).")
 @click.option("--repeats", type=click.IntRange(min=1), default=None, help="Override the number of repeats.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a config value, e.g. --set privacy.epsilon=[1,2] --set algorithms[1].params.p1=0.3")
+              help="Override a config value, e.g. --set privacy.epsilon=[1,2] --set algorithms[2].params.B_y=[3,5]")
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=None, help="Override the root seed.")
 @click.option("--resume/--force", default=True, show_default=True,
               help="Resume an interrupted run in OUT (default) or discard OUT's results and start again.")

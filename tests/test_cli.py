@@ -85,3 +85,21 @@ def test_bad_jobs_value(tmp_path):
     cfg = _tiny_demo(tmp_path)
     r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "x"), "--jobs", "0"])
     assert r.exit_code == 2 and "--jobs" in r.output
+
+
+def test_readme_run_examples_are_valid(tmp_path):
+    """Every `dpexp run configs/demo.yaml ...` line of the README's usage block must at least dry-run (the --set
+    example once named rplr's p1, which conflicts with the demo's split: auto and exited 2)."""
+    import re
+    import shlex
+
+    block = re.search(r"## Usage\s+```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert block
+    lines = [ln.split("  #")[0].strip() for ln in block.group(1).splitlines()]
+    runs = [ln for ln in lines if ln.startswith("dpexp run configs/demo.yaml")]
+    assert any("--set" in ln for ln in runs)
+    for ln in runs:
+        args = shlex.split(ln)[1:]
+        args = [str(REPO / a) if a == "configs/demo.yaml" else a for a in args]
+        r = CliRunner().invoke(main, args + ["--dry-run"])
+        assert r.exit_code == 0, (ln, r.output)
