@@ -110,6 +110,7 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
     extra = varying_grid_columns(df[df["metric"] == metric], x)
     order = list(dict.fromkeys(df["label"]))
     keys = ["dataset", "dataset_params", "label"] + extra
+    colour = 0  # explicit colours: axhline does not advance the colour cycle, so a baseline shared C0 with a curve
     for key, g in sorted(agg.groupby(keys, sort=False),
                          key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):
         dataset, dparams, label = key[:3]
@@ -127,12 +128,15 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
             lo, hi = centre - g["q25"].to_numpy(float), g["q75"].to_numpy(float) - centre
         else:
             lo = hi = np.zeros_like(centre)
+        color, colour = f"C{colour % 10}", colour + 1
         if label in opts.baselines:
             level = float(np.nanmean(centre))
-            ax.axhline(level, linestyle="--", linewidth=1.2, label=name if "baseline" in name.lower() else f"{name} (baseline)", color=None)
+            ax.axhline(level, linestyle="--", linewidth=1.2, color=color,
+                       label=name if "baseline" in name.lower() else f"{name} (baseline)")
             continue
         xs = g[x].to_numpy()
-        ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name)
+        ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name,
+                    color=color)
     ax.set_xlabel(opts.xlabel or axis_label(x))
     ax.set_ylabel(opts.ylabel or axis_label(metric))
     if opts.logx:

@@ -103,3 +103,28 @@ def test_readme_run_examples_are_valid(tmp_path):
         args = [str(REPO / a) if a == "configs/demo.yaml" else a for a in args]
         r = CliRunner().invoke(main, args + ["--dry-run"])
         assert r.exit_code == 0, (ln, r.output)
+
+
+def test_curve_baseline_has_its_own_colour(tmp_path, monkeypatch):
+    """The demo's dashed public-only baseline was drawn in C0 like the first curve (axhline does not advance the
+    colour cycle), so 'LR (non-private)' and the baseline looked like one series."""
+    from types import SimpleNamespace
+
+    from dpexp import plotting, results
+
+    cfg = _tiny_demo(tmp_path)
+    out = tmp_path / "res"
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--repeats", "2", "--jobs", "1", "-q",
+                                  "--set", "sizes.n_private=[0, 100]"])
+    assert r.exit_code == 0, r.output
+    figs = []
+    monkeypatch.setattr(plotting, "save", lambda fig, *a, **k: figs.append(fig) or [])
+    spec = SimpleNamespace(kind="curve", metric="spearman", x="n_private", title=None,
+                           options={"baselines": ["LR, 10 public rows only"]})
+    plotting.curve(results.read_results(out), spec, results.read_manifest(out), tmp_path / "f", ["png"])
+    import matplotlib.colors as mcolors
+
+    handles, labels = figs[0].axes[0].get_legend_handles_labels()
+    assert len(labels) == 4 and any("baseline" in lab for lab in labels)
+    colours = [mcolors.to_hex(h.get_color() if hasattr(h, "get_color") else h[0].get_color()) for h in handles]
+    assert len(set(colours)) == len(colours), dict(zip(labels, colours))
