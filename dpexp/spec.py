@@ -508,6 +508,10 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
             validate_plot_options(p)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {format_validation_error(exc, None, ('plots', i, 'options'))}") from None
+        unknown = [b for b in p.options.get("baselines") or [] if b not in seen_labels]
+        if unknown:  # a typo here used to drop the baseline from the figure silently
+            raise ConfigError(f"{source}: plots[{i}].options.baselines must name algorithm labels "
+                              f"({', '.join(map(repr, sorted(seen_labels)))}), got {unknown[0]!r}")
 
     sizes = spec.sizes
     if check_data:
