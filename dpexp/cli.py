@@ -32,6 +32,12 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except UserError as exc:
             _fail(str(exc))
+        except OSError as exc:
+            # an output path that cannot be created or written (a file in the way, no permission, disk full) is the
+            # user's to fix: one line, not a traceback; OS errors without a path are not ours to judge
+            if exc.filename is None:
+                raise
+            _fail(f"{exc.filename}: {exc.strerror or exc}")
 
 
 def _set_data_dir(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -187,11 +193,13 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
         cols = ["dataset", "dataset_params"] + cols
     table = agg[cols]
-    click.echo(results.to_markdown(table), nl=False)
     if csv_path:
+        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(csv_path, index=False)
     if md_path:
+        Path(md_path).parent.mkdir(parents=True, exist_ok=True)
         Path(md_path).write_text(results.to_markdown(table))
+    click.echo(results.to_markdown(table), nl=False)
 
 
 @main.group()

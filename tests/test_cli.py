@@ -128,3 +128,25 @@ def test_curve_baseline_has_its_own_colour(tmp_path, monkeypatch):
     assert len(labels) == 4 and any("baseline" in lab for lab in labels)
     colours = [mcolors.to_hex(h.get_color() if hasattr(h, "get_color") else h[0].get_color()) for h in handles]
     assert len(set(colours)) == len(colours), dict(zip(labels, colours))
+
+
+def test_unwritable_output_paths_are_one_line_errors(tmp_path):
+    """--out / --csv / --markdown under a regular file gave a NotADirectoryError traceback (exit 1); a missing
+    parent directory of --csv / --markdown gave pandas' OSError traceback instead of being created."""
+    cfg = _tiny_demo(tmp_path)
+    res = tmp_path / "res"
+    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(res), "--repeats", "1", "--jobs", "1", "-q",
+                                  "--set", "sizes.n_private=[0]"])
+    assert r.exit_code == 0, r.output
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for args in (["run", str(cfg), "--out", str(blocker / "x"), "-q"], ["plot", str(res), "--out", str(blocker / "x")],
+                 ["summarize", str(res), "--csv", str(blocker / "s.csv")]):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 2, (args, r.output)
+        assert "Traceback" not in r.output and r.output.startswith(f"error: {blocker}")
+        assert len(r.output.strip().splitlines()) == 1, r.output
+    r = CliRunner().invoke(main, ["summarize", str(res), "--csv", str(tmp_path / "new" / "s.csv"),
+                                  "--markdown", str(tmp_path / "new2" / "s.md")])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "new" / "s.csv").exists() and (tmp_path / "new2" / "s.md").exists()
