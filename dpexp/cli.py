@@ -1,7 +1,7 @@
 """Command-line interface (thin click group; heavy imports happen inside commands so ``--help`` is fast).
 
 User errors (bad config, missing data, bad arguments) exit with code 2 and one line on stderr, no traceback.
-``dpexp run`` exits 1 when some cells failed (they are recorded), 0 otherwise.
+``dpexp run`` exits 1 when some cells failed (they are recorded), 130 when interrupted, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import click
 from dpexp import __version__
 
 EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
 
 
 def _fail(msg: str) -> None:
@@ -38,6 +39,11 @@ class _Group(click.Group):
             if exc.filename is None:
                 raise
             _fail(f"{exc.filename}: {exc.strerror or exc}")
+        except KeyboardInterrupt:
+            # click would print 'Aborted!' and exit 1, which README reserves for 'some cells failed'
+            hint = "; finished chunks are kept, rerun the same command to resume" if ctx.invoked_subcommand == "run" else ""
+            click.echo(f"\ninterrupted{hint}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 def _set_data_dir(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:

@@ -150,3 +150,16 @@ def test_unwritable_output_paths_are_one_line_errors(tmp_path):
                                   "--markdown", str(tmp_path / "new2" / "s.md")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "new" / "s.csv").exists() and (tmp_path / "new2" / "s.md").exists()
+
+
+def test_interrupt_exits_130_not_1(tmp_path, monkeypatch):
+    """Ctrl-C ended in click's 'Aborted!' with exit 1, the code README gives to 'some cells failed'."""
+    from dpexp import runner
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_experiment", interrupted)
+    r = CliRunner().invoke(main, ["run", str(_tiny_demo(tmp_path)), "--out", str(tmp_path / "o"), "-q"])
+    assert r.exit_code == 130, r.output
+    assert "interrupted" in r.output and "rerun the same command to resume" in r.output
