@@ -245,13 +245,13 @@ def format_validation_error(exc: ValidationError, model: type[BaseModel] | None,
         msg = str(err.get("ctx", {}).get("error", err["msg"]))
         msg = msg.removeprefix("Value error, ")
         return f"{path} {msg}" if ", got" in msg else f"{path} {msg}, got {value!r}"
+    if etype == "string_pattern_mismatch":  # before the type words: it starts with "string_" too
+        return f"{path} must match {err.get('ctx', {}).get('pattern')}, got {value!r}"
     for key, word in _TYPE_WORDS.items():
         if etype.startswith(key + "_") or etype == f"{key}_type":
             return f"{path} must be {word}, got {value!r}"
     if etype == "literal_error":
         return f"{path} {err['msg'].lower().replace('input should be', 'must be')}, got {value!r}"
-    if etype == "string_pattern_mismatch":
-        return f"{path} must match {err.get('ctx', {}).get('pattern')}, got {value!r}"
     if etype in ("too_short", "too_long"):
         return f"{path} {err['msg'].lower().replace('list should', 'must')}, got {value!r}"
     return f"{path}: {err['msg']}, got {value!r}"

@@ -88,6 +88,7 @@ CASES = [
     ("unknown_plot_kind", _mutate(_set("plots", [{"kind": "pie"}])), ["plots[0].kind must be a registered plot"]),
     ("bad_plot_option", _mutate(_set("plots", [{"kind": "curve", "options": {"colour": "red"}}])),
      ["plots[0].options.colour is not a known key"]),
+    ("bad_name", _mutate(_set("name", "de mo/x")), ["name must match ^[A-Za-z0-9_.-]+$, got 'de mo/x'"]),
     ("unknown_baseline_label", _mutate(_set("plots", [{"kind": "curve", "options": {"baselines": ["LR public"]}}])),
      ["plots[0].options.baselines must name algorithm labels", "'lr'", "got 'LR public'"]),
 ]
