@@ -114,6 +114,9 @@ def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides:
                                    repeats_override=repeats, progress=not quiet)
     msg = (f"{exp.spec.name}: {report.cells} cells -> {report.results_path} "
            f"({report.seconds:.1f} s, {report.skipped_chunks} chunks resumed)")
+    if report.already_complete:
+        msg = (f"{exp.spec.name}: already complete in {out_dir} ({report.results_path.name}); nothing to do "
+               "(use --force to recompute)")
     if report.failed_cells:
         click.echo(f"{msg}; {report.failed_cells} cells FAILED (see {out_dir / 'failures.csv'})", err=True)
         sys.exit(1)
@@ -133,15 +136,22 @@ def validate(config: str, overrides: tuple[str, ...]) -> None:
 
 @main.command(name="list")
 @click.argument("kind", type=click.Choice(["algorithms", "datasets", "metrics", "plots"]), required=False)
-def list_(kind: str | None) -> None:
-    """List registered algorithms, datasets, metrics and plot kinds."""
+@click.argument("name", required=False)
+def list_(kind: str | None, name: str | None) -> None:
+    """List registered algorithms, datasets, metrics and plot kinds; with KIND NAME, describe one of them and its
+    parameters (type, default, constraints)."""
     from dpexp import registry
 
+    if name is not None:
+        if kind is None:
+            _fail("give the kind before the name, e.g. `dpexp list algorithms rplr`")
+        _describe(kind, name, registry.get(kind[:-1], name))
+        return
     kinds = [kind] if kind else ["algorithms", "datasets", "metrics", "plots"]
     for k in kinds:
         click.echo(f"{k}:")
-        for name, obj in registry.items(k[:-1]):
-            desc = getattr(obj, "description", "") or (obj.__doc__ or "").strip().split("\n")[0]
+        for nm, obj in registry.items(k[:-1]):
+            desc = getattr(obj, "description", "") or _first_paragraph(obj.__doc__)
             tags = []
             if k == "algorithms":
                 if not getattr(obj, "private", True):
@@ -150,7 +160,43 @@ def list_(kind: str | None) -> None:
                     tags.append("NOT formally DP")
                 else:
                     tags.append(f"DP, {getattr(obj, 'neighbouring', '?')}")
-            click.echo(f"  {name:24s} {desc}" + (f" [{'; '.join(tags)}]" if tags else ""))
+            click.echo(f"  {nm:24s} {desc}" + (f" [{'; '.join(tags)}]" if tags else ""))
+
+
+def _first_paragraph(doc: str | None) -> str:
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+def _describe(kind: str, name: str, obj: object) -> None:
+    """Print one component's documentation and its parameter table."""
+    import textwrap
+
+    click.echo(f"{kind[:-1]} {name}")
+    for attr in ("private", "formally_dp", "neighbouring", "requires_delta", "shared_split"):
+        if hasattr(obj, attr):
+            click.echo(f"  {attr}: {getattr(obj, attr)}")
+    doc = textwrap.dedent((obj.__doc__ or "").strip("\n"))
+    if doc:
+        click.echo("")
+        click.echo(textwrap.indent(doc.strip(), "  "))
+    model = getattr(obj, "Params", None) or getattr(obj, "Options", None)
+    fields = getattr(model, "model_fields", {}) if model is not None else {}
+    click.echo("")
+    if not fields:
+        click.echo("  parameters: none")
+        return
+    click.echo("  parameters:")
+    from dpexp.spec import _interval
+
+    for fname, info in fields.items():
+        a = info.annotation
+        ann = (str(a) if getattr(a, "__args__", None) else getattr(a, "__name__", str(a))).replace("typing.", "")
+        default = "required" if info.is_required() else f"default {info.default!r}"
+        constraint = _interval(info)
+        extra = f", {constraint}" if constraint else ""
+        click.echo(f"    {fname} ({ann}; {default}{extra})")
+        if info.description:
+            click.echo(f"        {info.description}")
 
 
 @main.command()

@@ -3,7 +3,8 @@
 A *chunk* is (dataset variant, repeat, block of subsets).  Its composition depends only on the spec (never on
 ``--jobs``), each cell draws from streams keyed by names (``dpexp.rng``), and chunk files are merged in canonical
 order — so ``results.csv`` is byte-identical for any ``--jobs``.  Completed chunks are written as
-``OUT/.parts/<chunk>.csv`` via temp file + rename; a resumed run skips them.
+``OUT/.parts/<chunk>.csv`` via temp file + rename; a resumed run skips them.  After the merge the parts are removed
+and the manifest says ``complete``; resuming a complete run does nothing (``--force`` recomputes).
 """
 
 from __future__ import annotations
@@ -244,6 +245,7 @@ class RunReport:
     failed_cells: int
     skipped_chunks: int
     seconds: float
+    already_complete: bool = False
 
 
 def _iter_parallel(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path,
@@ -278,6 +280,11 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
             raise UserError(f"{out} holds results of a different config, overrides or seed; "
                             "use --force to overwrite or choose another --out")
         root_seed = int(old["root_seed"])
+        done_file = out / str(old.get("results_file", ""))
+        if old.get("status", "").startswith("complete") and old.get("results_file") and done_file.exists():
+            n_failed = int((old.get("failures") or {}).get("count", 0))
+            return RunReport(out, done_file, int(old.get("cells", exp.n_cells)), n_failed,
+                             int(old.get("chunks", 0)), time.time() - start, already_complete=True)
     else:
         if resume and old is None and any(parts.glob("*.csv")):
             raise UserError(f"{out} has partial results but no readable manifest.json, so they cannot be resumed "
@@ -335,6 +342,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
                      "failures": {"count": len(failures), "first": failures[:50]},
                      "seconds_this_invocation": round(time.time() - start, 3)})
     _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+    shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
     return RunReport(out, results_path, exp.n_cells, len(failures), skipped, time.time() - start)
 
 

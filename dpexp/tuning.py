@@ -133,6 +133,12 @@ def cached(kind: str, key: dict[str, Any], compute: Any, use_disk: bool = True) 
         with _file_lock(path.with_suffix(".lock")):
             hit = _read(path)  # another process may have finished while we waited
             if hit is None:
+                # progress bars sit still meanwhile: say what is happening (stderr; once per cache entry)
+                import sys
+
+                brief = ", ".join(f"{k}={v}" for k, v in key.items() if k in ("n", "d", "epsilon", "split"))
+                print(f"dpexp: tuning {kind} on auxiliary data ({brief}); cached in {path.parent}",
+                      file=sys.stderr, flush=True)
                 hit = {**compute(), "key": key}
                 _write_atomic(path, hit)
                 computed = True

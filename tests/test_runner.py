@@ -245,6 +245,18 @@ def test_stale_parts_without_manifest_are_refused(cfg, tmp_path):
     out = tmp_path / "a"
     _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
     (out / "manifest.json").unlink()
+    (out / ".parts").mkdir()
+    (out / ".parts" / "0000000.csv").write_text("orphaned part of an interrupted run\n")
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
     assert res.exit_code == 2 and "no readable manifest.json" in res.output
     assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1", "--force"]).exit_code == 0
+
+
+def test_complete_run_is_not_recomputed_and_parts_are_removed(cfg, tmp_path):
+    out = tmp_path / "a"
+    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"]).exit_code == 0
+    assert not (out / ".parts").exists()
+    before = (out / "results.csv").read_bytes()
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    assert res.exit_code == 0 and "already complete" in res.output
+    assert (out / "results.csv").read_bytes() == before
