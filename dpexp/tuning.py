@@ -27,7 +27,7 @@ derived only from the tuning key (n, d, ε, split, grid, n_aux, n_noise) and the
 do not depend on the experiment seed, ``--jobs`` or chunking, and identical test cases share one result.
 
 Caching: results are memoised in memory and on disk as JSON under ``$DPEXP_CACHE_DIR/tuning`` (default
-``results/.cache/tuning``), one file per key named by its SHA-256.  Writes are atomic (temporary file +
+``~/.cache/dpexp/tuning``, honouring ``$XDG_CACHE_HOME``), one file per key named by its SHA-256.  Writes are atomic (temporary file +
 ``os.replace``) and guarded by an exclusive ``fcntl`` lock on ``<file>.lock``, so when two worker processes need the
 same key one computes it and the other waits and reads it.
 """
@@ -67,9 +67,13 @@ _MEMORY: dict[str, dict[str, Any]] = {}
 
 # --------------------------------------------------------------------------------------------------- cache
 def cache_dir() -> Path:
-    """``$DPEXP_CACHE_DIR/tuning`` if set, else ``results/.cache/tuning`` (relative to the working directory)."""
+    """``$DPEXP_CACHE_DIR/tuning`` if set, else ``$XDG_CACHE_HOME/dpexp/tuning`` (default ``~/.cache/dpexp/tuning``),
+    so every working directory shares one cache."""
     env = os.environ.get("DPEXP_CACHE_DIR")
-    return (Path(env) if env else Path("results") / ".cache") / "tuning"
+    if env:
+        return Path(env) / "tuning"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "dpexp" / "tuning"
 
 
 def cache_key(kind: str, **key: Any) -> str:
