@@ -90,8 +90,8 @@ def run(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def bench_full(jobs: int, repeats: int | None) -> None:
-    from dpexp import tuning
-    from dpexp.algorithms.robust_private_lr import RobustPrivateLR
+    from dpexp.families.gdsc import tuning
+    from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 
     cfg = REPO / "configs" / "gdsc_eps2.yaml"
     work = Path(tempfile.mkdtemp(prefix="bench_gdsc_"))

@@ -31,7 +31,7 @@ PAPER = {10: {100: 1.72, 1000: 1.89, 10_000: 2.99, 100_000: 8.58},
 def one_cell(n: int, d: int, encrypt: bool, threads: int) -> None:
     import numpy as np
 
-    from dpexp.algorithms.distributed.scaling import time_round
+    from dpexp.families.dca.algorithms.timing import time_round
 
     r = time_round(n, d, 10, encrypt, 1.0, 1e-4, np.random.default_rng(20171204), seed=1, threads=threads,
                    trace_memory=False)

@@ -502,7 +502,7 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
 
     for i, p in enumerate(spec.plots):
         _registered("plot", p.kind, ("plots", i, "kind"), source)
-        from dpexp.plotting import validate_plot_options
+        from dpexp.plotting.base import validate_plot_options
 
         try:
             validate_plot_options(p)

@@ -101,11 +101,11 @@ def design_gdsc_baselines(alg: Algorithm) -> Design:
 
 #: module prefix -> (design builder, extra AuditEntry fields)
 FAMILIES: dict[str, tuple[Callable[[Algorithm], Design], dict[str, Any]]] = {
-    "dpexp.algorithms.robust_private_lr": (design_robust_private_lr, {}),
-    "dpexp.algorithms.simple_lr": (design_simple_lr, {}),
-    "dpexp.algorithms.distributed": (design_distributed, {}),
-    "dpexp.algorithms.output_perturbation": (design_gdsc_baselines, {"params": {"bound_x": 1.0, "bound_y": 1.0}}),
-    "dpexp.algorithms.functional_mechanism": (design_gdsc_baselines, {"params": {"bound_x": 1.0, "bound_y": 1.0}}),
+    "dpexp.families.gdsc.algorithms.rplr": (design_robust_private_lr, {}),
+    "dpexp.families.slr": (design_simple_lr, {}),
+    "dpexp.families.dca": (design_distributed, {}),
+    "dpexp.families.gdsc.algorithms.output_perturbation": (design_gdsc_baselines, {"params": {"bound_x": 1.0, "bound_y": 1.0}}),
+    "dpexp.families.gdsc.algorithms.functional_mechanism": (design_gdsc_baselines, {"params": {"bound_x": 1.0, "bound_y": 1.0}}),
 }
 
 #: algorithm name -> extra AuditEntry fields (params, epsilon, delta, trials_factor, design, ...)

@@ -1,0 +1,442 @@
+"""Distributed DP Bayesian linear regression (Heikkilä et al. 2017, Alg. 2, §4.2.1 and supplement §10).
+
+Model (supplement eqs. (9)–(13)): y | x ~ N(xᵀβ, 1/λ), β ~ N(0, I/λ0) with λ = λ0 = 1; the posterior mean
+(λ0 I + λ Σ x xᵀ)⁻¹ λ Σ x y depends on the data only through the sufficient statistics; ``fit_predict`` solves
+eq. (13) directly with the perturbed statistics, as the paper (``solver: psd_floor`` first floors negative
+eigenvalues of the perturbed Σ x xᵀ at 0 — a post-processing that turns out far worse, see ``fit_predict``).
+Predictions are x_testᵀ μ̂.
+
+**Neighbouring relation: replace-one (bounded DP)** — "the two data sets have the same number of samples, but they
+differ on a single one" (§3.1); N is public.
+
+Released query (Alg. 2 step 4): per client the d(d+1)/2 + d unique terms (x_j x_k for j ≤ k, x_j y).  With
+|x_j| ≤ c_j and |y| ≤ c_y, replacing one record changes a diagonal term by at most c_j², an off-diagonal term by at
+most 2 c_j c_k and a cross term by at most 2 c_j c_y, so (supplement eqs. (15)–(18))
+    Δ₂² ≤ Σ_j c_j⁴ + Σ_{j<k} (2 c_j c_k)² + Σ_j (2 c_j c_y)²,
+which for a common feature bound c_x is d(2d − 1) c_x⁴ + 4 d c_x² c_y² (``ss_sensitivity``).
+
+Marginal std round (Alg. 2 step 2): per client (x_1², …, x_d², y²) after projection to the assumed bounds; each
+entry changes by at most c_j² under replacement, so Δ₂² = Σ_j c_j⁴ + c_y⁴ (``sq_sensitivity``).  The data are
+assumed zero-centred (§5), so σ̂_j = sqrt(S_j / N); a negative noisy S_j gives σ̂_j = 0.5 (supplement §10).  This
+round spends (p ε, p δ), p = ``share_std`` (default 0.3); the statistics round spends the rest ((1 − p) ε,
+(1 − p) δ); by basic composition the whole run is (ε, δ)-DP.
+
+Projection thresholds (Alg. 2 step 3; §5): b_j = min(c_j, ω_x σ̂_j) for every feature and b_y = min(c_y, ω_y σ̂_y),
+with (ω_x, ω_y) chosen on *auxiliary synthetic data* from eqs. (4)–(6) of the same size N and dimension d (public
+facts; the auxiliary data are seeded by a hash of these public inputs and the result is cached): a 20 × 20 grid of
+ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all features and one for
+the target, minimising the mean absolute prediction error of the model fitted with the noise the real run will add
+at the remaining budget.  No private data are touched by this search.
+
+Settings (how the noise enters):
+* ``ta``   trusted aggregator — Gaussian SSP: Σ z_i + N(0, σ_std²) on every term;
+* ``ddp``  distributed — the DCA protocol (Alg. 1, ``dca.DCA``) with each client adding N(0, σ_std²/(N − T − 1))
+  (Thm 1), run end to end in the ring Z/2^64;
+* ``input`` input perturbation — every client makes its own z_i (ε, δ)-DP before sending it in the clear,
+  z_i + N(0, σ_std²) with the same Δ₂ (any two records are neighbours of one client's one-record data set), so the
+  sum carries N(0, N σ_std²) noise.  We draw that sum's noise directly, which has the same distribution.
+
+σ_std comes from ``noise.sigma_std`` (``calibration``: "analytic" by default, or the paper's "classic" Eq. (1),
+which warns for ε ≥ 1); the choice is recorded in every result as the extra ``calibration_analytic`` (1 or 0).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import Algorithm, Params
+from dpexp.errors import UserError
+from dpexp.families.dca.protocol.dca import DCA
+from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+STD_FLOOR = 0.5          # σ̂ used when the noisy second moment is not positive (supplement §10)
+OMEGA_GRID = np.linspace(0.1, 2.1, 20)
+
+
+# ----------------------------------------------------------------------------------------------- statistics
+def n_terms(d: int) -> int:
+    """Number of unique sufficient-statistic terms d(d+1)/2 + d."""
+    return d * (d + 1) // 2 + d
+
+
+def unique_terms(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Per-client query vectors (…, n, d(d+1)/2 + d): x_j x_k for j ≤ k (row-major upper triangle), then x_j y."""
+    d = X.shape[-1]
+    iu, ju = np.triu_indices(d)
+    return np.concatenate([X[..., iu] * X[..., ju], X * y[..., None]], axis=-1)
+
+
+def terms_to_stats(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of summing ``unique_terms``: (…, p) → symmetric XX (…, d, d) and Xy (…, d)."""
+    iu, ju = np.triu_indices(d)
+    m = iu.size
+    XX = np.zeros(v.shape[:-1] + (d, d))
+    XX[..., iu, ju] = v[..., :m]
+    XX[..., ju, iu] = v[..., :m]
+    return XX, v[..., m:m + d]
+
+
+def ss_sensitivity(c_x: float | np.ndarray, c_y: float, d: int | None = None) -> float:
+    """L2 sensitivity of the unique-terms query, supplement eq. (18) (replace-one; see module docstring).
+
+    ``c_x`` is a common bound (then ``d`` is required) or one bound per feature.
+    """
+    c = np.asarray(c_x, dtype=float)
+    if c.ndim == 0:
+        if d is None:
+            raise ValueError("d is required with a scalar c_x")
+        cx = float(c)
+        return math.sqrt(d * (2 * d - 1) * cx**4 + 4 * d * cx**2 * c_y**2)
+    c2 = c**2
+    diag = np.sum(c2**2)
+    off = 4.0 * (np.sum(c2) ** 2 - np.sum(c2**2)) / 2.0
+    cross = 4.0 * np.sum(c2) * c_y**2
+    return float(math.sqrt(diag + off + cross))
+
+
+def sq_sensitivity(c_x: np.ndarray, c_y: float) -> float:
+    """L2 sensitivity of the second-moment query (x_1², …, x_d², y²): sqrt(Σ_j c_j⁴ + c_y⁴) (replace-one)."""
+    c = np.asarray(c_x, dtype=float)
+    return float(math.sqrt(np.sum(c**4) + c_y**4))
+
+
+SOLVERS = ("direct", "psd_floor")
+
+
+def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float = 1.0, lam0: float = 1.0,
+                solver: str = "direct") -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means (…, d) and predictions (…, n_test) of the fixed-precision BLR (supplement eqs. (11)–(13)).
+
+    ``solver="direct"`` (default, the paper's eq. (13)): μ̂ = (λ0 I + λ XX̂)⁻¹ λ Xŷ with the perturbed statistics as
+    released, even when the noise makes XX̂ indefinite.  ``solver="psd_floor"``: first raise the negative
+    eigenvalues of XX̂ to 0 (``dpexp.models.bayes_lr.posterior_mean_fixed``).  Both are post-processing of the DP
+    release.  The floor looks safer but is much worse here: in a direction where the noise made XX̂ negative the
+    floored precision is only λ0 = 1 while Xŷ carries noise of std σ_std, so that coefficient becomes ~σ_std
+    (hundreds on the UCI data), whereas the direct solve divides by the large negative eigenvalue and shrinks it
+    (red wine, TA, ε = 10: median MAE 2.6 direct vs 410 floored; docs/distributed.md).  An exactly singular system
+    gives NaN predictions for that release (a failed trial).
+    """
+    if solver == "psd_floor":
+        from dpexp.models.bayes_lr import posterior_mean_fixed
+
+        with np.errstate(all="ignore"):
+            try:
+                mu = posterior_mean_fixed(XX, Xy, lam=lam, lam0=lam0)
+            except np.linalg.LinAlgError:
+                mu = np.full(Xy.shape, np.nan)
+        return mu, mu @ X_test.T
+    if solver != "direct":
+        raise UserError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    XX = np.asarray(XX, dtype=float)
+    Xy = np.asarray(Xy, dtype=float)
+    d = XX.shape[-1]
+    prec = lam0 * np.eye(d) + lam * 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    rhs = lam * Xy[..., None]
+    with np.errstate(all="ignore"):
+        try:
+            mu = np.linalg.solve(prec, rhs)[..., 0]
+        except np.linalg.LinAlgError:          # some system of the batch is singular: solve one by one
+            P, R = prec.reshape(-1, d, d), rhs.reshape(-1, d, 1)
+            out = np.full((P.shape[0], d), np.nan)
+            for i in range(P.shape[0]):
+                try:
+                    out[i] = np.linalg.solve(P[i], R[i])[:, 0]
+                except np.linalg.LinAlgError:
+                    pass
+            mu = out.reshape(Xy.shape)
+    return mu, mu @ X_test.T
+
+
+# ----------------------------------------------------------------------------------------------- releases
+def release_sum(Z: np.ndarray, sensitivity: float, epsilon: float, delta: float, setting: str,
+                rng: np.random.Generator, trials: int, calibration: str, n_compute: int = 10, n_faulty: int = 0,
+                frac_bits: int = 32, value_bound: float | None = None) -> tuple[np.ndarray, float]:
+    """(trials, p) DP releases of Σ_i Z_i under ``setting`` (see module docstring) and the σ_std used."""
+    N, p = Z.shape
+    s = sigma_std(sensitivity, epsilon, delta, calibration)
+    total = Z.sum(axis=0)
+    if setting == "ta":
+        return total + s * rng.standard_normal((trials, p)), s
+    if setting == "input":
+        return total + s * math.sqrt(N) * rng.standard_normal((trials, p)), s
+    if setting == "ddp":
+        check_clients(N, n_faulty)
+        proto = DCA(n_compute=n_compute, frac_bits=frac_bits, n_faulty=n_faulty)
+        sig = s / math.sqrt(N - n_faulty - 1)
+        out = np.stack([proto.run(Z, sig, rng, value_bound=value_bound).total for _ in range(trials)])
+        return out, s
+    raise ValueError(f"unknown setting {setting!r}")
+
+
+def _noise_std_total(s: float, N: int, setting: str, n_faulty: int) -> float:
+    if setting == "ta":
+        return s
+    if setting == "input":
+        return s * math.sqrt(N)
+    return s * math.sqrt(noise_factor(N, n_faulty))
+
+
+def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.random.Generator, calibration: str,
+                      setting: str = "ta", n_faulty: int = 0, grid: np.ndarray = OMEGA_GRID, repeats: int = 10,
+                      n_test: int | None = None, lam: float = 1.0, lam0: float = 1.0,
+                      solver: str = "direct") -> tuple[float, float]:
+    """(ω_x, ω_y) minimising the mean MAE on auxiliary data from eqs. (4)–(6) (see module docstring).
+
+    Vectorised over the whole grid and all repeats: XX for each ω_x, Xy for each (ω_x, ω_y), one batched solve.
+    The Gaussian σ is linear in Δ₂, so σ(Δ) = Δ · σ(1) needs one calibration.
+    """
+    n_test = int(n_test or max(100, min(n, 1000)))
+    G, R = len(grid), repeats
+    X = rng.standard_normal((R, n + n_test, d))
+    beta = rng.normal(0.0, 1.0 / math.sqrt(lam0), size=(R, d))
+    y = np.einsum("rnd,rd->rn", X, beta) + rng.normal(0.0, 1.0 / math.sqrt(lam), size=(R, n + n_test))
+    Xtr, ytr, Xte, yte = X[:, :n], y[:, :n], X[:, n:], y[:, n:]
+    sx = Xtr.std(axis=1)                       # (R, d)
+    sy = ytr.std(axis=1)                       # (R,)
+    bx = grid[:, None, None] * sx[None]        # (G, R, d)
+    by = grid[:, None] * sy[None]              # (G, R)
+    yc = np.clip(ytr[None], -by[:, :, None], by[:, :, None])                  # (Gy, R, n)
+    ycT = np.ascontiguousarray(yc.transpose(1, 2, 0))                          # (R, n, Gy)
+    XX = np.empty((G, R, d, d))
+    Xy = np.empty((G, G, R, d))
+    for g in range(G):                                                         # one ω_x at a time: cache-sized
+        XcT = np.clip(Xtr, -bx[g][:, None, :], bx[g][:, None, :]).transpose(0, 2, 1)      # (R, d, n)
+        XX[g] = XcT @ XcT.transpose(0, 2, 1)
+        Xy[g] = (XcT @ ycT).transpose(2, 0, 1)                                 # (Gy, R, d)
+    # Δ₂ per grid cell (per-feature bounds), eq. (18)
+    c2 = bx**2                                                                # (Gx, R, d)
+    s1 = c2.sum(-1)
+    s2 = (c2**2).sum(-1)
+    sens = np.sqrt(s2[:, None] + 2.0 * (s1**2 - s2)[:, None] + 4.0 * s1[:, None] * (by**2)[None])  # (Gx, Gy, R)
+    unit = _noise_std_total(sigma_std(1.0, epsilon, delta, calibration), n, setting, n_faulty)
+    sd = sens * unit
+    p = n_terms(d)
+    noise = rng.standard_normal((G, G, R, p)) * sd[..., None]
+    nXX, nXy = terms_to_stats(noise, d)
+    mu, pred = fit_predict(XX[:, None] + nXX, Xy + nXy, np.zeros((0, d)), lam, lam0, solver)
+    pred = np.einsum("ghrd,rnd->ghrn", mu, Xte)
+    err = np.abs(pred - yte[None, None]).mean(-1)                             # (Gx, Gy, R)
+    score = np.nanmean(np.where(np.isfinite(err), err, np.nan), axis=-1)
+    score = np.where(np.isfinite(score), score, np.inf)
+    gx, gy = np.unravel_index(int(np.argmin(score)), score.shape)
+    return float(grid[gx]), float(grid[gy])
+
+
+AUX_STEPS_PER_DECADE = 32
+
+
+def aux_size(n: int) -> int:
+    """N rounded to a log grid with 32 steps per decade (~7.5% apart) for the auxiliary threshold search.
+
+    The chosen thresholds vary slowly with N, and GDSC drugs have hundreds of distinct client counts: searching at
+    the rounded size lets every drug with a similar N share one cached search (the search is ~70 ms; the rest of a
+    cell ~2 ms).  The search uses only public quantities, so this changes no privacy guarantee.
+    """
+    if n < 10:
+        return int(n)
+    return int(round(10 ** (round(math.log10(n) * AUX_STEPS_PER_DECADE) / AUX_STEPS_PER_DECADE)))
+
+
+@functools.lru_cache(maxsize=4096)
+def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration: str, setting: str,
+                      n_faulty: int, repeats: int, lam: float, lam0: float, solver: str = "direct"
+                      ) -> tuple[float, float]:
+    """``choose_thresholds`` with its auxiliary data seeded by a stable hash of its (public) arguments.
+
+    The search uses only public quantities (N, d, ε, δ, ...), so its outcome may be shared by every cell with the
+    same arguments; caching it makes large grids (GDSC: 265 drugs × repeats) affordable and keeps results
+    independent of how cells are grouped.
+    """
+    from dpexp.rng import stream
+
+    rng = stream(0, "dca-aux-thresholds", n, d, repr(float(epsilon)), repr(float(delta)), calibration, setting,
+                 n_faulty, repeats, repr(float(lam)), repr(float(lam0)), solver)
+    return choose_thresholds(n, d, epsilon, delta, rng, calibration, setting, n_faulty, repeats=repeats,
+                             lam=lam, lam0=lam0, solver=solver)
+
+
+# ----------------------------------------------------------------------------------------------- algorithms
+class _BoundParams(Params):
+    bound_x: float | None = Field(None, gt=0, description="assumed public bound c_x on |x_j| (default: split.meta "
+                                                          "'bound_x')")
+    bound_y: float | None = Field(None, gt=0, description="assumed public bound c_y on |y| (default: split.meta "
+                                                          "'bound_y')")
+    calibration: Literal["analytic", "classic"] = Field("analytic", description="Gaussian calibration: analytic "
+                                                        "(Balle & Wang 2018) or classic Eq. (1)")
+    lam: float = Field(1.0, gt=0, description="noise precision lambda (supplement §10: 1)")
+    lam0: float = Field(1.0, gt=0, description="prior precision lambda0 (supplement §10: 1)")
+    solver: Literal["direct", "psd_floor"] = Field("direct", description="posterior mean from the noisy statistics: "
+                                                   "direct solve of eq. (13) (paper) or psd_floor (negative "
+                                                   "eigenvalues of XX raised to 0 first)")
+
+
+class _ProjParams(_BoundParams):
+    share_std: float = Field(0.3, gt=0, lt=1, description="share of (epsilon, delta) for the std round")
+    omega_x: float | None = Field(None, gt=0, description="fixed feature threshold in stds (None: auxiliary search)")
+    omega_y: float | None = Field(None, gt=0, description="fixed target threshold in stds (None: auxiliary search)")
+    aux_repeats: int = Field(10, ge=1, description="repeats of the auxiliary threshold search")
+
+
+class _DistParams(_BoundParams):
+    n_compute: int = Field(10, ge=2, description="Compute nodes M")
+    n_faulty: int = Field(0, ge=0, description="T: clients that may collude or drop out (Thm 1)")
+    frac_bits: int = Field(32, ge=1, le=62, description="fixed-point fractional bits")
+
+
+class _DistProjParams(_ProjParams, _DistParams):
+    pass
+
+
+def _bounds(params: Params, split: Split) -> tuple[float, float]:
+    out = []
+    for key in ("bound_x", "bound_y"):
+        v = getattr(params, key, None)
+        if v is None:
+            v = split.meta.get(key)
+        if v is None or not (float(v) > 0):
+            raise UserError(f"params.{key} must be given (> 0): the dataset declares no public {key} "
+                            f"(split.meta) and none was set, got {v!r}")
+        out.append(float(v))
+    return out[0], out[1]
+
+
+class _DLRBase(Algorithm):
+    neighbouring = "replace-one"
+    requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
+    setting = "ta"
+    project = False
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        p = self.params
+        X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
+        N, d = X.shape
+        if N < 3:
+            raise UserError(f"{self.name} needs at least 3 clients (private rows), got {N}")
+        cx, cy = _bounds(p, split)
+        Xc, yc = np.clip(X, -cx, cx), np.clip(y, -cy, cy)          # Alg. 2 step 1
+        cxv = np.full(d, cx)
+        kw = {}
+        if self.setting == "ddp":
+            kw = dict(n_compute=p.n_compute, n_faulty=p.n_faulty, frac_bits=p.frac_bits)
+        extras: dict[str, float] = {"calibration_analytic": float(p.calibration == "analytic")}
+        if p.calibration == "classic" and epsilon >= 1:     # warned once per cell, not once per round
+            warnings.warn(f"{self.name}: classic Gaussian calibration (Eq. (1)) with epsilon={epsilon:g} >= 1 is not "
+                          "proven (epsilon, delta)-DP", PrivacyCalibrationWarning, stacklevel=2)
+        with warnings.catch_warnings():
+            if p.calibration == "classic":
+                warnings.simplefilter("ignore", PrivacyCalibrationWarning)
+            if self.project:
+                e1, d1 = p.share_std * epsilon, p.share_std * delta
+                e2, d2 = epsilon - e1, delta - d1
+                Q = np.concatenate([Xc**2, yc[:, None] ** 2], axis=1)             # step 2 query
+                sq, _ = release_sum(Q, sq_sensitivity(cxv, cy), e1, d1, self.setting, rng, trials, p.calibration,
+                                    value_bound=float(max(cx, cy)) ** 2, **kw)
+                std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / N), STD_FLOOR)   # (trials, d+1)
+                if p.omega_x is None or p.omega_y is None:
+                    wx, wy = public_thresholds(aux_size(N), d, e2, d2, p.calibration, self.setting,
+                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0, p.solver)
+                    wx = p.omega_x or wx
+                    wy = p.omega_y or wy
+                else:
+                    wx, wy = p.omega_x, p.omega_y
+                extras.update(omega_x=wx, omega_y=wy)
+                preds, sig = [], 0.0
+                for t in range(trials):
+                    bx = np.minimum(cxv, wx * std[t, :d])
+                    by = float(min(cy, wy * std[t, d]))
+                    Z = unique_terms(np.clip(Xc, -bx, bx), np.clip(yc, -by, by))
+                    v, sig = release_sum(Z, ss_sensitivity(bx, by), e2, d2, self.setting, rng, 1, p.calibration,
+                                         value_bound=float(max(bx.max(), by)) ** 2 * 2, **kw)
+                    XX, Xy = terms_to_stats(v[0], d)
+                    preds.append(fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1])
+                pred = np.stack(preds)
+            else:
+                Z = unique_terms(Xc, yc)
+                v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, rng, trials,
+                                     p.calibration, value_bound=float(max(cx, cy)) ** 2 * 2, **kw)
+                XX, Xy = terms_to_stats(v, d)
+                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
+        extras["sigma_std"] = float(sig)
+        if self.setting == "ddp":
+            extras["noise_factor"] = noise_factor(N, p.n_faulty)
+        pred = np.where(np.all(np.isfinite(pred), axis=-1, keepdims=True), pred, np.nan)
+        return Output(predictions=pred, extras=extras)
+
+
+@register_algorithm
+class NonPrivateBLR(Algorithm):
+    """Non-private Bayesian LR (λ = λ0 = 1, supplement §10) on the unprojected data: the NP line of Figs. 2–3."""
+
+    name = "np"
+    description = "non-private Bayesian LR from exact sufficient statistics (Heikkila et al. 2017, NP)"
+    private = False
+    neighbouring = None
+
+    class Params(Params):
+        lam: float = Field(1.0, gt=0, description="noise precision lambda")
+        lam0: float = Field(1.0, gt=0, description="prior precision lambda0")
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
+        _, pred = fit_predict(X.T @ X, X.T @ y, split.X_test, self.params.lam, self.params.lam0)
+        return Output(predictions=np.repeat(pred[None], trials, axis=0))
+
+
+@register_algorithm
+class TrustedAggregatorBLR(_DLRBase):
+    """Trusted-aggregator Gaussian SSP (TA): project to the assumed bounds, one release of the d(d+1)/2 + d terms
+    with Δ₂ from supplement eq. (18) and the full (ε, δ).  Replace-one neighbours (see module docstring)."""
+
+    name = "ta"
+    description = "trusted aggregator Gaussian SSP Bayesian LR (Heikkila et al. 2017, TA)"
+    Params = _BoundParams
+
+
+@register_algorithm
+class TrustedAggregatorProjBLR(_DLRBase):
+    """TA with projection (TA proj): Alg. 2 with the trusted aggregator adding the noise of both rounds."""
+
+    name = "ta_proj"
+    description = "trusted aggregator SSP with std round + projection to omega*std (Heikkila et al. 2017, Alg. 2)"
+    Params = _ProjParams
+    project = True
+
+
+@register_algorithm
+class DistributedBLR(_DLRBase):
+    """DDP: the TA release computed by the DCA protocol (Alg. 1) with per-client noise σ_std²/(N − T − 1) (Thm 1)."""
+
+    name = "ddp"
+    description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
+    Params = _DistParams
+    setting = "ddp"
+
+
+@register_algorithm
+class DistributedProjBLR(_DLRBase):
+    """DDP proj: Algorithm 2 in full — two DCA rounds (std estimate, then projected sufficient statistics)."""
+
+    name = "ddp_proj"
+    description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
+    Params = _DistProjParams
+    setting = "ddp"
+    project = True
+
+
+@register_algorithm
+class InputPerturbationBLR(_DLRBase):
+    """Input perturbation: every client releases its own terms with N(0, σ_std²) (local (ε, δ)-DP, replace-one of
+    its record, Δ₂ of eq. (18)); the aggregate noise variance N σ_std² grows with N."""
+
+    name = "input_perturbation"
+    description = "each client perturbs its own sufficient statistics; noise variance grows with N"
+    Params = _BoundParams
+    setting = "input"

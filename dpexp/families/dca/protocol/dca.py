@@ -1,0 +1,330 @@
+"""Distributed Compute Algorithm (DCA): secure, differentially private summation (Heikkilä et al. 2017, Alg. 1).
+
+Roles (all simulated explicitly; the execution back-ends in ``backends.py`` decide where they run):
+
+* **Clients** i = 1..N each hold a vector z_i ∈ R^d.  Client i draws η_i ~ N(0, σ² I) (σ from Theorem 1, see
+  ``noise.client_sigma``), encodes z_i + η_i in fixed point in the ring Z/2^64 (``fixed_point.FixedPoint``), draws
+  M − 1 uniformly random ring vectors r_{i,1..M−1}, sets r_{i,M} = −Σ_{l<M} r_{i,l} (so Σ_k r_{i,k} = 0), and sends
+  the message m_{i,1} = enc(z_i + η_i) + r_{i,1}, m_{i,k} = r_{i,k} (k ≥ 2) to Compute k (Alg. 1, steps 1–2).
+  Any M − 1 of the messages of a client are jointly uniform: a Compute learns nothing unless all M collude.
+* **Compute** nodes k = 1..M sum the messages they received (optionally after AES-GCM decryption) and broadcast
+  q_k = Σ_i m_{i,k} (step 3).
+* **Aggregator**: Σ_k q_k = Σ_i enc(z_i + η_i) exactly in Z/2^64 (the masks cancel bit for bit); decoding gives the
+  DP sum Σ_i (z_i + η_i).
+
+Privacy: with at most T colluding or dropped clients and σ² = σ_std²/(N − T − 1), the released sum is (ε, δ)-DP
+for the neighbouring relation under which σ_std was calibrated (Theorem 1; callers here use replace-one).
+
+Dropouts (§4.1.3): clients listed in ``dropped`` never deliver; the Compute nodes agree on the set of clients whose
+messages they aggregate (all M shares of a client or none), so the protocol still completes and the sum of the
+N − |dropped| remaining clients has noise variance ≥ (N − T)σ² > σ_std².  More than T dropouts are refused
+(the DP guarantee of Theorem 1 would no longer hold).
+
+Randomness: ``mode="seeded"`` draws masks and noise from PCG64 streams derived from the caller's Generator, one pair
+per client chunk, so experiments are reproducible and both back-ends give identical results.  **Seeded mode is for
+simulation only: its masks are predictable from the seed and give no security.**  ``mode="secure"`` draws masks and
+noise from the operating system CSPRNG (``os.urandom``); results are then not reproducible by design.
+
+Encryption: ``encrypt=True`` protects every client → Compute message with AES-256-GCM (``cryptography`` package,
+the ``crypto`` extra) so that its cost can be measured (§4.1.4).  The simulation uses one symmetric key per Compute
+node with a unique nonce per client; a deployment would agree one key per (client, Compute) pair with public-key
+cryptography — the per-byte cost is the same.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from dpexp.errors import UserError
+from dpexp.families.dca.protocol.fixed_point import FixedPoint, ring_sum
+from dpexp.families.dca.protocol.noise import check_clients
+
+MODES = ("seeded", "secure")
+#: number of standard deviations of noise allowed for in the configuration-time overflow check (P ≈ 3.6e-33).
+NOISE_TAIL_SIGMAS = 12.0
+
+
+# --------------------------------------------------------------------------------------------------- client data
+class ClientData(Protocol):
+    """The clients' vectors, readable in row ranges (one row per client)."""
+
+    n: int
+    d: int
+
+    def rows(self, start: int, stop: int) -> np.ndarray: ...
+
+
+class ArrayClients:
+    """Client vectors held in one (N, d) array (experiments, tests)."""
+
+    def __init__(self, Z: np.ndarray) -> None:
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim == 1:
+            Z = Z[:, None]
+        if Z.ndim != 2:
+            raise UserError(f"client values must be a 2-D array (clients x d), got shape {Z.shape}")
+        self.Z = Z
+        self.n, self.d = Z.shape
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        return self.Z[start:stop]
+
+
+class SyntheticClients:
+    """N clients with vectors uniform in [−bound, bound]^d generated on demand per row block (Table 1 timings, where
+    N·d = 10^9 values would not fit in memory).  Row block ``start`` is keyed by ``(seed, start)``."""
+
+    def __init__(self, n: int, d: int, seed: int = 0, bound: float = 1.0) -> None:
+        self.n, self.d, self.seed, self.bound = int(n), int(d), int(seed), float(bound)
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        g = np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.seed, spawn_key=(start,))))
+        out = g.random((stop - start, self.d))
+        out *= 2.0 * self.bound
+        out -= self.bound
+        return out
+
+
+# --------------------------------------------------------------------------------------------------- randomness
+class SeededRandomness:
+    """Reproducible per-chunk streams (simulation only — predictable masks are not secure)."""
+
+    secure = False
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.entropy = [int(v) for v in rng.integers(0, 2**63, size=4)]
+
+    def _gen(self, chunk: int, purpose: int) -> np.random.Generator:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(self.entropy, spawn_key=(chunk, purpose))))
+
+    def masks_into(self, chunk: int, out: np.ndarray) -> None:
+        """Fill the uint64 array ``out`` with uniform ring elements."""
+        flat = out.reshape(-1)
+        flat[:] = self._gen(chunk, 1).bit_generator.random_raw(flat.size)
+
+    def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
+        return self._gen(chunk, 0).standard_normal(shape)
+
+    def key(self, k: int) -> bytes:
+        return self._gen(k, 2).bytes(32)
+
+
+class SecureRandomness:
+    """Masks, noise and keys from the OS CSPRNG (``os.urandom``); not reproducible."""
+
+    secure = True
+
+    def masks_into(self, chunk: int, out: np.ndarray) -> None:
+        flat = out.reshape(-1)
+        flat[:] = np.frombuffer(os.urandom(8 * flat.size), dtype=np.uint64)
+
+    def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
+        """Box–Muller on 53-bit uniforms in (0, 1) from the CSPRNG."""
+        n = int(np.prod(shape))
+        m = (n + 1) // 2
+        bits = np.frombuffer(os.urandom(16 * m), dtype=np.uint64).reshape(2, m)
+        u = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+        r = np.sqrt(-2.0 * np.log(u[0]))
+        z = np.concatenate([r * np.cos(2 * np.pi * u[1]), r * np.sin(2 * np.pi * u[1])])[:n]
+        return z.reshape(shape)
+
+    def key(self, k: int) -> bytes:
+        return os.urandom(32)
+
+
+# --------------------------------------------------------------------------------------------------- result
+@dataclass
+class DCAResult:
+    """Output of one DCA round."""
+
+    total: np.ndarray            # decoded Σ_i (z_i + η_i) over the clients that delivered, shape (d,)
+    ring_total: np.ndarray       # the same in Z/2^64 (uint64), = Σ_k partials[k]
+    partials: np.ndarray         # (M, d) uint64: what each Compute broadcast
+    n_clients: int
+    n_included: int
+    client_sigma: float
+    frac_bits: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------------- one job
+@dataclass
+class DCAJob:
+    """Everything the roles need for one round; picklable so that Dask can ship it to workers."""
+
+    data: Any
+    sigma: float
+    n_compute: int
+    frac_bits: int
+    chunk_clients: int
+    randomness: Any
+    keep: np.ndarray | None = None
+    keys: list[bytes] | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        return math.ceil(self.data.n / self.chunk_clients)
+
+    def bounds(self, j: int) -> tuple[int, int]:
+        return j * self.chunk_clients, min(self.data.n, (j + 1) * self.chunk_clients)
+
+    # ---- client role (Alg. 1 steps 1–2), vectorised over the clients of chunk j
+    def client_messages(self, j: int) -> list[Any]:
+        """The M messages of every client of chunk j: a list over Compute nodes of (n_j, d) uint64 arrays, or of
+        lists of AES-GCM ciphertexts when encrypting.  Clients that drop out send nothing."""
+        start, stop = self.bounds(j)
+        fp = FixedPoint(self.frac_bits)
+        values = np.array(self.data.rows(start, stop), dtype=np.float64, copy=True)
+        if self.sigma > 0:
+            values += self.sigma * self.randomness.normal(j, values.shape)
+        enc = fp.encode(values, n_terms=self.data.n)
+        del values
+        M = self.n_compute
+        msgs = np.empty((M,) + enc.shape, dtype=np.uint64)
+        if M > 1:
+            self.randomness.masks_into(j, msgs[: M - 1])
+            np.negative(ring_sum(msgs[: M - 1], axis=0), out=msgs[M - 1])
+        else:
+            msgs[0] = 0
+        msgs[0] += enc            # m_{i,1} = enc(z_i + η_i) + r_{i,1}
+        if self.keep is not None:
+            sel = self.keep[start:stop]
+            if not sel.all():
+                msgs = msgs[:, sel]
+                start_ids = np.arange(start, stop)[sel]
+            else:
+                start_ids = np.arange(start, stop)
+        else:
+            start_ids = np.arange(start, stop)
+        if self.keys is None:
+            return [msgs[k] for k in range(M)]
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        out: list[Any] = []
+        for k in range(M):
+            aes = AESGCM(self.keys[k])
+            out.append([(int(i), aes.encrypt(int(i).to_bytes(12, "little"), msgs[k, r].tobytes(), None))
+                        for r, i in enumerate(start_ids)])
+        return out
+
+    # ---- compute role (Alg. 1 step 3)
+    def compute_receive(self, k: int, share: Any) -> np.ndarray:
+        """Compute k's sum of the messages it received (decrypting first when encrypted)."""
+        if self.keys is not None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            aes = AESGCM(self.keys[k])
+            d = self.data.d
+            arr = np.empty((len(share), d), dtype=np.uint64)
+            for r, (i, ct) in enumerate(share):
+                arr[r] = np.frombuffer(aes.decrypt(i.to_bytes(12, "little"), ct, None), dtype=np.uint64)
+            share = arr
+        return ring_sum(share, axis=0)
+
+    def chunk_partials(self, j: int) -> np.ndarray:
+        """(M, d) partial sums of chunk j at every Compute (in-process path: no message transfer)."""
+        msgs = self.client_messages(j)
+        return np.stack([self.compute_receive(k, msgs[k]) for k in range(self.n_compute)])
+
+
+# --------------------------------------------------------------------------------------------------- protocol
+class DCA:
+    """Algorithm 1 with explicit client / Compute / aggregator roles (see module docstring).
+
+    Parameters: ``n_compute`` M ≥ 2; ``frac_bits`` fixed-point precision; ``n_faulty`` T, the number of clients
+    that may collude or drop out; ``mode`` "seeded" (simulation) or "secure" (OS CSPRNG); ``encrypt`` AES-GCM on
+    client → Compute messages; ``chunk_clients`` clients per work unit (default: ~4 MiB of messages per chunk).
+    """
+
+    def __init__(self, n_compute: int = 10, frac_bits: int = 32, n_faulty: int = 0, mode: str = "seeded",
+                 encrypt: bool = False, chunk_clients: int | None = None) -> None:
+        if not (isinstance(n_compute, (int, np.integer)) and n_compute >= 2):
+            raise UserError(f"n_compute (M) must be an integer >= 2 (a single Compute sees every value), "
+                            f"got {n_compute!r}")
+        if mode not in MODES:
+            raise UserError(f"mode must be one of {MODES}, got {mode!r}")
+        if chunk_clients is not None and chunk_clients < 1:
+            raise UserError(f"chunk_clients must be >= 1, got {chunk_clients}")
+        if n_faulty < 0:
+            raise UserError(f"n_faulty (T) must be >= 0, got {n_faulty}")
+        self.n_compute = int(n_compute)
+        self.fp = FixedPoint(frac_bits)
+        self.n_faulty = int(n_faulty)
+        self.mode = mode
+        self.encrypt = bool(encrypt)
+        self.chunk_clients = chunk_clients
+        if self.encrypt:
+            try:
+                # imported and initialised here, not on first use, so that a timed round excludes the one-off
+                # OpenSSL set-up
+                from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+                AESGCM(bytes(32)).encrypt(bytes(12), b"", None)
+            except ImportError:
+                raise UserError("encrypt=True needs the 'cryptography' package: pip install 'dpexp[crypto]'") from None
+
+    def default_chunk(self, d: int) -> int:
+        return max(1, (4 << 20) // (8 * self.n_compute * max(d, 1)))
+
+    def check_configuration(self, n_clients: int, value_bound: float, sigma: float) -> None:
+        """Refuse (``RingOverflowError``) a configuration whose values could overflow the ring: N values of
+        magnitude up to ``value_bound + 12σ`` must sum below 2^63 at this precision."""
+        self.fp.check_capacity(n_clients, float(value_bound) + NOISE_TAIL_SIGMAS * float(sigma),
+                               what=f"client values (bound {value_bound:g} + {NOISE_TAIL_SIGMAS:g} noise std)")
+
+    def make_job(self, data: Any, sigma: float, rng: np.random.Generator | None = None,
+                 dropped: np.ndarray | list[int] | None = None) -> DCAJob:
+        if not hasattr(data, "rows"):
+            data = ArrayClients(data)
+        if sigma < 0 or not np.isfinite(sigma):
+            raise UserError(f"client noise sigma must be finite and >= 0, got {sigma}")
+        keep = None
+        if dropped is not None and len(dropped) > 0:
+            idx = np.unique(np.asarray(dropped, dtype=np.int64))
+            if idx.min() < 0 or idx.max() >= data.n:
+                raise UserError(f"dropped client indices must be in [0, {data.n}), got {idx.min()}..{idx.max()}")
+            if idx.size > self.n_faulty:
+                raise UserError(f"{idx.size} clients dropped out but the noise was calibrated for at most "
+                                f"T={self.n_faulty} (Thm 1); the sum would not be DP, refusing")
+            keep = np.ones(data.n, dtype=bool)
+            keep[idx] = False
+        if sigma > 0:
+            check_clients(data.n, self.n_faulty)
+        if self.mode == "seeded":
+            if rng is None:
+                raise UserError("mode='seeded' needs a numpy Generator (rng); use mode='secure' for OS randomness")
+            randomness: Any = SeededRandomness(rng)
+        else:
+            randomness = SecureRandomness()
+        keys = [randomness.key(k) for k in range(self.n_compute)] if self.encrypt else None
+        return DCAJob(data=data, sigma=float(sigma), n_compute=self.n_compute, frac_bits=self.fp.frac_bits,
+                      chunk_clients=int(self.chunk_clients or self.default_chunk(data.d)), randomness=randomness,
+                      keep=keep, keys=keys)
+
+    def run(self, data: Any, sigma: float, rng: np.random.Generator | None = None,
+            dropped: np.ndarray | list[int] | None = None, backend: Any = None,
+            value_bound: float | None = None) -> DCAResult:
+        """One DCA round over ``data`` ((N, d) array or a ``ClientData``) with per-client noise std ``sigma``.
+
+        ``value_bound`` (public bound on |z_ij|) enables the configuration-time overflow refusal; every encoded
+        value is checked against the ring capacity in any case.
+        """
+        from dpexp.families.dca.protocol.backends import InProcessBackend
+
+        t0 = time.perf_counter()
+        job = self.make_job(data, sigma, rng, dropped)
+        if value_bound is not None:
+            self.check_configuration(job.data.n, value_bound, sigma)
+        partials = (backend or InProcessBackend()).compute_partials(job)
+        ring_total = ring_sum(partials, axis=0)     # aggregator
+        total = self.fp.decode(ring_total)
+        n_inc = job.data.n if job.keep is None else int(job.keep.sum())
+        return DCAResult(total=total, ring_total=ring_total, partials=partials, n_clients=job.data.n,
+                         n_included=n_inc, client_sigma=float(sigma), frac_bits=self.fp.frac_bits,
+                         timings={"seconds": time.perf_counter() - t0})

@@ -1,0 +1,1 @@
+"""Diagnostic components for testing and benchmarking the runner (not from any paper)."""

@@ -1,0 +1,140 @@
+"""Non-private reference lines of Honkela et al. 2018, Fig. 2/6 (thesis Figs 4.5/4.6) and Fig. 3.
+
+* ``lr_public``: Bayesian LR trained on the *public rows only* (fixed precisions λ = λ0 = 1 by default, as the
+  thesis' baselines; ``prior: gamma`` uses the Gamma(2, 2) VB engine).  With ``d`` set, the public and test rows are
+  taken from the dataset's view of the same split with ``d`` genes (``split.meta['view']``, GDSC), which draws the
+  d = 64 baseline of Fig. 2 beside the d = 10 methods.  It ignores the private rows, so its value does not depend on
+  ``n_private``: plots draw it as a horizontal line.
+* ``rlr``: non-private robust LR — the same clipping as ``rplr`` (same thresholds, tuned the same way) on the
+  private rows, exact statistics, no noise (thesis §3.8.1 "non-private version with clipping").
+
+Neither is private (``private = False``): they release nothing under DP and spend no budget.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import Algorithm, BatchedAlgorithm, Params
+from dpexp.errors import UserError
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+def _fit(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray, prior: str, lam: float,
+         lam0: float) -> np.ndarray:
+    if prior == "fixed":
+        # exact (non-noisy) statistics: XX is PSD, so λ0 I + λ XX is positive definite — a plain solve suffices
+        prec = lam0 * np.eye(XX.shape[-1]) + lam * XX
+        return np.linalg.solve(prec, lam * Xy[..., None])[..., 0]
+    from dpexp.models.vb import posterior_mean_gamma
+
+    return posterior_mean_gamma(XX, Xy, yy, n)
+
+
+class _PublicParams(Params):
+    d: int | None = Field(None, ge=1, description="genes used (None: the split's d; else the dataset's view)")
+    prior: Literal["fixed", "gamma"] = Field("fixed", description="fixed precisions or Gamma(2,2) priors (VB)")
+    lam: float = Field(1.0, gt=0, description="noise precision lambda (prior: fixed)")
+    lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (prior: fixed)")
+
+
+@register_algorithm
+class PublicOnlyLR(BatchedAlgorithm):
+    """Non-private Bayesian LR on the public rows only (the horizontal baselines of Fig. 2; Fig. 3's reference)."""
+
+    name = "lr_public"
+    description = "non-private Bayesian LR on the public rows only (baseline; optional other d via the view)"
+    private = False
+    neighbouring = None
+    Params = _PublicParams
+
+    def _rows(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
+        d = self.params.d
+        if d is None or d == split.d:
+            return split.X_public, split.X_test
+        view = split.meta.get("view")
+        if view is None:
+            raise UserError(f"lr_public: params.d={d} differs from the data's d={split.d} and the dataset offers "
+                            "no view with another d (only gdsc does)")
+        return view(d)
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        p = self.params
+        out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        for k, s in enumerate(splits):
+            try:
+                Xu, Xt = self._rows(s)
+                groups.setdefault(Xu.shape[1], []).append((k, Xu, Xt))
+            except Exception as exc:
+                out[k] = exc
+        for d, items in groups.items():
+            XX = np.stack([Xu.T @ Xu for _, Xu, _ in items])  # zeros when there are no public rows
+            Xy = np.stack([Xu.T @ splits[k].y_public for k, Xu, _ in items])
+            yy = np.array([float(splits[k].y_public @ splits[k].y_public) for k, _, _ in items])
+            n = np.array([float(Xu.shape[0]) for _, Xu, _ in items])
+            W = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
+            for (k, _, Xt), w in zip(items, W):
+                pred = np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy()
+                out[k] = Output(predictions=pred, coef=np.broadcast_to(w, (trials, d)).copy())
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# rlr: non-private with the same clipping as rplr
+# ----------------------------------------------------------------------------------------------------------------
+def _rplr_cls():
+    from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+
+    return RobustPrivateLR
+
+
+def _bounds_of(ref: Algorithm, split: Split, epsilon: float) -> tuple[float, float]:
+    """Thresholds (B_x, B_y) that ``rplr`` with the same parameters would use on this split at ``epsilon``."""
+    import inspect
+
+    sig = inspect.signature(ref.bounds)  # type: ignore[attr-defined]
+    if "epsilon" in sig.parameters:
+        return ref.bounds(split, epsilon=epsilon)  # type: ignore[attr-defined]
+    return ref.bounds(split)  # type: ignore[attr-defined]
+
+
+class _RLRParams(_rplr_cls().Params):  # type: ignore[misc, valid-type]
+    tune_epsilon: float = Field(2.0, gt=0, description="epsilon at which rplr's thresholds are chosen (no noise "
+                                                        "is added; rlr is non-private)")
+
+
+@register_algorithm
+class RobustLR(Algorithm):
+    """Non-private robust LR: clip the private rows exactly as ``rplr`` with the same parameters would (thresholds
+    B = ω·σ, tuned for ``tune_epsilon`` when rplr tunes them), add the public rows, fit the same model from the
+    exact statistics — no noise (thesis §3.8.1, the "non-private version with clipping")."""
+
+    name = "rlr"
+    description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
+    private = False
+    neighbouring = None
+    Params = _RLRParams
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        p = self.params
+        kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
+        ref = _rplr_cls()(**kw)
+        B_x, B_y = _bounds_of(ref, split, p.tune_epsilon)
+        if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
+            B_x = B_y = np.inf
+        Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
+        X = np.concatenate([split.X_public, Xc])
+        y = np.concatenate([split.y_public, yc])
+        prior = getattr(ref.params, "prior", "fixed")
+        w = _fit((X.T @ X)[None], (X.T @ y)[None], np.array([y @ y]), np.array([float(len(y))]), prior,
+                 getattr(ref.params, "lam", 1.0), getattr(ref.params, "lam0", 1.0))[0]
+        pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
+        return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
+                      extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
+                              "B_y": float(B_y) if np.isfinite(B_y) else float("nan")})

@@ -1,0 +1,185 @@
+"""DP gradient descent for (p25, p75) (Alabi et al. 2020, Sec. 2.3, Appendix F, Algorithms 6 and 7).
+
+Parametrisation: the line through (1/4, p25) and (3/4, p75): ŷ(x) = 2(p25 (3/4 - x) + p75 (x - 1/4)).
+Per point and step, Δ_i = ([2(y_i - ŷ_i)(3/4 - x_i)]_{-τ}^{τ}, [2(y_i - ŷ_i)(x_i - 1/4)]_{-τ}^{τ}) is (up to the
+constant 2) the clipped *negative* gradient of (y_i - ŷ(x_i))^2 w.r.t. (p25, p75).  Δ_t = Σ_i Δ_i + noise,
+γ_t = 1 / sqrt(Σ_{l<=t} ||Δ_l||²) (AdaGrad-style), and p^{t+1} = p^t + γ_t Δ_t.  (The paper's pseudo-code prints
+"- γ_t Δ_t"; with Δ defined as the negative gradient that would ascend the loss, so we step along +Δ.)
+Output: the mean of the iterates p^t, t = T/2 .. T-1, then the line evaluated at X_test.
+
+Neighbouring relation: replace-one (bounded DP), n public, data in [0, 1]^2.  Replacing one point changes each
+clipped coordinate of Σ_i Δ_i by at most 2τ: L1 sensitivity 4τ, L2 sensitivity 2√2 τ (Appendix F).
+* ``dpgd_pure``: Lap(4τ/ε_t) per coordinate with ε_t = ε/T: ε-DP by basic composition (Alg. 6, Lemma 3).
+* ``dpgd_zcdp``: N(0, (2τ/sqrt(ρ_t))²) per coordinate with ρ_t = ρ/T is ρ_t-zCDP (Bun & Steinke 2016, Prop. 1.6:
+  σ = Δ2/sqrt(2ρ_t)); T steps compose to ρ (Alg. 7, Lemma 1).  ρ = ε²/2 (the paper's DPGDzCDP).
+* ``dpgd_approx``: Alg. 7 with the largest ρ whose (ε, δ)-DP conversion is <= ε, δ = 2^-30 by default (Appendix F,
+  Lemma 2: ε = ρ + sqrt(4ρ log(sqrt(πρ)/δ)), Bun & Steinke 2016 Lemma 3.6; we take the smaller of that and
+  Prop. 1.3's ρ + 2 sqrt(ρ log(1/δ)), both valid, and solve by bisection).
+
+Vectorised over trials: state (trials, 2), each step one (trials, n) pass.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import Algorithm, Params
+from dpexp.errors import UserError
+from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.privacy.accounting import zcdp_to_approx_dp
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+class GDParams(Params):
+    T: int = Field(80, ge=2, description="number of noisy gradient steps (Table 1)")
+    tau: float = Field(1.0, gt=0, description="per-coordinate gradient clip τ (Table 1)")
+    p25_init: float = Field(0.5, description="starting value of p25 (our choice; the paper does not state it)")
+    p75_init: float = Field(0.5, description="starting value of p75 (our choice; the paper does not state it)")
+
+
+class GDApproxParams(GDParams):
+    delta: float = Field(2.0 ** -30, gt=0, lt=1, description="δ of (ε, δ)-DP when the cell's delta is 0")
+
+
+def clipped_gradient_sum(p: np.ndarray, x: np.ndarray, y: np.ndarray, tau: float) -> np.ndarray:
+    """Σ_i Δ_i for every trial: p (trials, 2) -> (trials, 2)."""
+    a = 0.75 - x
+    b = x - 0.25
+    yhat = 2.0 * (p[:, :1] * a[None, :] + p[:, 1:] * b[None, :])
+    r2 = 2.0 * (y[None, :] - yhat)
+    g1 = np.clip(r2 * a[None, :], -tau, tau).sum(axis=1)
+    g2 = np.clip(r2 * b[None, :], -tau, tau).sum(axis=1)
+    return np.stack([g1, g2], axis=1)
+
+
+def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise, p0: tuple[float, float],
+                        trials: int) -> np.ndarray:
+    """Algorithms 6/7; ``noise(shape)`` draws the per-step noise.  Returns averaged (p25, p75), (trials, 2)."""
+    p = np.tile(np.asarray(p0, dtype=float), (trials, 1))
+    acc = np.zeros(trials)
+    avg = np.zeros((trials, 2))
+    start = T // 2
+    for t in range(T):
+        if t >= start:
+            avg += p
+        D = clipped_gradient_sum(p, x, y, tau) + noise((trials, 2))
+        acc += np.sum(D * D, axis=1)
+        gamma = np.where(acc > 0, 1.0 / np.sqrt(np.where(acc > 0, acc, 1.0)), 0.0)
+        p = p + gamma[:, None] * D
+    return avg / (T - start)
+
+
+def approx_eps_of_rho(rho: float, delta: float) -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP: min of Bun & Steinke 2016 Prop. 1.3 and Lemma 3.6 (Appendix F)."""
+    eps = zcdp_to_approx_dp(rho, delta)
+    arg = math.sqrt(math.pi * rho) / delta
+    if arg > 1:
+        eps = min(eps, rho + math.sqrt(4.0 * rho * math.log(arg)))
+    return eps
+
+
+def rho_for_approx(epsilon: float, delta: float) -> float:
+    """Largest ρ with approx_eps_of_rho(ρ, δ) <= ε (monotone; bisection to relative 1e-12)."""
+    lo, hi = 0.0, max(epsilon, 1.0)
+    while approx_eps_of_rho(hi, delta) <= epsilon:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if approx_eps_of_rho(mid, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    return lo
+
+
+class _DPGD(Algorithm):
+    private = True
+    neighbouring = "replace-one"
+    Params = GDParams
+
+    def noise_fn(self, epsilon: float, delta: float, rng: np.random.Generator):
+        raise NotImplementedError
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        eps = check_epsilon(epsilon, self.name)
+        x, y = xy(split, self.name)
+        check_unit_box(x, y, self.name)
+        xs = x_new(split, self.name)
+        p = self.params
+        P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, rng), (p.p25_init, p.p75_init), trials)
+        pred = P[:, :1] + (xs[None, :] - 0.25) * 2.0 * (P[:, 1:] - P[:, :1])
+        return Output(predictions=pred)
+
+
+@register_algorithm
+class DPGDPure(_DPGD):
+    """DPGDPure (Algorithm 6): clipped gradient sums + Lap(4τ T/ε) per coordinate and step (L1 sensitivity 4τ
+    under replace-one; ε/T per step); ε-DP."""
+
+    name = "dpgd_pure"
+    description = "DP gradient descent with Laplace noise (Alg. 6), eps-DP"
+
+    def laplace_scale(self, epsilon: float) -> float:
+        return 4.0 * self.params.tau / (epsilon / self.params.T)
+
+    def noise_fn(self, epsilon, delta, rng):
+        b = self.laplace_scale(epsilon)
+        return lambda shape: rng.laplace(0.0, 1.0, shape) * b
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return {"epsilon": float(epsilon), "delta": 0.0}
+
+
+@register_algorithm
+class DPGDzCDP(_DPGD):
+    """DPGDzCDP (Algorithm 7 with ρ = ε²/2): N(0, (2τ/sqrt(ρ/T))²) per coordinate and step (L2 sensitivity
+    2√2τ under replace-one); ρ-zCDP (not pure ε-DP)."""
+
+    name = "dpgd_zcdp"
+    description = "DP gradient descent with Gaussian noise (Alg. 7), (eps^2/2)-zCDP"
+
+    def rho(self, epsilon: float) -> float:
+        return 0.5 * epsilon * epsilon
+
+    def sigma(self, epsilon: float, delta: float) -> float:
+        return 2.0 * self.params.tau / math.sqrt(self.rho(epsilon) / self.params.T)
+
+    def noise_fn(self, epsilon, delta, rng):
+        s = self.sigma(epsilon, delta)
+        return lambda shape: rng.normal(0.0, 1.0, shape) * s
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        rho = self.rho(epsilon)
+        d = 2.0 ** -30
+        return {"epsilon": approx_eps_of_rho(rho, d), "delta": d, "rho": rho}
+
+
+@register_algorithm
+class DPGDApprox(DPGDzCDP):
+    """DPGDApprox (Algorithm 7 at the largest ρ that is (ε, δ)-DP, δ = 2^-30 unless the cell gives δ > 0;
+    Appendix F Lemma 2)."""
+
+    name = "dpgd_approx"
+    description = "DP gradient descent with Gaussian noise (Alg. 7), (eps, delta)-DP via zCDP, delta=2^-30"
+    Params = GDApproxParams
+
+    def used_delta(self, delta: float) -> float:
+        d = float(delta) if delta and delta > 0 else self.params.delta
+        if not 0 < d < 1:
+            raise UserError(f"{self.name}: delta must be in (0, 1), got {d}")
+        return d
+
+    def rho_for(self, epsilon: float, delta: float) -> float:
+        return rho_for_approx(epsilon, self.used_delta(delta))
+
+    def sigma(self, epsilon: float, delta: float) -> float:
+        return 2.0 * self.params.tau / math.sqrt(self.rho_for(epsilon, delta) / self.params.T)
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return {"epsilon": float(epsilon), "delta": self.used_delta(delta), "rho": self.rho_for(epsilon, delta)}

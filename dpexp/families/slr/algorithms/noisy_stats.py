@@ -1,0 +1,100 @@
+"""NoisyStats (Algorithm 1) and NoisyIntercept (Sec. 2.4) of Alabi et al. (2020).
+
+Neighbouring relation: replace-one (bounded DP); n is public; every (x_i, y_i) lies in [0, 1]^2.
+
+NoisyStats sensitivities (Appendix C.1, Lemma 1): ncov(x, y) = Σ(x_i - x̄)(y_i - ȳ) and nvar(x) = Σ(x_i - x̄)^2
+both have global sensitivity Δ = 1 - 1/n under replace-one.  Budget: three equal parts ε/3:
+L1, L2 ~ Lap(3Δ/ε) make the noisy ncov and nvar ε/3-DP each; α̃ = (ncov + L1)/(nvar + L2) is post-processing
+(the test nvar + L2 > 0 too).  The intercept y̅ - α̃ x̄ then has sensitivity Δ3 = (1 + |α̃|)/n given the released α̃
+(means move by at most 1/n), so L3 ~ Lap(3Δ3/ε) makes β̃ ε/3-DP.  Total ε (basic composition).  If nvar + L2 <= 0
+the algorithm returns ⊥: that trial's row is NaN (a failure, never a number).
+
+NoisyIntercept: ȳ has sensitivity 1/n (replace-one), released as ỹ = ȳ + Lap(1/(ε n)) for every x_new.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpexp.components import Algorithm
+from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+def noisy_stats_scales(n: int, epsilon: float) -> tuple[float, float]:
+    """Laplace scales (b for L1, b for L2) = 3(1 - 1/n)/ε of Algorithm 1."""
+    d = 1.0 - 1.0 / n
+    return 3.0 * d / epsilon, 3.0 * d / epsilon
+
+
+def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: float, rng: np.random.Generator,
+                        trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised Algorithm 1 for ``trials`` runs: (predictions (trials, len(xs)), failed (trials,))."""
+    n = x.size
+    b1, b2 = noisy_stats_scales(n, epsilon)
+    xm, ym = x.mean(), y.mean()
+    nvar = float(np.sum((x - xm) ** 2))
+    ncov = float(np.sum((x - xm) * (y - ym)))
+    L1 = rng.laplace(0.0, 1.0, trials) * b1
+    L2 = rng.laplace(0.0, 1.0, trials) * b2
+    L3 = rng.laplace(0.0, 1.0, trials)  # scaled below by 3Δ3/ε, Δ3 depends on α̃
+    den = nvar + L2
+    ok = den > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(ok, (ncov + L1) / np.where(ok, den, 1.0), np.nan)
+    d3 = (1.0 + np.abs(alpha)) / n
+    beta = (ym - alpha * xm) + L3 * (3.0 * d3 / epsilon)
+    pred = alpha[:, None] * xs[None, :] + beta[:, None]
+    pred[~ok] = np.nan
+    return pred, ~ok
+
+
+@register_algorithm
+class NoisyStats(Algorithm):
+    """NoisyStats, Algorithm 1 of Alabi et al. (2020): Laplace noise on ncov(x, y) and nvar(x) (Δ = 1 - 1/n each,
+    Appendix C.1 Lemma 1, scale 3Δ/ε), then on the intercept (Δ3 = (1 + |α̃|)/n, scale 3Δ3/ε); ε/3 each, ε-DP
+    under replace-one with public n and data in [0, 1]^2.  A trial with nvar + L2 <= 0 fails (NaN row)."""
+
+    name = "noisy_stats"
+    description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
+    private = True
+    neighbouring = "replace-one"
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        eps = check_epsilon(epsilon, self.name)
+        x, y = xy(split, self.name)
+        check_unit_box(x, y, self.name)
+        xs = x_new(split, self.name)
+        if x.size < 2:
+            return Output(predictions=np.full((trials, xs.size), np.nan))
+        pred, failed = noisy_stats_predict(x, y, xs, eps, rng, trials)
+        return Output(predictions=pred, extras={"noisy_stats_failures": float(failed.sum())})
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return {"epsilon": float(epsilon), "delta": 0.0}
+
+
+@register_algorithm
+class NoisyIntercept(Algorithm):
+    """NoisyIntercept (Sec. 2.4): ȳ + Lap(1/(ε n)) for every x_new; ȳ has replace-one sensitivity 1/n for
+    y in [0, 1], so it is ε-DP (one release serves all x_new)."""
+
+    name = "noisy_intercept"
+    description = "NoisyIntercept (Sec. 2.4): Laplace-noised mean of y, eps-DP"
+    private = True
+    neighbouring = "replace-one"
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        eps = check_epsilon(epsilon, self.name)
+        x, y = xy(split, self.name)
+        check_unit_box(x, y, self.name)
+        xs = x_new(split, self.name)
+        n = y.size
+        if n == 0:
+            return Output(predictions=np.full((trials, xs.size), np.nan))
+        yt = y.mean() + rng.laplace(0.0, 1.0, trials) * (1.0 / (eps * n))
+        return Output(predictions=np.tile(yt[:, None], (1, xs.size)))
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return {"epsilon": float(epsilon), "delta": 0.0}

@@ -1,0 +1,111 @@
+"""Opportunity Insights "Maximum Observed Sensitivity" heuristic (Alabi et al. 2020, Appendix A.2;
+Chetty & Friedman 2019).  NOT formally differentially private.
+
+For each released statistic p̂(x_new) (OLS prediction at x_new):
+1. For every tract t of the state (``split.meta["group_data"]``: list of (x, y) arrays), a *lower bound* on the
+   local sensitivity: LS_t = max over the 121 points (a, b) of the 11 x 11 grid {0, 0.1, ..., 1}^2 of
+   |p̂(D_t ∪ {(a, b)}) - p̂(D_t)| (add-one neighbours; closed form via Welford updates of the sufficient statistics).
+2. Sensitivities scale like 1/n, so the state's maximum observed sensitivity is MOS = max_t n_t · LS_t
+   (tracts where OLS is undefined are skipped).
+3. The cell releases p̂(x_new) + Lap(MOS / (n_cell · ε_stat)), ε_stat = ε / n_test (p25 and p75 each get half,
+   Sec. 4) — "Laplace noise of this magnitude divided by the number of people in that cell".
+MOS is computed from the private data of the whole state without noise, which is why this is not DP.  The value is
+cached per ``meta["group_id"]``; without ``group_data`` the split's own data is used.  A cell whose own OLS is
+undefined (nvar = 0) gives NaN rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpexp.components import Algorithm
+from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+GRID = np.linspace(0.0, 1.0, 11)
+
+
+def _stats(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float, float, float]:
+    n = x.size
+    if n == 0:
+        return 0, np.nan, np.nan, np.nan, np.nan
+    xm, ym = float(x.mean()), float(y.mean())
+    return n, xm, ym, float(np.sum((x - xm) ** 2)), float(np.sum((x - xm) * (y - ym)))
+
+
+def scaled_local_sensitivity(tracts: list[tuple[np.ndarray, np.ndarray]], xs: np.ndarray) -> np.ndarray:
+    """n_t · LS_t(x_new) for every tract and x_new: array (n_tracts, len(xs)); NaN where OLS is undefined."""
+    st = np.array([_stats(np.asarray(x, float), np.asarray(y, float)) for x, y in tracts], dtype=float)
+    if st.size == 0:
+        return np.zeros((0, xs.size))
+    n, xm, ym, vx, cxy = (st[:, i][:, None, None] for i in range(5))
+    a = GRID[None, :, None]
+    b = GRID[None, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_old = ym[..., 0][..., None] + (cxy / vx)[..., 0][..., None] * (xs[None, None, :] - xm[..., 0][..., None])
+        f = n / (n + 1.0)
+        dx, dy = a - xm, b - ym
+        vx2 = vx + f * dx * dx
+        cxy2 = cxy + f * dx * dy
+        xm2 = xm + dx / (n + 1.0)
+        ym2 = ym + dy / (n + 1.0)
+        slope2 = np.where(vx2 > 0, cxy2 / vx2, np.nan)  # (T, 11, 11)
+        out = np.empty((st.shape[0], xs.size))
+        for c, x0 in enumerate(xs):
+            p_new = ym2 + slope2 * (x0 - xm2)
+            diff = np.abs(p_new - p_old[:, :, c][:, :, None])
+            ls = np.max(diff.reshape(diff.shape[0], -1), axis=1)
+            ok = (st[:, 0] >= 2) & (st[:, 3] > 0)
+            out[:, c] = np.where(ok, st[:, 0] * ls, np.nan)
+    return out
+
+
+@register_algorithm
+class OIMaxObservedSensitivity(Algorithm):
+    """Opportunity Insights MOS heuristic (Appendix A.2): OLS + Laplace noise scaled by the maximum over the
+    state's tracts of n_t × a grid lower bound on the local sensitivity, divided by the cell size.  NOT formally
+    DP (the noise scale is a non-private function of all tracts)."""
+
+    name = "oi_mos"
+    description = "Opportunity Insights max-observed-sensitivity heuristic (NOT formally DP)"
+    private = True
+    formally_dp = False
+    neighbouring = "add-remove"
+
+    def __init__(self, **params) -> None:
+        super().__init__(**params)
+        self._cache: dict[tuple, np.ndarray] = {}
+
+    def mos(self, split: Split, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        gid = split.meta.get("group_id")
+        key = (gid, tuple(np.round(xs, 12)))
+        if gid is not None and key in self._cache:
+            return self._cache[key]
+        tracts = split.meta.get("group_data") or [(x, y)]
+        sls = scaled_local_sensitivity(list(tracts), xs)
+        with np.errstate(all="ignore"):
+            m = np.where(np.all(np.isnan(sls), axis=0), np.nan, np.nanmax(np.where(np.isnan(sls), -np.inf, sls),
+                                                                          axis=0))
+        if gid is not None:
+            self._cache[key] = m
+        return m
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        eps = check_epsilon(epsilon, self.name)
+        x, y = xy(split, self.name)
+        check_unit_box(x, y, self.name)
+        xs = x_new(split, self.name)
+        n, xm, ym, vx, cxy = _stats(x, y)
+        if n < 2 or not vx > 0:
+            return Output(predictions=np.full((trials, xs.size), np.nan), extras={"formally_dp": 0.0})
+        p_hat = ym + (cxy / vx) * (xs - xm)
+        m = self.mos(split, x, y, xs)
+        scale = m / (n * (eps / xs.size))
+        noise = rng.laplace(0.0, 1.0, (trials, xs.size)) * scale[None, :]
+        extras = {"formally_dp": 0.0, "mos_sensitivity": float(np.nanmax(m)) if np.any(np.isfinite(m)) else np.nan}
+        return Output(predictions=p_hat[None, :] + noise, extras=extras)
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        # nominal only: the heuristic carries no DP guarantee
+        return {"epsilon": float(epsilon), "delta": 0.0}

@@ -1,0 +1,96 @@
+"""Non-private references for simple linear regression (Alabi et al. 2020, Sec. 1 and 2.2).
+
+* ``ols``: ordinary least squares, p̂(x) = α̂ x + β̂ with α̂ = ncov(x, y) / nvar(x), β̂ = ȳ - α̂ x̄ (Eq. 2).
+* ``theil_sen``: the median of the predictions z_{j,l}(x_new) of the lines through all n(n-1)/2 pairs
+  (Theil 1950; Sen 1968; the paper's Sec. 2.2 works with predictions rather than slopes).
+* ``theil_sen_kmatch``: the same over k random matchings (Algorithm 2 without privacy; no edge twice).
+
+All are deterministic given the data except ``theil_sen_kmatch`` (random matchings from the generator passed in).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import Algorithm, Params
+from dpexp.families.slr.checks import x_new, xy
+from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+def ols_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(α̂, β̂) of OLS; NaNs when nvar(x) = 0 or n < 2."""
+    if x.size < 2:
+        return np.nan, np.nan
+    xm, ym = x.mean(), y.mean()
+    nvar = float(np.sum((x - xm) ** 2))
+    if nvar <= 0:
+        return np.nan, np.nan
+    a = float(np.sum((x - xm) * (y - ym))) / nvar
+    return a, float(ym - a * xm)
+
+
+@register_algorithm
+class OLS(Algorithm):
+    """Ordinary least squares predictions at X_test (Eq. 2 of Alabi et al.); NaN if nvar(x) = 0."""
+
+    name = "ols"
+    description = "non-private OLS predictions (p25, p75)"
+    private = False
+    neighbouring = None
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        x, y = xy(split, self.name)
+        xs = x_new(split, self.name)
+        a, b = ols_line(x, y)
+        return Output(predictions=np.tile(a * xs + b, (trials, 1)))
+
+
+@register_algorithm
+class TheilSen(Algorithm):
+    """Theil–Sen with all pairs: median over non-vertical pairs of the pairwise predictions (Sec. 2.2)."""
+
+    name = "theil_sen"
+    description = "non-private Theil-Sen over all pairs"
+    private = False
+    neighbouring = None
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        x, y = xy(split, self.name)
+        xs = x_new(split, self.name)
+        pred = np.empty(xs.size)
+        for c, x0 in enumerate(xs):
+            z = all_pair_estimates(x, y, float(x0))
+            pred[c] = np.median(z) if z.size else np.nan
+        return Output(predictions=np.tile(pred, (trials, 1)))
+
+
+class KMatchParams(Params):
+    k: int = Field(10, ge=1, description="number of random matchings (capped at the n-1 or n available rounds)")
+
+
+@register_algorithm
+class TheilSenKMatch(Algorithm):
+    """Theil–Sen over k random matchings of the points (Algorithm 2 with the exact median, no edge twice);
+    each trial draws new matchings."""
+
+    name = "theil_sen_kmatch"
+    description = "non-private Theil-Sen over k random matchings"
+    private = False
+    neighbouring = None
+    Params = KMatchParams
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        x, y = xy(split, self.name)
+        xs = x_new(split, self.name)
+        n = x.size
+        if n < 2:
+            return Output(predictions=np.full((trials, xs.size), np.nan))
+        k = min(self.params.k, n_rounds(n))
+        a, b = sample_matchings(n, k, rng, trials)
+        pred = np.empty((trials, xs.size))
+        for c, x0 in enumerate(xs):
+            pred[:, c] = np.nanmedian(pair_estimates(x, y, a, b, float(x0)), axis=1) if a.shape[1] else np.nan
+        return Output(predictions=pred)

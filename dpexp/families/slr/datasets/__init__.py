@@ -1,0 +1,1 @@
+"""Datasets of this family (found by ``dpexp.registry.load_all``)."""

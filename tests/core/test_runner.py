@@ -1,0 +1,262 @@
+"""Runner guarantees: identical CSV for any --jobs, common random numbers, resume after SIGKILL, failures
+recorded, manifest provenance."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from dpexp.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+CFG = textwrap.dedent("""\
+    name: repro
+    seed: 7
+    repeats: 3
+    datasets:
+      - name: honkela_synthetic
+        params: {d: [2, 4]}
+    sizes:
+      n_private: [0, 30, 60]
+      n_public: 5
+      n_test: 20
+    privacy:
+      epsilon: [0.5, 2.0]
+    algorithms:
+      - name: lr
+      - name: rplr
+        params: {omega_x: [0.5, 1.5]}
+      - name: plr
+      - name: null_model
+        label: null_a
+        params: {noise: 0.0}
+      - name: null_model
+        label: null_b
+        params: {noise: 0.0, sleep_ms: 0.0}
+    metrics: [spearman, mae]
+    chunk_work: 20
+    """)
+
+
+def _run(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+@pytest.fixture
+def cfg(tmp_path):
+    p = tmp_path / "repro.yaml"
+    p.write_text(CFG)
+    return p
+
+
+def test_jobs1_equals_jobs2_bytes(cfg, tmp_path):
+    r1 = _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    r2 = _run(["run", str(cfg), "--out", str(tmp_path / "b"), "--jobs", "2", "-q"])
+    assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
+    a = (tmp_path / "a" / "results.csv").read_bytes()
+    assert a == (tmp_path / "b" / "results.csv").read_bytes()
+    df = pd.read_csv(tmp_path / "a" / "results.csv", keep_default_na=False)
+    # one row per (cell, metric) plus rplr's B_x/B_y extras
+    n_cells = 2 * 3 * 3 * 6 * 2
+    assert len(df[df.metric.isin(["spearman", "mae"])]) == n_cells * 2
+    for col in ["experiment", "dataset", "subset", "algorithm", "params", "epsilon", "delta", "n_private",
+                "n_public", "n_test", "d", "repeat", "metric", "value", "seed_key"]:
+        assert col in df.columns
+    assert set(df.d) == {2, 4}
+
+
+def test_common_random_numbers_and_repeats_differ(cfg, tmp_path):
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    df = pd.read_csv(tmp_path / "a" / "results.csv", keep_default_na=False)
+    mae = df[df.metric == "mae"]
+    a = mae[mae.label == "null_a"].set_index(["dataset_params", "repeat", "n_private", "epsilon"])["value"]
+    b = mae[mae.label == "null_b"].set_index(["dataset_params", "repeat", "n_private", "epsilon"])["value"]
+    pd.testing.assert_series_equal(a.sort_index(), b.sort_index(), check_names=False)  # same split, any algorithm
+    per_rep = a.groupby(level="repeat").first()
+    assert per_rep.nunique() == len(per_rep)  # different repeats see different data
+    # changing the root seed changes the data
+    _run(["run", str(cfg), "--out", str(tmp_path / "c"), "--jobs", "1", "-q", "--seed", "8"])
+    c = pd.read_csv(tmp_path / "c" / "results.csv", keep_default_na=False)
+    assert not c["value"].equals(df["value"])
+
+
+def test_adding_an_algorithm_changes_no_other_row(cfg, tmp_path):
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    more = cfg.read_text().replace("metrics:", "  - name: null_model\n    label: extra\n    params: {noise: 1.0}\nmetrics:")
+    cfg2 = tmp_path / "more.yaml"
+    cfg2.write_text(more.replace("name: repro", "name: repro"))
+    _run(["run", str(cfg2), "--out", str(tmp_path / "b"), "--jobs", "1", "-q"])
+    a = pd.read_csv(tmp_path / "a" / "results.csv", keep_default_na=False)
+    b = pd.read_csv(tmp_path / "b" / "results.csv", keep_default_na=False)
+    b = b[b.label != "extra"]
+    key = ["dataset_params", "repeat", "n_private", "epsilon", "label", "metric"]
+    pd.testing.assert_frame_equal(a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True))
+
+
+def test_failing_cell_recorded_and_run_continues(tmp_path):
+    cfg = tmp_path / "f.yaml"
+    cfg.write_text(CFG.replace("params: {noise: 0.0, sleep_ms: 0.0}", "params: {fail: true}"))
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
+    assert res.exit_code == 1
+    df = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
+    bad = df[df.label == "null_b"]
+    assert (bad.error.str.contains("asked to fail")).all() and (bad.value == "").all()
+    assert (df[df.label != "null_b"].error == "").all()
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man["failures"]["count"] == 2 * 3 * 3 * 2 and man["status"] == "complete_with_failures"
+    assert (tmp_path / "o" / "failures.csv").exists()
+
+
+def test_manifest_provenance_and_overrides(cfg, tmp_path):
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1",
+          "--set", "privacy.epsilon=[3.0]"])
+    man = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    for key in ["config", "overrides", "root_seed", "versions", "git", "started", "finished", "cells", "failures"]:
+        assert key in man
+    assert man["overrides"] == ["privacy.epsilon=[3.0]"] and man["repeats_override"] == 1
+    assert man["config"]["privacy"]["epsilon"] == [3.0] and man["root_seed"] == 7
+    assert {"dpexp", "python", "numpy", "scipy"} <= set(man["versions"])
+    assert "commit" in man["git"] and "dirty" in man["git"]
+    rplr = [a for a in man["algorithms"] if a["name"] == "rplr"][0]
+    assert rplr["privacy_spent"] == [{"epsilon": 3.0, "delta": 0.0}] and rplr["neighbouring"] == "replace-one"
+
+
+def test_dry_run_writes_nothing(cfg, tmp_path):
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--dry-run"])
+    assert res.exit_code == 0
+    assert "216 cells" in res.output and '"algorithm": "lr"' in res.output
+    assert not (tmp_path / "a").exists()
+
+
+def test_resume_refuses_other_config(cfg, tmp_path):
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1"])
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    assert res.exit_code == 2 and "different config" in res.output
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--force"])
+    assert res.exit_code == 0
+
+
+SLOW = textwrap.dedent("""\
+    name: slow
+    seed: 3
+    repeats: 24
+    datasets:
+      - name: honkela_synthetic
+        params: {d: 3}
+    sizes: {n_private: [10, 20], n_public: 2, n_test: 10}
+    privacy: {epsilon: 1.0}
+    algorithms:
+      - name: rplr
+      - name: null_model
+        params: {sleep_ms: 60, noise: 0.5}
+    metrics: [spearman, mae]
+    chunk_work: 4
+    """)
+
+
+def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
+    cfg = tmp_path / "slow.yaml"
+    cfg.write_text(SLOW)
+    ref = tmp_path / "ref"
+    assert _run(["run", str(cfg), "--out", str(ref), "--jobs", "1", "-q"]).exit_code == 0
+    out = tmp_path / "killed"
+    env = dict(os.environ, TQDM_DISABLE="1")
+    log = tmp_path / "stderr.txt"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(out), "--jobs", "2"],
+                                cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
+        parts = out / ".parts"
+        deadline = time.time() + 180  # generous: the machine may be busy with other tests
+        while time.time() < deadline and len(list(parts.glob("*.csv"))) < 3 and proc.poll() is None:
+            time.sleep(0.05)
+        exited = proc.poll()
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    done = len(list(parts.glob("*.csv")))
+    assert exited is None, f"the run ended before it was killed: {log.read_text()[-2000:]}"
+    assert 3 <= done < 24, f"the kill must land part-way through the run ({done} parts): {log.read_text()[-2000:]}"
+    assert not (out / "results.csv").exists()
+    res = _run(["run", str(cfg), "--out", str(out), "--jobs", "2", "-q"])
+    assert res.exit_code == 0
+    assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
+
+
+def test_fast_section_applies_overrides_and_is_recorded(tmp_path):
+    cfg = tmp_path / "f.yaml"
+    cfg.write_text(CFG + "fast:\n  repeats: 1\n  set: [\"sizes.n_private=[30]\", \"privacy.epsilon=1.0\"]\n")
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q", "--fast"])
+    assert res.exit_code == 0, res.output
+    man = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert man["overrides"] == ["sizes.n_private=[30]", "privacy.epsilon=1.0"] and man["repeats_override"] == 1
+    assert man["cells"] == 2 * 1 * 1 * 6 * 1
+    bad = tmp_path / "b.yaml"
+    bad.write_text(CFG + "fast:\n  repeat: 1\n")
+    res = CliRunner().invoke(main, ["run", str(bad), "--out", str(tmp_path / "p"), "--fast"])
+    assert res.exit_code == 2 and "fast.repeat is not a known key" in res.output
+
+
+def test_summary_keeps_other_grid_axes_separate(cfg, tmp_path):
+    """With epsilon and n_private both varying, a curve over n_private never averages over epsilon."""
+    from dpexp.results import aggregate, read_results
+
+    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    df = read_results(tmp_path / "a")
+    agg = aggregate(df[df.dataset_params == "d=2"], "n_private_requested", "mae")
+    rplr = agg[agg.label.str.startswith("rplr") & (agg.label.str.contains("omega_x=0.5"))]
+    assert sorted(rplr.epsilon.unique()) == [0.5, 2.0] and len(rplr) == 2 * 3
+    res = _run(["summarize", str(tmp_path / "a"), "--metric", "mae"])
+    assert "| epsilon |" in res.output
+    assert _run(["plot", str(tmp_path / "a"), "--out", str(tmp_path / "f"), "--format", "png"]).exit_code == 0
+
+
+def test_failing_split_is_recorded_not_fatal(tmp_path, monkeypatch):
+    from dpexp.families.gdsc.datasets.synthetic import HonkelaSynthetic
+
+    orig = HonkelaSynthetic.split
+
+    def flaky(self, subset, sizes, rng):
+        if sizes.n_private == 30:
+            raise ValueError("broken split")
+        return orig(self, subset, sizes, rng)
+
+    monkeypatch.setattr(HonkelaSynthetic, "split", flaky)
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(CFG)
+    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
+    assert res.exit_code == 1
+    df = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
+    bad = df[df.n_private_requested == 30]
+    assert len(bad) and bad.error.str.contains("data split failed: ValueError: broken split").all()
+    assert (df[df.n_private_requested != 30].error == "").all()
+
+
+def test_stale_parts_without_manifest_are_refused(cfg, tmp_path):
+    out = tmp_path / "a"
+    _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    (out / "manifest.json").unlink()
+    (out / ".parts").mkdir()
+    (out / ".parts" / "0000000.csv").write_text("orphaned part of an interrupted run\n")
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    assert res.exit_code == 2 and "no readable manifest.json" in res.output
+    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1", "--force"]).exit_code == 0
+
+
+def test_complete_run_is_not_recomputed_and_parts_are_removed(cfg, tmp_path):
+    out = tmp_path / "a"
+    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"]).exit_code == 0
+    assert not (out / ".parts").exists()
+    before = (out / "results.csv").read_bytes()
+    res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    assert res.exit_code == 0 and "already complete" in res.output
+    assert (out / "results.csv").read_bytes() == before

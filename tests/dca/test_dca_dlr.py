@@ -1,0 +1,227 @@
+"""Distributed Bayesian LR (Heikkilä et al. 2017, Alg. 2): calibration, sensitivity eq. (18), noise scales, contract."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpexp.errors import UserError
+from dpexp.families.dca.algorithms import dlr
+from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, client_sigma, noise_factor, sigma_std
+from dpexp.types import Split
+
+
+# ------------------------------------------------------------------------------------------ calibration
+def test_classic_calibration_eq1_and_warning():
+    # Eq. (1): σ = Δ sqrt(2 ln(1.25/δ)) / ε
+    assert sigma_std(1.0, 0.5, 1e-5, "classic") == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 0.5, rel=1e-12)
+    assert sigma_std(2.0, 0.5, 1e-5, "classic") == pytest.approx(9.689610525210778 * 2, rel=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sigma_std(1.0, 0.9, 1e-5, "classic")                 # ε < 1: no warning
+    with pytest.warns(PrivacyCalibrationWarning, match="epsilon=31.6"):
+        sigma_std(1.0, 31.6, 1e-4, "classic")
+
+
+def test_analytic_calibration_known_values():
+    # Balle & Wang (2018): ε = 1, δ = 1e-5, Δ = 1 gives σ ≈ 3.7306 (vs 4.845 for the classic bound)
+    s = sigma_std(1.0, 1.0, 1e-5)
+    assert s == pytest.approx(3.7306, abs=2e-4)
+    # it is exactly tight: δ(σ) of Thm 8 computed independently with scipy equals the target δ
+    for eps, delta, sens in [(1.0, 1e-5, 1.0), (10.0, 1e-4, 3.0), (0.3, 1e-6, 0.5)]:
+        s = sigma_std(sens, eps, delta)
+        a, b = sens / (2 * s), eps * s / sens
+        got = stats.norm.cdf(a - b) - math.exp(eps) * stats.norm.cdf(-a - b)
+        assert got == pytest.approx(delta, rel=1e-6)
+        if eps < 1:
+            assert s < sigma_std(sens, eps, delta, "classic")
+    with pytest.raises(UserError, match="calibration"):
+        sigma_std(1.0, 1.0, 1e-5, "laplace")
+
+
+def test_theorem_1_client_sigma_and_factor():
+    assert client_sigma(3.0, 101, 0) == pytest.approx(3.0 / 10.0)
+    assert noise_factor(100, 9) == pytest.approx(100 / 90)
+    with pytest.raises(UserError):
+        client_sigma(1.0, 5, 4)
+
+
+# ------------------------------------------------------------------------------------------ sensitivity
+def _query(x: np.ndarray, y: float) -> np.ndarray:
+    return dlr.unique_terms(x[None], np.array([y]))[0]
+
+
+@pytest.mark.parametrize("c", [np.array([1.0, 2.0]), np.array([0.5, 0.5, 1.5])])
+def test_eq18_bounds_brute_force_and_is_tight_per_term(c):
+    """Eq. (18) ≥ the brute-force maximum of ||f(x) − f(x')||₂ over a grid of records, and each term's bound is
+    attained by some pair (so no term could be bounded tighter)."""
+    cy = 1.25
+    d = len(c)
+    levels = [np.linspace(-cj, cj, 5) for cj in list(c) + [cy]]
+    recs = np.array(list(itertools.product(*levels)))
+    F = dlr.unique_terms(recs[:, :d], recs[:, d])
+    best = 0.0
+    for i in range(0, len(F), 64):
+        diff = F[i:i + 64, None, :] - F[None, :, :]
+        best = max(best, float(np.sqrt((diff**2).sum(-1)).max()))
+    bound = dlr.ss_sensitivity(c, cy)
+    assert best <= bound + 1e-12
+    per_term = np.abs(F[:, None, :] - F[None, :, :]).max(axis=(0, 1))
+    iu, ju = np.triu_indices(d)
+    expect = np.concatenate([np.where(iu == ju, c[iu] ** 2, 2 * c[iu] * c[ju]), 2 * c * cy])
+    np.testing.assert_allclose(per_term, expect, rtol=1e-12)
+    np.testing.assert_allclose(bound, math.sqrt(np.sum(expect**2)), rtol=1e-12)
+
+
+def test_eq18_common_bound_closed_form():
+    for d in (1, 3, 11):
+        for cx, cy in [(7.5, 7.5), (1.0, 7.5)]:
+            closed = dlr.ss_sensitivity(cx, cy, d)
+            assert closed == pytest.approx(math.sqrt(d * (2 * d - 1) * cx**4 + 4 * d * cx**2 * cy**2), rel=1e-12)
+            assert closed == pytest.approx(dlr.ss_sensitivity(np.full(d, cx), cy), rel=1e-12)
+
+
+def test_second_moment_sensitivity_brute_force():
+    c, cy = np.array([1.0, 3.0]), 2.0
+    recs = np.array(list(itertools.product(*[np.linspace(-v, v, 7) for v in [*c, cy]])))
+    Q = recs**2
+    best = np.sqrt(((Q[:, None] - Q[None]) ** 2).sum(-1)).max()
+    assert best == pytest.approx(dlr.sq_sensitivity(c, cy), rel=1e-12)
+
+
+def test_terms_roundtrip():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 4)), rng.normal(size=30)
+    XX, Xy = dlr.terms_to_stats(dlr.unique_terms(X, y).sum(0), 4)
+    np.testing.assert_allclose(XX, X.T @ X, rtol=1e-12)
+    np.testing.assert_allclose(Xy, X.T @ y, rtol=1e-12)
+    assert dlr.n_terms(4) == 14
+
+
+# ------------------------------------------------------------------------------------------ noise actually drawn
+@pytest.mark.parametrize("setting,factor", [("ta", lambda N: 1.0), ("input", lambda N: N),
+                                            ("ddp", lambda N: N / (N - 1))])
+def test_release_noise_scale(setting, factor):
+    """The noise the release draws has variance σ_std² × {1, N, N/(N−1)} (TA, input perturbation, DDP with T=0).
+
+    Two-sided chi-square test at level 1e-6 (failure probability 1e-6 for a correct implementation)."""
+    rng = np.random.default_rng(7)
+    N, p = 20, 6
+    Z = rng.uniform(-1, 1, (N, p))
+    trials = 400 if setting != "ddp" else 150
+    rel, s = dlr.release_sum(Z, 2.0, 1.0, 1e-5, setting, rng, trials, "analytic", n_compute=3)
+    assert s == pytest.approx(sigma_std(2.0, 1.0, 1e-5))
+    noise = rel - Z.sum(0)
+    var = s**2 * factor(N)
+    lo, hi = stats.chi2.ppf([0.5e-6, 1 - 0.5e-6], noise.size)
+    assert lo < np.sum(noise**2) / var < hi
+
+
+def test_choose_thresholds_on_grid_and_reproducible():
+    a = dlr.choose_thresholds(300, 3, 1.0, 1e-4, np.random.default_rng(1), "analytic", repeats=3)
+    b = dlr.choose_thresholds(300, 3, 1.0, 1e-4, np.random.default_rng(1), "analytic", repeats=3)
+    assert a == b
+    assert all(np.isclose(w, dlr.OMEGA_GRID).any() for w in a)
+    # with (almost) no noise, heavy clipping is not optimal
+    wx, wy = dlr.choose_thresholds(300, 3, 1e6, 0.5, np.random.default_rng(1), "analytic", repeats=3)
+    assert wx > 1.0 and wy > 1.0
+
+
+# ------------------------------------------------------------------------------------------ algorithms
+def _split(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, (n + 100, d))
+    y = X @ rng.normal(0, 0.5, d) + rng.normal(size=n + 100)
+    return Split(X[:n], y[:n], X[:0], y[:0], X[n:], y[n:], {"bound_x": 7.5, "bound_y": 7.5})
+
+
+@pytest.mark.parametrize("name", ["np", "ta", "ta_proj", "ddp", "ddp_proj", "input_perturbation"])
+def test_algorithms_contract(name):
+    from dpexp import registry
+
+    cls = registry.get("algorithm", name)
+    s = _split()
+    out = cls().run(s, 3.0, 1e-4, np.random.default_rng(1), trials=2)
+    assert out.predictions.shape == (2, 100)
+    assert np.isfinite(out.predictions).all()
+    if cls.private:
+        assert cls.neighbouring == "replace-one"
+        assert out.extras["calibration_analytic"] == 1.0
+        assert out.extras["sigma_std"] > 0
+    again = cls().run(s, 3.0, 1e-4, np.random.default_rng(1), trials=2)
+    np.testing.assert_array_equal(out.predictions, again.predictions)
+
+
+def test_projection_helps_and_large_epsilon_approaches_np():
+    s = _split(n=2000, d=3, seed=4)
+    from dpexp.families.dca.algorithms.dlr import DistributedBLR, DistributedProjBLR, NonPrivateBLR
+
+    mae = lambda o: np.abs(o.predictions - s.y_test).mean()  # noqa: E731
+    np_ = mae(NonPrivateBLR().run(s, 1.0, 1e-4, np.random.default_rng(0)))
+    big = mae(DistributedBLR().run(s, 1e5, 1e-4, np.random.default_rng(0)))
+    assert big == pytest.approx(np_, rel=0.02)
+    proj = mae(DistributedProjBLR().run(s, 2.0, 1e-4, np.random.default_rng(0), trials=3))
+    plain = mae(DistributedBLR().run(s, 2.0, 1e-4, np.random.default_rng(0), trials=3))
+    assert proj < plain
+
+
+def test_classic_calibration_recorded_and_bounds_required():
+    s = _split()
+    with pytest.warns(UserWarning, match="classic"):
+        out = dlr.TrustedAggregatorBLR(calibration="classic").run(s, 3.0, 1e-4, np.random.default_rng(0))
+    assert out.extras["calibration_analytic"] == 0.0
+    s.meta = {}
+    with pytest.raises(UserError, match="bound_x"):
+        dlr.TrustedAggregatorBLR().run(s, 3.0, 1e-4, np.random.default_rng(0))
+    dlr.TrustedAggregatorBLR(bound_x=1.0, bound_y=2.0).run(s, 3.0, 1e-4, np.random.default_rng(0))
+
+
+def test_std_floor_when_noisy_moment_negative(monkeypatch):
+    """A negative noisy second moment gives σ̂ = 0.5 (supplement §10): bounds then = ω · 0.5."""
+    s = _split()
+    seen = {}
+    real = dlr.ss_sensitivity
+
+    def fake_release(Z, sens, eps, delta, setting, rng, trials, calibration, **kw):
+        if Z.shape[1] == s.d + 1:                           # the std round: return negative sums
+            return -np.ones((trials, Z.shape[1])), 1.0
+        seen["Z"] = Z
+        return Z.sum(0)[None], 1.0
+
+    monkeypatch.setattr(dlr, "release_sum", fake_release)
+    dlr.TrustedAggregatorProjBLR(omega_x=2.0, omega_y=1.0).run(s, 1.0, 1e-4, np.random.default_rng(0))
+    d = s.d
+    iu, ju = np.triu_indices(d)
+    diag = seen["Z"][:, : iu.size][:, iu == ju]
+    assert diag.max() <= (2.0 * 0.5) ** 2 + 1e-12
+    assert np.abs(seen["Z"][:, iu.size:]).max() <= (2.0 * 0.5) * (1.0 * 0.5) + 1e-12
+    assert real is dlr.ss_sensitivity
+
+
+# ------------------------------------------------------------------------------------------ posterior solve
+def test_direct_solve_is_eq13_and_psd_floor_explodes_on_indefinite_noise():
+    """``solver='direct'`` is eq. (13) with the perturbed statistics as released; flooring a negative eigenvalue of
+    XX̂ at 0 leaves precision λ0 = 1 in that direction, so noise in Xŷ passes through unshrunk."""
+    rng = np.random.default_rng(3)
+    Q, _ = np.linalg.qr(rng.normal(size=(4, 4)))
+    w = np.array([-900.0, 50.0, 400.0, 2000.0])              # noise made one eigenvalue strongly negative
+    XX = (Q * w) @ Q.T
+    Xy = 300.0 * Q[:, 0] + rng.normal(size=4)
+    Xt = rng.normal(size=(7, 4))
+    mu, pred = dlr.fit_predict(XX, Xy, Xt)
+    np.testing.assert_allclose(mu, np.linalg.solve(np.eye(4) + XX, Xy), rtol=1e-10)
+    np.testing.assert_allclose(pred, Xt @ mu, rtol=1e-10)
+    mu_f, _ = dlr.fit_predict(XX, Xy, Xt, solver="psd_floor")
+    assert abs(Q[:, 0] @ mu) < 1.0                           # 300 / (1 − 900): shrunk
+    assert abs(Q[:, 0] @ mu_f) > 250.0                       # 300 / (1 + 0): passes through
+    # batched, with one exactly singular system: that one is NaN, the others are solved
+    XXb = np.stack([XX, -np.eye(4), XX])
+    mub, _ = dlr.fit_predict(XXb, np.stack([Xy, Xy, Xy]), Xt)
+    assert np.isnan(mub[1]).all() and np.allclose(mub[0], mu) and np.allclose(mub[2], mu)
+    with pytest.raises(UserError, match="solver"):
+        dlr.fit_predict(XX, Xy, Xt, solver="lstsq")
