@@ -172,7 +172,7 @@ def _describe(kind: str, name: str, obj: object) -> None:
     import textwrap
 
     click.echo(f"{kind[:-1]} {name}")
-    for attr in ("private", "formally_dp", "neighbouring", "requires_delta", "shared_split"):
+    for attr in ("family", "private", "formally_dp", "neighbouring", "requires_delta", "shared_split"):
         if hasattr(obj, attr):
             click.echo(f"  {attr}: {getattr(obj, attr)}")
     doc = textwrap.dedent((obj.__doc__ or "").strip("\n"))

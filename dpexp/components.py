@@ -41,6 +41,10 @@ class Algorithm:
     Class attributes every subclass sets:
 
     * ``name``: registry name; ``description``: one line for ``dpexp list``.
+    * ``family``: the paper family the algorithm belongs to (``"gdsc"``, ``"slr"``, ``"dca"``...: the package
+      ``dpexp/families/<family>/`` it lives in).
+    * ``audit``: how ``dpexp audit`` tests its privacy claim, a ``dpexp.audit.plan.AuditPlan`` pointing to a
+      design function of the family's ``audit.py`` (None for non-private algorithms, which are reported as not DP).
     * ``private``: False for non-private baselines (the runner then ignores epsilon and computes once per split).
     * ``formally_dp``: False for heuristics that use noise but carry no DP guarantee (e.g. ``oi_mos``).
     * ``neighbouring``: "replace-one" (bounded DP) or "add-remove" (unbounded DP); None when not private.
@@ -50,6 +54,8 @@ class Algorithm:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    audit: ClassVar[Any] = None   # dpexp.audit.plan.AuditPlan (not imported here: audit builds on components)
     private: ClassVar[bool] = True
     formally_dp: ClassVar[bool] = True
     neighbouring: ClassVar[str | None] = "replace-one"

@@ -1,50 +1,25 @@
-"""One small registry for datasets, algorithms, metrics and plot kinds (name -> class).
+"""One small registry for datasets, algorithms, metrics and plot kinds (name -> class or function).
 
-Components register themselves with the decorators below when their module is imported;
-``load_all()`` imports every module listed in ``PLUGIN_MODULES`` (add yours there).  The registry is loaded
-lazily so that ``dpexp --help`` stays fast.
+Components register themselves with the decorators below when their module is imported.  ``load_all()`` imports
+every module of the core packages ``dpexp.metrics`` and ``dpexp.plotting`` and every module below
+``dpexp.families`` (a ``pkgutil`` walk), so a new component is found by being a file in one of those folders:
+there is no list to edit.  The registry is loaded lazily so that ``dpexp --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any, Callable, TypeVar
 
 from dpexp.errors import UserError
 
-PLUGIN_MODULES: list[str] = [
-    # runner issue: synthetic data, robust private LR family, basic metrics
-    "dpexp.families.gdsc.datasets.synthetic",
-    "dpexp.families.gdsc.algorithms.rplr",
-    "dpexp.families.diagnostics.algorithms.null_model",
-    "dpexp.metrics.accuracy",
-    "dpexp.plotting.base",
-    # later issues append their modules here (one line each)
-    "dpexp.families.slr.datasets.opportunity",
-    "dpexp.families.slr.datasets.uci",
-    "dpexp.families.slr.datasets.synthetic",
-    "dpexp.families.slr.metrics",
-    "dpexp.families.slr.plots",
-    "dpexp.families.dca.datasets.uci",
-    "dpexp.families.dca.algorithms.dlr",
-    "dpexp.families.slr.algorithms.dp_gd",
-    "dpexp.families.slr.algorithms.dp_theil_sen",
-    "dpexp.families.slr.algorithms.noisy_stats",
-    "dpexp.families.slr.algorithms.oi_mos",
-    "dpexp.families.slr.algorithms.references",
-    "dpexp.families.dca.algorithms.timing",
-    "dpexp.families.dca.datasets.clients",
-    "dpexp.families.dca.plots",
-    "dpexp.families.gdsc.datasets.gdsc",
-    "dpexp.families.gdsc.datasets.staged_synth",
-    "dpexp.families.gdsc.algorithms.output_perturbation",
-    "dpexp.families.gdsc.algorithms.functional_mechanism",
-    "dpexp.families.gdsc.algorithms.baselines",
-    "dpexp.families.gdsc.metrics",
-    "dpexp.families.gdsc.plots",
-]
+#: packages whose every module is imported by ``load_all`` (core shared kinds first, then the paper families)
+DISCOVERED_PACKAGES: tuple[str, ...] = ("dpexp.metrics", "dpexp.plotting", "dpexp.families")
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}
+#: plot kind -> its pydantic options model (``register_plot(options=...)``), validated by ``spec`` before a run
+_PLOT_OPTIONS: dict[str, Any] = {}
 _loaded = False
 
 T = TypeVar("T")
@@ -69,16 +44,48 @@ def _register(kind: str) -> Callable[[T], T]:
 register_algorithm = _register("algorithm")
 register_dataset = _register("dataset")
 register_metric = _register("metric")
-register_plot = _register("plot")
+_register_plot_fn = _register("plot")
+
+
+def register_plot(fn: T | None = None, *, options: Any = None) -> Any:
+    """Register a plot kind ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` under its function name.
+
+    ``options`` is the kind's pydantic model of ``plots[i].options``; ``spec`` validates a config's options through
+    ``plot_options(kind)`` before any work.  Use as ``@register_plot`` or ``@register_plot(options=Model)``.
+    """
+    def deco(f: T) -> T:
+        _register_plot_fn(f)
+        if options is not None:
+            _PLOT_OPTIONS[getattr(f, "name", None) or f.__name__] = options  # type: ignore[attr-defined]
+        return f
+
+    return deco if fn is None else deco(fn)
+
+
+def plot_options(kind: str) -> Any:
+    """The options model of plot kind ``kind`` (None when it takes no options); ``UserError`` for unknown kinds."""
+    get("plot", kind)
+    return _PLOT_OPTIONS.get(kind)
+
+
+def _import_tree(package: str) -> None:
+    """Import ``package`` and every module below it, in sorted order (an import error is raised, never hidden)."""
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        name = f"{package}.{info.name}"
+        if info.ispkg:
+            _import_tree(name)
+        else:
+            importlib.import_module(name)
 
 
 def load_all() -> None:
-    """Import every plugin module once (idempotent)."""
+    """Import every module of ``DISCOVERED_PACKAGES`` once (idempotent)."""
     global _loaded
     if _loaded:
         return
-    for mod in PLUGIN_MODULES:
-        importlib.import_module(mod)
+    for package in DISCOVERED_PACKAGES:
+        _import_tree(package)
     _loaded = True
 
 

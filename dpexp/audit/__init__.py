@@ -3,7 +3,7 @@
 ``run_audit`` is what the CLI calls.  Per algorithm (``core.audit_algorithm``): stress neighbours at the declared
 bounds with a pilot search (``neighbours``), ≥ 10⁵ vectorised runs per side, events chosen on one half and
 evaluated on the other (``events``) with Clopper–Pearson bounds (``bounds``), verdict PASS/FAIL; non-DP
-algorithms are reported as "not DP by design" (``entries``).  The table goes to stdout, CSV and Markdown
+algorithms are reported as "not DP by design" (``entries``; each algorithm declares its ``AuditPlan``).  The table goes to stdout, CSV and Markdown
 (``report``).  What a PASS does and does not mean: docs/audit.md.
 """
 
@@ -52,8 +52,9 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
     cls = registry.get("algorithm", name)
     entry = entry_for(name)
     if entry is None:
-        return AuditResult(name, ERROR, note=f"no audit entry for {name!r} (module {cls.__module__}); add one in "
-                                             "dpexp/audit/entries.py")
+        return AuditResult(name, ERROR, note=f"no audit plan for {name!r} ({cls.__module__}): declare "
+                                             "`audit = AuditPlan(design=...)` on the class (designs: the family's "
+                                             "audit.py)")
     if entry.skip:
         return AuditResult(name, SKIP, note=entry.skip, relation=entry.relation or "")
     if not entry.audited:

@@ -19,6 +19,7 @@ import tracemalloc
 import numpy as np
 from pydantic import Field
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.families.dca.protocol.backends import InProcessBackend
 from dpexp.families.dca.protocol.dca import DCA, SyntheticClients
@@ -53,6 +54,9 @@ class DCATiming(Algorithm):
     (ε, δ)-DP for replace-one neighbours (Δ₂ = 2√d on [−1, 1]^d, Thm 1 noise); the timings are what is reported."""
 
     name = "dca_timing"
+    family = "dca"
+    audit = AuditPlan(skip="timing harness: its outputs are zeros and wall times, the client values come from "
+                           "meta['client_seed'], not from the split's rows (nothing data-dependent to audit)")
     description = "wall time and peak memory of one DCA round (Heikkila et al. 2017 Table 1)"
     neighbouring = "replace-one"
 

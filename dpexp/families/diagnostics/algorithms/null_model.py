@@ -21,6 +21,7 @@ class NullModel(Algorithm):
     """
 
     name = "null_model"
+    family = "diagnostics"
     description = "diagnostic: predicts the training mean (for runner tests and benchmarks)"
     private = False
     neighbouring = None

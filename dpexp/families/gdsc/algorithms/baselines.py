@@ -47,6 +47,7 @@ class PublicOnlyLR(BatchedAlgorithm):
     """Non-private Bayesian LR on the public rows only (the horizontal baselines of Fig. 2; Fig. 3's reference)."""
 
     name = "lr_public"
+    family = "gdsc"
     description = "non-private Bayesian LR on the public rows only (baseline; optional other d via the view)"
     private = False
     neighbouring = None
@@ -116,6 +117,7 @@ class RobustLR(Algorithm):
     exact statistics — no noise (thesis §3.8.1, the "non-private version with clipping")."""
 
     name = "rlr"
+    family = "gdsc"
     description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
     private = False
     neighbouring = None

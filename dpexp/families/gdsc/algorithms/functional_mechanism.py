@@ -28,9 +28,11 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.output_perturbation import _bounds, scale_unit
+from dpexp.families.gdsc.audit import unit_box
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -70,6 +72,8 @@ class FunctionalMechanismLR(BatchedAlgorithm):
     """
 
     name = "fmlr"
+    family = "gdsc"
+    audit = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
     description = "functional mechanism LR: Laplace-perturbed objective coefficients (Zhang et al. 2012)"
     neighbouring = "replace-one"
     Params = _FMParams

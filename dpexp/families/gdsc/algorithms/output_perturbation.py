@@ -31,8 +31,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
+from dpexp.families.gdsc.audit import unit_box
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -109,6 +111,8 @@ class OutputPerturbationLR(BatchedAlgorithm):
     """
 
     name = "oplr"
+    family = "gdsc"
+    audit = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
     description = "output-perturbed ridge LR in the unit ball (Wu et al. 2015 as in Honkela et al. 2018)"
     neighbouring = "replace-one"
     Params = _OPLRParams

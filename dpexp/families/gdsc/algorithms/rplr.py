@@ -25,8 +25,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, BatchedAlgorithm, Params
 from dpexp.errors import UserError
+from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.models.vb import fit_vb, noise_ridge, ridge_stabilised
 from dpexp.privacy.mechanisms import laplace_scale
@@ -114,6 +116,7 @@ class BayesLR(BatchedAlgorithm):
     (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
 
     name = "lr"
+    family = "gdsc"
     description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
     private = False
     neighbouring = None
@@ -241,6 +244,11 @@ class RobustPrivateLR(BatchedAlgorithm):
     """
 
     name = "rplr"
+    family = "gdsc"
+    # the tuned defaults (split/omega: auto) depend only on public facts (n, d, ε); fixing them audits the
+    # same release at the paper's split and ω = 1 without running the tuner on every call
+    audit = AuditPlan(design=clipped_statistics, params={"p1": 0.35, "p2": 0.6, "p3": 0.05, "omega_x": 1.0,
+                                                              "omega_y": 1.0})
     description = "robust private LR: clipped, Laplace-perturbed sufficient statistics (Honkela et al. 2018)"
     neighbouring = "replace-one"
     Params = _RPLRParams
@@ -381,6 +389,8 @@ class PrivateLR(Algorithm):
     precisions (no yᵀy needed).  ε-DP under replace-one neighbours; sensitivities as in the module docstring."""
 
     name = "plr"
+    family = "gdsc"
+    audit = AuditPlan(design=clipped_statistics)
     description = "private LR without projection: whole-range bounds, even split of epsilon"
     neighbouring = "replace-one"
     Params = _PLRParams
@@ -422,6 +432,8 @@ class SplitSearch(Algorithm):
     those grid points are left out (the heat-map cells stay empty).  ε-DP under replace-one neighbours exactly as ``rplr``."""
 
     name = "split_search"
+    family = "gdsc"
+    audit = AuditPlan(design=clipped_statistics)
     description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
     neighbouring = "replace-one"
     Params = _SplitSearchParams

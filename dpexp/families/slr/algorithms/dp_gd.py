@@ -26,8 +26,10 @@ import math
 import numpy as np
 from pydantic import Field
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
+from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
 from dpexp.privacy.accounting import zcdp_to_approx_dp
 from dpexp.registry import register_algorithm
@@ -99,6 +101,8 @@ def rho_for_approx(epsilon: float, delta: float) -> float:
 
 
 class _DPGD(Algorithm):
+    # T noisy steps over all rows per trial: fewer trials and a smaller pilot keep `make audit` in its time box
+    audit = AuditPlan(design=unit_square, trials_factor=0.4, pilot_trials=2_000)
     private = True
     neighbouring = "replace-one"
     Params = GDParams
@@ -123,6 +127,7 @@ class DPGDPure(_DPGD):
     under replace-one; ε/T per step); ε-DP."""
 
     name = "dpgd_pure"
+    family = "slr"
     description = "DP gradient descent with Laplace noise (Alg. 6), eps-DP"
 
     def laplace_scale(self, epsilon: float) -> float:
@@ -142,6 +147,7 @@ class DPGDzCDP(_DPGD):
     2√2τ under replace-one); ρ-zCDP (not pure ε-DP)."""
 
     name = "dpgd_zcdp"
+    family = "slr"
     description = "DP gradient descent with Gaussian noise (Alg. 7), (eps^2/2)-zCDP"
 
     def rho(self, epsilon: float) -> float:
@@ -166,6 +172,7 @@ class DPGDApprox(DPGDzCDP):
     Appendix F Lemma 2)."""
 
     name = "dpgd_approx"
+    family = "slr"
     description = "DP gradient descent with Gaussian noise (Alg. 7), (eps, delta)-DP via zCDP, delta=2^-30"
     Params = GDApproxParams
 

@@ -24,7 +24,9 @@ from typing import Iterator
 import numpy as np
 from pydantic import Field
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
+from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import KType, RangeParams, check_epsilon, x_new, xy
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
@@ -56,6 +58,7 @@ def resolve_k(k: int | str, n: int) -> tuple[bool, int]:
 
 
 class _DPTheilSen(Algorithm):
+    audit = AuditPlan(design=unit_square)
     private = True
     neighbouring = "replace-one"
     Params = TSParams
@@ -104,6 +107,7 @@ class DPExpTheilSen(_DPTheilSen):
     ε-DP under replace-one (Lemmas 2 and 4).  Sampling: Gumbel-max over the intervals between sorted estimates."""
 
     name = "dp_exp_theil_sen"
+    family = "slr"
     description = "DP Theil-Sen, exponential-mechanism median (Alg. 2+3), eps-DP"
 
     def _median_all(self, z, eps_pt, c, rng, trials):
@@ -119,6 +123,7 @@ class DPWideTheilSen(_DPTheilSen):
     ε/(n_test·k); ε-DP under replace-one (Lemmas 2 and 5)."""
 
     name = "dp_wide_theil_sen"
+    family = "slr"
     description = "DP Theil-Sen, theta-widened exponential-mechanism median (Alg. 2+4), eps-DP"
     Params = WideParams
 
@@ -138,6 +143,7 @@ class DPSSTheilSen(_DPTheilSen):
     set (all pairs vertical) is released like any other: median r_l (padding) with the full-span sensitivity."""
 
     name = "dp_ss_theil_sen"
+    family = "slr"
     description = "DP Theil-Sen, smooth-sensitivity median with Student's t noise (Alg. 2+5), eps-DP"
     Params = SSParams
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
+from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -57,6 +59,8 @@ class NoisyStats(Algorithm):
     under replace-one with public n and data in [0, 1]^2.  A trial with nvar + L2 <= 0 fails (NaN row)."""
 
     name = "noisy_stats"
+    family = "slr"
+    audit = AuditPlan(design=unit_square)
     description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
     private = True
     neighbouring = "replace-one"
@@ -81,6 +85,8 @@ class NoisyIntercept(Algorithm):
     y in [0, 1], so it is ε-DP (one release serves all x_new)."""
 
     name = "noisy_intercept"
+    family = "slr"
+    audit = AuditPlan(design=unit_square)
     description = "NoisyIntercept (Sec. 2.4): Laplace-noised mean of y, eps-DP"
     private = True
     neighbouring = "replace-one"

@@ -68,6 +68,7 @@ class OIMaxObservedSensitivity(Algorithm):
     DP (the noise scale is a non-private function of all tracts)."""
 
     name = "oi_mos"
+    family = "slr"
     description = "Opportunity Insights max-observed-sensitivity heuristic (NOT formally DP)"
     private = True
     formally_dp = False

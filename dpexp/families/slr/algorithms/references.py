@@ -37,6 +37,7 @@ class OLS(Algorithm):
     """Ordinary least squares predictions at X_test (Eq. 2 of Alabi et al.); NaN if nvar(x) = 0."""
 
     name = "ols"
+    family = "slr"
     description = "non-private OLS predictions (p25, p75)"
     private = False
     neighbouring = None
@@ -53,6 +54,7 @@ class TheilSen(Algorithm):
     """Theil–Sen with all pairs: median over non-vertical pairs of the pairwise predictions (Sec. 2.2)."""
 
     name = "theil_sen"
+    family = "slr"
     description = "non-private Theil-Sen over all pairs"
     private = False
     neighbouring = None
@@ -77,6 +79,7 @@ class TheilSenKMatch(Algorithm):
     each trial draws new matchings."""
 
     name = "theil_sen_kmatch"
+    family = "slr"
     description = "non-private Theil-Sen over k random matchings"
     private = False
     neighbouring = None
