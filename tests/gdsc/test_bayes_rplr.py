@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from dpexp.families.gdsc import tuning
-from dpexp.families.gdsc.algorithms.rplr import BayesLR, RobustPrivateLR, _dp_sigmas
+from dpexp.families.gdsc.algorithms.lr import BayesLR
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR, _dp_sigmas
 from dpexp.models.vb import fit_vb
 from dpexp.types import Split
 

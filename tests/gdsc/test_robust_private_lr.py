@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from dpexp.families.gdsc.algorithms.rplr import (BayesLR, PrivateLR, RobustPrivateLR, clip, perturbed_stats,
-                                                 sensitivities, sufficient_stats)
+from dpexp.families.gdsc.algorithms.lr import BayesLR
+from dpexp.families.gdsc.algorithms.plr import PrivateLR
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.stats import clip, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.types import Split
 

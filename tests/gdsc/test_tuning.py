@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from dpexp.families.gdsc import tuning
-from dpexp.families.gdsc.algorithms.rplr import clip, sensitivities
+from dpexp.families.gdsc.stats import clip, noise_scales, sensitivities
 from dpexp.models.bayes_lr import posterior_mean_fixed
 
 
@@ -64,7 +64,7 @@ def test_vectorised_grid_equals_brute_force_loop():
 
 
 def test_noise_scales_follow_methods_4_3():
-    bxx, bxy, byy = tuning._laplace_scales(10, np.array(0.5), np.array(2.0), (0.35, 0.6, 0.05), 2.0)
+    bxx, bxy, byy = noise_scales(10, np.array(0.5), np.array(2.0), (0.35, 0.6, 0.05), 2.0)
     assert bxx == pytest.approx(10 * 11 * 0.25 / 0.7)
     assert bxy == pytest.approx(2 * 10 * 0.5 * 2.0 / 1.2)
     assert byy == pytest.approx(4.0 / 0.1)

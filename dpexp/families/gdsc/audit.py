@@ -7,22 +7,19 @@ import numpy as np
 
 from dpexp.audit.neighbours import Design
 from dpexp.components import Algorithm
+from dpexp.families.gdsc.stats import Clipping
 from dpexp.types import Split
 
 
-def clipped_statistics(alg: Algorithm) -> Design:
+def clipped_statistics(alg: Clipping) -> Design:
     """Robust private LR family (rplr, plr, split_search): coordinates clipped to [−B_x, B_x], y to [−B_y, B_y]
-    with B = ω·σ from ``meta['sigma_x'|'sigma_y']`` (set to 1 here, so B = ω) or the declared ``B_x``/``B_y``
-    parameters.  d = 1 keeps the released statistics few, so a scalar projection sees most of the privacy loss; the
-    test point sits at the bound where predictions move most."""
+    where the algorithm's ``bounds`` puts them (``stats.Clipping``): B = ω·σ from ``meta['sigma_x'|'sigma_y']``
+    (set to 1 here, so B = ω) or the declared whole-range bounds.  d = 1 keeps the released statistics few, so a
+    scalar projection sees most of the privacy loss; the test point sits at the bound where predictions move most."""
     meta = {"sigma_x": 1.0, "sigma_y": 1.0}
-    if hasattr(alg, "bounds"):
-        probe = Split(np.zeros((1, 1)), np.zeros(1), np.empty((0, 1)), np.empty(0), np.zeros((1, 1)), np.zeros(1),
-                      dict(meta))
-        B_x, B_y = (float(v) for v in alg.bounds(probe))
-    else:
-        B_x = float(getattr(alg.params, "B_x", 1.0))
-        B_y = float(getattr(alg.params, "B_y", 1.0))
+    probe = Split(np.zeros((1, 1)), np.zeros(1), np.empty((0, 1)), np.empty(0), np.zeros((1, 1)), np.zeros(1),
+                  dict(meta))
+    B_x, B_y = (float(v) for v in alg.bounds(probe))
     return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta)
 
 

@@ -45,6 +45,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dpexp.families.gdsc.stats import laplace_noise, noise_scales
 from dpexp.rng import stream
 
 #: Fixed root seed of all tuning streams (documented; change it only together with the cache version).
@@ -163,14 +164,6 @@ def aux_data(n: int, d: int, n_aux: int, rng: np.random.Generator) -> tuple[np.n
     return X, y
 
 
-def _sym_laplace(rng: np.random.Generator, size: tuple[int, ...], d: int) -> np.ndarray:
-    """Standard Laplace noise on the d(d+1)/2 upper-triangular entries, mirrored (diagonal once): (…, d, d)."""
-    iu = np.triu_indices(d)
-    N = np.zeros(size + (d, d))
-    N[..., iu[0], iu[1]] = rng.laplace(0.0, 1.0, size=size + (iu[0].size,))
-    return N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-
-
 def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     """Spearman correlation of every row of ``pred`` (…, n) with a fixed vector whose 0-based ranks are
     ``y_rank`` (n,) (no ties): ρ = (Σ r_p r_y − n((n−1)/2)²) / (n(n²−1)/12), computed with one argsort."""
@@ -179,13 +172,6 @@ def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     s = np.asarray(y_rank, dtype=np.float64)[order] @ np.arange(n, dtype=np.float64)
     m = (n - 1) / 2.0
     return (s - n * m * m) / (n * (n * n - 1) / 12.0)
-
-
-def _laplace_scales(d: int, Bx: np.ndarray, By: np.ndarray, split: tuple[float, float, float], eps: float
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Laplace scales of Methods 4.3 (sensitivities in dpexp.families.gdsc.algorithms.rplr)."""
-    p1, p2, p3 = split
-    return d * (d + 1) * Bx**2 / (p1 * eps), 2.0 * d * Bx * By / (p2 * eps), By**2 / (p3 * eps)
 
 
 class _AuxProblem:
@@ -204,16 +190,15 @@ class _AuxProblem:
         self.XX = np.einsum("aknd,akne->akde", Xc, Xc)                            # (A, Kx, d, d)
         self.Xy = np.einsum("aknd,ajn->akjd", Xc, yc)                             # (A, Kx, Ky, d)
         self.yy = np.einsum("ajn,ajn->aj", yc, yc)                                # (A, Ky)
-        self.Lxx = _sym_laplace(rng, (n_aux, n_noise), d)                         # (A, N, d, d)
-        self.Lxy = rng.laplace(0.0, 1.0, size=(n_aux, n_noise, d))
-        self.Lyy = rng.laplace(0.0, 1.0, size=(n_aux, n_noise))
+        # standard noise of one release per (aux, noise draw), scaled per grid point: (A,N,d,d), (A,N,d), (A,N)
+        self.Lxx, self.Lxy, self.Lyy = laplace_noise(d, rng, (n_aux, n_noise))
         self.y_rank = np.argsort(np.argsort(y, axis=1), axis=1).astype(np.float64)  # (A, n)
         self.XT32 = np.ascontiguousarray(np.swapaxes(X, 1, 2), dtype=np.float32)   # (A, d, n)
 
     def noisy(self, split: tuple[float, float, float], eps: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Perturbed statistics on the full grid: XX (A,N,Kx,d,d), Xy (A,N,Kx,Ky,d), yy (A,N,Ky)."""
-        bxx, bxy, byy = _laplace_scales(self.d, self.Bx[:, :, None], self.By[:, None, :], split, eps)
+        bxx, bxy, byy = noise_scales(self.d, self.Bx[:, :, None], self.By[:, None, :], split, eps)
         XX = self.XX[:, None] + self.Lxx[:, :, None] * bxx[:, :, 0][:, None, :, None, None]
         Xy = self.Xy[:, None] + self.Lxy[:, :, None, None, :] * bxy[:, None, :, :, None]
         yy = self.yy[:, None] + self.Lyy[:, :, None] * byy[:, 0, :][:, None]
@@ -308,7 +293,7 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
             XX, Xy, yy = prob.noisy(sp, float(epsilon))
             XXi = XX[:, :, i]
             if stabilize == "noise_ridge":
-                bxx = _laplace_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon))[0]
+                bxx = noise_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon))[0]
                 XXi = ridge_stabilised(XXi, noise_ridge(prob.d, bxx[:, i, 0])[:, None])
             res = fit_vb(XXi, Xy[:, :, i, j], yy[:, :, j], int(n))                    # (A, N) problems
             pred = np.einsum("and,amd->amn", prob.X, res.mean)

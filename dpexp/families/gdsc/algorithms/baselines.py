@@ -20,6 +20,7 @@ from pydantic import Field
 
 from dpexp.components import Algorithm, BatchedAlgorithm, Params
 from dpexp.errors import UserError
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -89,23 +90,7 @@ class PublicOnlyLR(BatchedAlgorithm):
 # ----------------------------------------------------------------------------------------------------------------
 # rlr: non-private with the same clipping as rplr
 # ----------------------------------------------------------------------------------------------------------------
-def _rplr_cls():
-    from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
-
-    return RobustPrivateLR
-
-
-def _bounds_of(ref: Algorithm, split: Split, epsilon: float) -> tuple[float, float]:
-    """Thresholds (B_x, B_y) that ``rplr`` with the same parameters would use on this split at ``epsilon``."""
-    import inspect
-
-    sig = inspect.signature(ref.bounds)  # type: ignore[attr-defined]
-    if "epsilon" in sig.parameters:
-        return ref.bounds(split, epsilon=epsilon)  # type: ignore[attr-defined]
-    return ref.bounds(split)  # type: ignore[attr-defined]
-
-
-class _RLRParams(_rplr_cls().Params):  # type: ignore[misc, valid-type]
+class _RLRParams(RobustPrivateLR.Params):  # type: ignore[misc, valid-type]
     tune_epsilon: float = Field(2.0, gt=0, description="epsilon at which rplr's thresholds are chosen (no noise "
                                                         "is added; rlr is non-private)")
 
@@ -126,16 +111,15 @@ class RobustLR(Algorithm):
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         p = self.params
         kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
-        ref = _rplr_cls()(**kw)
-        B_x, B_y = _bounds_of(ref, split, p.tune_epsilon)
+        ref = RobustPrivateLR(**kw)
+        B_x, B_y = ref.bounds(split, epsilon=p.tune_epsilon)   # the thresholds rplr would use here (stats.Clipping)
         if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
             B_x = B_y = np.inf
         Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
         X = np.concatenate([split.X_public, Xc])
         y = np.concatenate([split.y_public, yc])
-        prior = getattr(ref.params, "prior", "fixed")
-        w = _fit((X.T @ X)[None], (X.T @ y)[None], np.array([y @ y]), np.array([float(len(y))]), prior,
-                 getattr(ref.params, "lam", 1.0), getattr(ref.params, "lam0", 1.0))[0]
+        w = _fit((X.T @ X)[None], (X.T @ y)[None], np.array([y @ y]), np.array([float(len(y))]), ref.params.prior,
+                 ref.params.lam, ref.params.lam0)[0]
         pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
         return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
                       extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),

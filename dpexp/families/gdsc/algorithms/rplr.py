@@ -1,20 +1,12 @@
-"""Robust private linear regression (Honkela et al. 2018) and its non-private / unprojected references.
+"""Robust private linear regression, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
 
-The private algorithms release Laplace-perturbed sufficient statistics (XᵀX, Xᵀy, yᵀy) of the *private* rows after
-projecting (clipping) x to [−B_x, B_x] and y to [−B_y, B_y], add the exact statistics of the public rows, and fit
-Bayesian linear regression to the sum (Methods 4.1–4.2; thesis Alg. 2).
+Releases Laplace-perturbed sufficient statistics (XᵀX, Xᵀy, yᵀy) of the *private* rows after projecting
+(clipping) x to [−B_x, B_x] and y to [−B_y, B_y] (``dpexp.families.gdsc.stats``: sensitivities and noise), adds the
+exact statistics of the public rows, and fits Bayesian linear regression to the sum.
 
-Neighbouring relation: bounded DP — neighbours replace one private row (replace-one), as in the paper.
-
-Sensitivities (L1, replace-one, after clipping each coordinate to [−B_x, B_x] and y to [−B_y, B_y]):
-
-* XᵀX: each of the d(d+1)/2 unique entries Σ x_j x_k changes by at most 2B_x² (one term in [−B_x², B_x²] is
-  replaced), so Δ₁ = d(d+1)/2 · 2B_x² = d(d+1)B_x²; Laplace scale d(d+1)B_x²/(p1 ε).
-* Xᵀy: d entries, each term in [−B_xB_y, B_xB_y]: Δ₁ = 2dB_xB_y; scale 2dB_xB_y/(p2 ε).
-* yᵀy: one entry, each term in [0, B_y²]: Δ₁ = B_y²; scale B_y²/(p3 ε).
-
-Sequential composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP.  Clipping bounds B = ω·σ use the
-dataset's σ (``split.meta['sigma_x'|'sigma_y']``), which the paper takes from the data without spending budget.
+Neighbouring relation: bounded DP — neighbours replace one private row (replace-one), as in the paper.  Sequential
+composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP.  Clipping bounds B = ω·σ use the dataset's σ
+(``split.meta['sigma_x'|'sigma_y']``), which the paper takes from the data without spending budget.
 """
 
 from __future__ import annotations
@@ -26,127 +18,21 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm, BatchedAlgorithm, Params
+from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import clipped_statistics
-from dpexp.models.bayes_lr import posterior_mean_fixed
-from dpexp.models.vb import fit_vb, noise_ridge, ridge_stabilised
+from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
+from dpexp.models.vb import noise_ridge
 from dpexp.privacy.mechanisms import laplace_scale
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
-
-
-def sufficient_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """(XᵀX, Xᵀy, yᵀy) of the rows."""
-    return X.T @ X, X.T @ y, float(y @ y)
-
-
-def clip(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float) -> tuple[np.ndarray, np.ndarray]:
-    """Project every coordinate of x to [−B_x, B_x] and y to [−B_y, B_y] (the paper's outlier projection)."""
-    return np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)
-
-
-def sensitivities(d: int, B_x: float, B_y: float) -> tuple[float, float, float]:
-    """L1 sensitivities (XᵀX unique entries, Xᵀy, yᵀy) under replace-one neighbours; see the module docstring."""
-    return d * (d + 1) * B_x**2, 2.0 * d * B_x * B_y, B_y**2
-
-
-def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx: float, eps_xy: float,
-                    eps_yy: float | None, rng: np.random.Generator, trials: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Clip, compute and perturb the statistics ``trials`` times: (trials,d,d), (trials,d), (trials,).
-
-    Noise for XᵀX is drawn on the d(d+1)/2 upper-triangular entries and mirrored, so the release stays symmetric.
-    ``eps_yy=None`` releases no yᵀy (returns NaN), for models that do not need it.
-    """
-    d = X.shape[1]
-    Xc, yc = clip(X, y, B_x, B_y)
-    XX, Xy, yy = sufficient_stats(Xc, yc)
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
-    iu = np.triu_indices(d)
-    noise = rng.laplace(0.0, laplace_scale(s_xx, eps_xx), size=(trials, iu[0].size))
-    N = np.zeros((trials, d, d))
-    N[:, iu[0], iu[1]] = noise
-    N = N + np.swapaxes(N, 1, 2) - N * np.eye(d)  # mirror, diagonal counted once
-    XXn = XX[None] + N
-    Xyn = Xy[None] + rng.laplace(0.0, laplace_scale(s_xy, eps_xy), size=(trials, d))
-    if eps_yy is None:
-        yyn = np.full(trials, np.nan)
-    else:
-        yyn = yy + rng.laplace(0.0, laplace_scale(s_yy, eps_yy), size=trials)
-    return XXn, Xyn, yyn
-
-
-def _fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
-                 lam0: float, engine: str = "vb", rng: np.random.Generator | None = None,
-                 ridge: np.ndarray | float | None = None, solver: str = "psd_floor") -> np.ndarray:
-    """Posterior-mean weights (…, d) from (possibly perturbed) statistics, batched over leading axes.
-
-    ``prior="fixed"``: Eqs. 3–4 with fixed λ, λ0 (``dpexp.models.bayes_lr``).  ``prior="gamma"``: Gamma(2, 2) priors
-    on λ and λ0 (Eq. 6), fitted by the ``vb`` engine (``dpexp.models.vb``, default) or PyMC ADVI (``engine="pymc"``,
-    the paper's 5000 iterations; optional extra, slow: one fit per problem).
-    """
-    if prior == "fixed":
-        return posterior_mean_fixed(XX, Xy, lam, lam0, solver)
-    if engine == "pymc":
-        from dpexp.models.pymc_backend import posterior_mean_pymc
-
-        return posterior_mean_pymc(XX, Xy, yy, n, rng if rng is not None else np.random.default_rng(0))
-    if ridge is not None:
-        XX = ridge_stabilised(XX, ridge)
-    return fit_vb(XX, Xy, yy, n).mean
-
-
-class _FixedPrecision(Params):
-    lam: float = Field(1.0, gt=0, description="noise precision lambda (prior: fixed)")
-    lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (prior: fixed)")
-    solver: Literal["psd_floor", "direct"] = Field(
-        "psd_floor", description="prior: fixed: floor the eigenvalues of the perturbed X'X at 0 before the solve "
-                                 "(default) or solve Eqs. 3-4 on the statistics as released (the papers' text)")
-
-
-class _LRParams(_FixedPrecision):
-    prior: Literal["fixed", "gamma"] = Field("fixed", description="fixed precisions (Eqs. 3-4) or Gamma(2,2) priors "
-                                                                  "on both (Eq. 6, vb engine)")
-
-
-@register_algorithm
-class BayesLR(BatchedAlgorithm):
-    """Non-private Bayesian LR on public + private rows (the paper's LR, Methods 4.1): fixed precisions,
-    (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
-
-    name = "lr"
-    family = "gdsc"
-    description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
-    private = False
-    neighbouring = None
-    Params = _LRParams
-
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
-                 trials: int = 1) -> list[Output | Exception]:
-        p = self.params
-        out: list[Output | Exception] = []
-        by_d: dict[int, list[int]] = {}
-        for k, s in enumerate(splits):
-            by_d.setdefault(s.d, []).append(k)
-        res: dict[int, np.ndarray] = {}
-        for d, ks in by_d.items():
-            st = [sufficient_stats(splits[k].X_train, splits[k].y_train) for k in ks]
-            W = _fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
-                             np.array([float(len(splits[k].y_train)) for k in ks]), p.prior, p.lam, p.lam0)
-            res.update(zip(ks, W))
-        for k, s in enumerate(splits):
-            w = res[k]
-            pred = np.broadcast_to(s.X_test @ w, (trials, s.X_test.shape[0]))
-            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy()))
-        return out
-
 
 #: former explicit defaults of rplr (the published code's split), used for p's not given with an explicit split
 EXPLICIT_SPLIT_DEFAULT = (0.35, 0.60, 0.05)
 
 
-class _RPLRParams(_FixedPrecision):
+class _RPLRParams(FixedPrecisionParams):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
@@ -359,107 +245,12 @@ class RobustPrivateLR(BatchedAlgorithm):
             if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
                 ridge = np.array([it[5].get("ridge", 0.0) for it in items])[:, None]
             try:
-                W = _fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge,
-                                 p.solver)
+                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge,
+                                p.solver)
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
                 continue
             for (k, *_, ex), w in zip(items, W):
                 out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex))
-        return out
-
-
-class _PLRParams(_FixedPrecision):
-    B_y: float = Field(5.0, gt=0, description="declared public bound on |y| covering the whole data range")
-    B_x: float = Field(1.0, gt=0, description="bound on |x_j|; 1 for unit-norm rows")
-
-
-def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float,
-                 solver: str = "psd_floor") -> Output:
-    XXp, Xyp, _ = sufficient_stats(split.X_public, split.y_public)
-    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0, solver)
-    return Output(predictions=w @ split.X_test.T, coef=w)
-
-
-@register_algorithm
-class PrivateLR(Algorithm):
-    """Private LR without projection (the paper's "private LR"): bounds that cover the whole data range
-    (B_x = 1 for unit-norm rows, B_y a declared public bound), ε split evenly between XᵀX and Xᵀy, fixed
-    precisions (no yᵀy needed).  ε-DP under replace-one neighbours; sensitivities as in the module docstring."""
-
-    name = "plr"
-    family = "gdsc"
-    audit = AuditPlan(design=clipped_statistics)
-    description = "private LR without projection: whole-range bounds, even split of epsilon"
-    neighbouring = "replace-one"
-    Params = _PLRParams
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        p = self.params
-        d = split.d
-        if split.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
-            return _fit_predict(split, np.zeros((trials, d, d)), np.zeros((trials, d)), p.lam, p.lam0, p.solver)
-        XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
-                                      None, rng, trials)
-        return _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
-
-
-class _SplitSearchParams(Params):
-    p1: float = Field(0.35, gt=0, lt=1, description="share of epsilon for X'X (a grid point; p3 = 1 - p1 - p2)")
-    p2: float = Field(0.60, gt=0, lt=1, description="share of epsilon for X'y (a grid point)")
-    tune_n: int = Field(500, ge=2, description="auxiliary data size of the split search (paper: 500)")
-    tune_d: int = Field(10, ge=1, description="auxiliary data dimension of the split search (paper: 10)")
-    tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
-    split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
-
-    @model_validator(mode="after")
-    def _on_simplex(self) -> "_SplitSearchParams":
-        p3 = 1.0 - self.p1 - self.p2
-        if p3 < 0.05 - 1e-9:
-            raise ValueError(f"p1 + p2 must be <= 0.95 (p3 = 1 - p1 - p2 >= 0.05), got {self.p1 + self.p2:g}")
-        return self
-
-
-@register_algorithm
-class SplitSearch(Algorithm):
-    """One cell of the budget-split search (Fig. 5; Methods 4.3): the split (p1, p2, 1 − p1 − p2) of the grid
-    {0.05, …, 0.90}³.  Extras: ``aux_spearman`` — the mean Spearman of this split on the auxiliary data of
-    ``dpexp.families.gdsc.tuning.tune_split`` (the quantity Fig. 5 maps; one cached search serves every cell) — and the thresholds
-    ``omega_x``, ``omega_y`` tuned for it there.  Predictions: ``rplr`` (Gamma priors) with this split and those
-    thresholds on the cell's own split, so ``spearman`` shows the same split on held-out data.  Off-simplex (p1, p2)
-    (p3 < 0.05) are invalid parameters: a config lists the whole p1 × p2 square with ``skip_invalid: true`` and
-    those grid points are left out (the heat-map cells stay empty).  ε-DP under replace-one neighbours exactly as ``rplr``."""
-
-    name = "split_search"
-    family = "gdsc"
-    audit = AuditPlan(design=clipped_statistics)
-    description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
-    neighbouring = "replace-one"
-    Params = _SplitSearchParams
-
-    def _row(self) -> list[float]:
-        from dpexp.families.gdsc.tuning import SPLIT_GRID, tune_split
-
-        p = self.params
-        p3 = round(1.0 - p.p1 - p.p2, 10)
-        for k, sp in enumerate(SPLIT_GRID):
-            if max(abs(sp[0] - p.p1), abs(sp[1] - p.p2), abs(sp[2] - p3)) < 1e-9:
-                table = tune_split(p.tune_n, p.tune_d, p.tune_epsilon, n_aux=p.split_reps[0],
-                                   n_noise=p.split_reps[1])["table"]
-                return table[k]
-        raise UserError(f"split_search: (p1, p2, p3) = ({p.p1:g}, {p.p2:g}, {p3:g}) is not on the split grid "
-                        "{0.05, ..., 0.90}^3 with sum 1 (off-simplex cell)")
-
-    def _rplr(self) -> RobustPrivateLR:
-        row = self._row()
-        return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5])
-
-    def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
-        return self._rplr().bounds(split, epsilon)
-
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        row = self._row()
-        out = self._rplr().run(split, epsilon, delta, rng, trials)
-        out.extras.update({"aux_spearman": row[3], "omega_x": row[4], "omega_y": row[5]})
         return out

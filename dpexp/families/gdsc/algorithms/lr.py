@@ -1,0 +1,52 @@
+"""Non-private Bayesian linear regression on public + private rows: the paper's LR (Honkela et al. 2018, Methods
+4.1), the reference line of Figs. 2/6.  Not private: it releases nothing under DP and spends no budget."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from dpexp.components import BatchedAlgorithm
+from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+class _LRParams(FixedPrecisionParams):
+    prior: Literal["fixed", "gamma"] = Field("fixed", description="fixed precisions (Eqs. 3-4) or Gamma(2,2) priors "
+                                                                  "on both (Eq. 6, vb engine)")
+
+
+@register_algorithm
+class BayesLR(BatchedAlgorithm):
+    """Non-private Bayesian LR on public + private rows (the paper's LR, Methods 4.1): fixed precisions,
+    (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
+
+    name = "lr"
+    family = "gdsc"
+    description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
+    private = False
+    neighbouring = None
+    Params = _LRParams
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+                 trials: int = 1) -> list[Output | Exception]:
+        p = self.params
+        out: list[Output | Exception] = []
+        by_d: dict[int, list[int]] = {}
+        for k, s in enumerate(splits):
+            by_d.setdefault(s.d, []).append(k)
+        res: dict[int, np.ndarray] = {}
+        for d, ks in by_d.items():
+            st = [sufficient_stats(splits[k].X_train, splits[k].y_train) for k in ks]
+            W = fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
+                            np.array([float(len(splits[k].y_train)) for k in ks]), p.prior, p.lam, p.lam0)
+            res.update(zip(ks, W))
+        for k, s in enumerate(splits):
+            w = res[k]
+            pred = np.broadcast_to(s.X_test @ w, (trials, s.X_test.shape[0]))
+            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy()))
+        return out

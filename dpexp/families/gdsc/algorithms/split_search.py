@@ -1,0 +1,78 @@
+"""One cell of the budget-split search of Honkela et al. 2018 (Fig. 5; Methods 4.3): ``rplr`` at one split of
+the grid, with the auxiliary-data score of that split (``dpexp.families.gdsc.tuning.tune_split``) as an extra.
+
+ε-DP under replace-one neighbours exactly as ``rplr``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from dpexp.audit.plan import AuditPlan
+from dpexp.components import Algorithm, Params
+from dpexp.errors import UserError
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.audit import clipped_statistics
+from dpexp.families.gdsc.tuning import SPLIT_GRID, tune_split
+from dpexp.registry import register_algorithm
+from dpexp.types import Output, Split
+
+
+class _SplitSearchParams(Params):
+    p1: float = Field(0.35, gt=0, lt=1, description="share of epsilon for X'X (a grid point; p3 = 1 - p1 - p2)")
+    p2: float = Field(0.60, gt=0, lt=1, description="share of epsilon for X'y (a grid point)")
+    tune_n: int = Field(500, ge=2, description="auxiliary data size of the split search (paper: 500)")
+    tune_d: int = Field(10, ge=1, description="auxiliary data dimension of the split search (paper: 10)")
+    tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
+    split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
+
+    @model_validator(mode="after")
+    def _on_simplex(self) -> "_SplitSearchParams":
+        p3 = 1.0 - self.p1 - self.p2
+        if p3 < 0.05 - 1e-9:
+            raise ValueError(f"p1 + p2 must be <= 0.95 (p3 = 1 - p1 - p2 >= 0.05), got {self.p1 + self.p2:g}")
+        return self
+
+
+@register_algorithm
+class SplitSearch(Algorithm):
+    """One cell of the budget-split search (Fig. 5; Methods 4.3): the split (p1, p2, 1 − p1 − p2) of the grid
+    {0.05, …, 0.90}³.  Extras: ``aux_spearman`` — the mean Spearman of this split on the auxiliary data of
+    ``tuning.tune_split`` (the quantity Fig. 5 maps; one cached search serves every cell) — and the thresholds
+    ``omega_x``, ``omega_y`` tuned for it there.  Predictions: ``rplr`` (Gamma priors) with this split and those
+    thresholds on the cell's own split, so ``spearman`` shows the same split on held-out data.  Off-simplex (p1, p2)
+    (p3 < 0.05) are invalid parameters: a config lists the whole p1 × p2 square with ``skip_invalid: true`` and
+    those grid points are left out (the heat-map cells stay empty).  ε-DP under replace-one neighbours exactly as
+    ``rplr``."""
+
+    name = "split_search"
+    family = "gdsc"
+    audit = AuditPlan(design=clipped_statistics)
+    description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
+    neighbouring = "replace-one"
+    Params = _SplitSearchParams
+
+    def _row(self) -> list[float]:
+        p = self.params
+        p3 = round(1.0 - p.p1 - p.p2, 10)
+        for k, sp in enumerate(SPLIT_GRID):
+            if max(abs(sp[0] - p.p1), abs(sp[1] - p.p2), abs(sp[2] - p3)) < 1e-9:
+                table = tune_split(p.tune_n, p.tune_d, p.tune_epsilon, n_aux=p.split_reps[0],
+                                   n_noise=p.split_reps[1])["table"]
+                return table[k]
+        raise UserError(f"split_search: (p1, p2, p3) = ({p.p1:g}, {p.p2:g}, {p3:g}) is not on the split grid "
+                        "{0.05, ..., 0.90}^3 with sum 1 (off-simplex cell)")
+
+    def _rplr(self) -> RobustPrivateLR:
+        row = self._row()
+        return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5])
+
+    def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
+        return self._rplr().bounds(split, epsilon)
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        row = self._row()
+        out = self._rplr().run(split, epsilon, delta, rng, trials)
+        out.extras.update({"aux_spearman": row[3], "omega_x": row[4], "omega_y": row[5]})
+        return out

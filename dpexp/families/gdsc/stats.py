@@ -1,0 +1,92 @@
+"""The released quantities of the robust private LR family (Honkela et al. 2018, Methods 4.1–4.3): clipped
+sufficient statistics, their sensitivities and their Laplace noise — one definition, used by the algorithms
+(``rplr``, ``plr``, ``split_search``) and by the auxiliary-data tuning (``tuning.py``) alike.
+
+Neighbouring relation: bounded DP — neighbours replace one private row (replace-one), as in the paper.
+
+Sensitivities (L1, replace-one, after clipping each coordinate to [−B_x, B_x] and y to [−B_y, B_y], Eq. 9):
+
+* XᵀX: each of the d(d+1)/2 unique entries Σ x_j x_k changes by at most 2B_x² (one term in [−B_x², B_x²] is
+  replaced), so Δ₁ = d(d+1)/2 · 2B_x² = d(d+1)B_x²; Laplace scale d(d+1)B_x²/(p1 ε).
+* Xᵀy: d entries, each term in [−B_xB_y, B_xB_y]: Δ₁ = 2dB_xB_y; scale 2dB_xB_y/(p2 ε).
+* yᵀy: one entry, each term in [0, B_y²]: Δ₁ = B_y²; scale B_y²/(p3 ε).
+
+Sequential composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP (Methods 4.2).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from dpexp.privacy.mechanisms import laplace_scale
+from dpexp.types import Split
+
+
+class Clipping(Protocol):
+    """What an algorithm of this family that clips its rows tells others (``rlr``, the audit design): the bounds
+    (B_x, B_y) it would use on ``split`` at ``epsilon`` (thresholds may be tuned per ε; None = its default)."""
+
+    def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]: ...
+
+
+def sufficient_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """(XᵀX, Xᵀy, yᵀy) of the rows."""
+    return X.T @ X, X.T @ y, float(y @ y)
+
+
+def clip(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float) -> tuple[np.ndarray, np.ndarray]:
+    """Project every coordinate of x to [−B_x, B_x] and y to [−B_y, B_y] (the paper's outlier projection, Eq. 9)."""
+    return np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)
+
+
+def sensitivities(d: int, B_x, B_y):
+    """L1 sensitivities (XᵀX unique entries, Xᵀy, yᵀy) under replace-one neighbours (module docstring); ``B_x``,
+    ``B_y`` may be arrays (the tuning evaluates a whole grid of thresholds at once)."""
+    return d * (d + 1) * B_x**2, 2.0 * d * B_x * B_y, B_y**2
+
+
+def noise_scales(d: int, B_x, B_y, split: tuple[float, float, float], epsilon: float):
+    """Laplace scales Δ₁/(p ε) of the three releases at budget shares ``split`` = (p1, p2, p3) (Methods 4.3);
+    vectorised over array-valued ``B_x``, ``B_y`` like ``sensitivities``."""
+    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
+    p1, p2, p3 = split
+    return s_xx / (p1 * epsilon), s_xy / (p2 * epsilon), s_yy / (p3 * epsilon)
+
+
+def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scales=(1.0, 1.0, 1.0),
+                  with_yy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The noise of one release of (XᵀX, Xᵀy, yᵀy), ``size`` independent times: shapes size + (d, d), size + (d,)
+    and size (None when ``with_yy`` is False), drawn in that order from ``rng``.
+
+    XᵀX noise is Laplace on the d(d+1)/2 upper-triangular entries, mirrored (the diagonal once), so the release stays
+    symmetric and each unique entry gets one draw, as its sensitivity counts it.  ``scales`` are the Laplace scales
+    (b_xx, b_xy, b_yy); the tuning draws standard noise (scale 1) once and scales it per grid point.
+    """
+    b_xx, b_xy, b_yy = scales
+    iu = np.triu_indices(d)
+    N = np.zeros(size + (d, d))
+    N[..., iu[0], iu[1]] = rng.laplace(0.0, b_xx, size=size + (iu[0].size,))
+    N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
+    N_xy = rng.laplace(0.0, b_xy, size=size + (d,))
+    N_yy = rng.laplace(0.0, b_yy, size=size) if with_yy else None
+    return N_xx, N_xy, N_yy
+
+
+def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx: float, eps_xy: float,
+                    eps_yy: float | None, rng: np.random.Generator, trials: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clip, compute and perturb the statistics ``trials`` times: (trials,d,d), (trials,d), (trials,).
+
+    ``eps_yy=None`` releases no yᵀy (returns NaN), for models that do not need it.
+    """
+    d = X.shape[1]
+    Xc, yc = clip(X, y, B_x, B_y)
+    XX, Xy, yy = sufficient_stats(Xc, yc)
+    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
+    b_yy = None if eps_yy is None else laplace_scale(s_yy, eps_yy)
+    N_xx, N_xy, N_yy = laplace_noise(d, rng, (trials,), (laplace_scale(s_xx, eps_xx), laplace_scale(s_xy, eps_xy),
+                                                         b_yy), with_yy=eps_yy is not None)
+    yyn = np.full(trials, np.nan) if N_yy is None else yy + N_yy
+    return XX[None] + N_xx, Xy[None] + N_xy, yyn
