@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from dpexp import __version__
+from dpexp import __version__, cache
 from dpexp.errors import UserError
 from dpexp.rng import data_stream, key_hex, new_root_seed, noise_names, noise_stream
 from dpexp.spec import ResolvedExperiment
@@ -157,15 +157,6 @@ def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[
     return vals
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _rows_to_csv(rows: list[tuple[Any, ...]], header: bool) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -175,27 +166,23 @@ def _rows_to_csv(rows: list[tuple[Any, ...]], header: bool) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-# Worker side: the resolved experiment is rebuilt once per process from the raw config.
-_WORKER_CACHE: dict[str, ResolvedExperiment] = {}
+def _resolve_in_worker(payload: dict[str, Any]) -> ResolvedExperiment:
+    if payload.get("data_dir"):
+        os.environ["DPEXP_DATA_DIR"] = payload["data_dir"]
+    from dpexp.spec import resolve
+
+    return resolve(payload["raw"], payload["source"], payload["overrides"], payload["repeats"])
 
 
 def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int, int]:
-    key = payload["key"]
-    exp = _WORKER_CACHE.get(key)
-    if exp is None:
-        if payload.get("data_dir"):
-            os.environ["DPEXP_DATA_DIR"] = payload["data_dir"]
-        from dpexp.spec import resolve
-
-        exp = resolve(payload["raw"], payload["source"], payload["overrides"], payload["repeats"])
-        _WORKER_CACHE.clear()
-        _WORKER_CACHE[key] = exp
+    # the resolved experiment is rebuilt once per worker process from the raw config (one experiment at a time)
+    exp = cache.memo("runner.worker_experiment", payload["key"], lambda: _resolve_in_worker(payload), maxsize=1)
     return _execute(exp, chunk, payload["seed"], Path(parts_dir))
 
 
 def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) -> tuple[int, int]:
     rows = run_chunk(exp, chunk, seed)
-    _write_atomic(parts_dir / chunk.file_name, _rows_to_csv(rows, header=False))
+    cache.write_atomic(parts_dir / chunk.file_name, _rows_to_csv(rows, header=False))
     cells = len(chunk.subsets) * exp.cells_per_subset_repeat
     return chunk.index, cells
 
@@ -314,7 +301,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
         "failures": None,
         "skipped_grid_points": {f"algorithms[{k}]": v for k, v in exp.skipped_grid_points.items()},
     }
-    _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+    cache.write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
 
     payload = {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
                "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")}
@@ -341,7 +328,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
                      "rows": n_rows, "results_file": results_path.name,
                      "failures": {"count": len(failures), "first": failures[:50]},
                      "seconds_this_invocation": round(time.time() - start, 3)})
-    _write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+    cache.write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
     shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
     return RunReport(out, results_path, exp.n_cells, len(failures), skipped, time.time() - start)
 
@@ -382,7 +369,7 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
         w = csv.DictWriter(buf, fieldnames=COLUMNS[:14] + ["error"], lineterminator="\n")
         w.writeheader()
         w.writerows(fail_list)
-        _write_atomic(out / "failures.csv", buf.getvalue().encode())
+        cache.write_atomic(out / "failures.csv", buf.getvalue().encode())
     else:
         (out / "failures.csv").unlink(missing_ok=True)
     return path, n_rows, fail_list

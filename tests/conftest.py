@@ -17,6 +17,17 @@ def _no_progress_noise(monkeypatch):
 
 
 @pytest.fixture
+def isolated_cache(tmp_path, monkeypatch):
+    """Disk caches in tmp_path and empty in-process memos, before and after the test (dpexp.cache)."""
+    from dpexp import cache
+
+    monkeypatch.setenv("DPEXP_CACHE_DIR", str(tmp_path))
+    cache.clear()
+    yield tmp_path
+    cache.clear()
+
+
+@pytest.fixture
 def write_config(tmp_path):
     """Write a YAML text to tmp_path/<name>.yaml and return its path."""
 

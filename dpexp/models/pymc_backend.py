@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.errors import UserError
 from dpexp.models.vb import PAPER_PRIOR
 
@@ -133,15 +134,10 @@ class PymcBayesLR:
         return np.asarray(idata.posterior["beta"].mean(dim=("chain", "draw")))
 
 
-_ENGINES: dict[tuple[int, tuple[float, ...]], PymcBayesLR] = {}
-
-
 def engine(d: int, prior: tuple[float, float, float, float] = PAPER_PRIOR) -> PymcBayesLR:
-    """A cached :class:`PymcBayesLR` per (d, prior) in this process."""
+    """A :class:`PymcBayesLR` per (d, prior), built once per process (``dpexp.cache``)."""
     key = (int(d), tuple(float(p) for p in prior))
-    if key not in _ENGINES:
-        _ENGINES[key] = PymcBayesLR(d, prior)
-    return _ENGINES[key]
+    return cache.memo("models.pymc_engine", key, lambda: PymcBayesLR(*key))
 
 
 def posterior_mean_pymc(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray, n: np.ndarray,

@@ -17,12 +17,7 @@ from dpexp.types import Split
 SMALL = dict(tune_reps=(2, 2), split_reps=(1, 1))
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPEXP_CACHE_DIR", str(tmp_path))
-    tuning.clear_memory_cache()
-    yield
-    tuning.clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # tuning results in tmp_path, memos cleared
 
 
 def _split(seed, n=80, d=3, n_requested=None):

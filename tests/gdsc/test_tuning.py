@@ -10,17 +10,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpexp import cache
 from dpexp.families.gdsc import tuning
 from dpexp.families.gdsc.stats import clip, noise_scales, sensitivities
 from dpexp.models.bayes_lr import posterior_mean_fixed
 
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPEXP_CACHE_DIR", str(tmp_path))
-    tuning.clear_memory_cache()
-    yield
-    tuning.clear_memory_cache()
+pytestmark = pytest.mark.usefixtures("isolated_cache")  # tuning results in tmp_path, memos cleared
 
 
 def test_grids_match_the_paper():
@@ -96,7 +91,7 @@ def test_cache_hit_memory_and_disk(tmp_path):
     assert len(files) == 1 and json.loads(files[0].read_text())["key"]["n"] == 25
     again = tuning.tune_thresholds(**args)
     assert again["cache_hit"] is True and again["scores"] == first["scores"]
-    tuning.clear_memory_cache()
+    cache.clear()
     from_disk = tuning.tune_thresholds(**args)
     assert from_disk["cache_hit"] is True and from_disk["scores"] == first["scores"]
 
@@ -105,7 +100,7 @@ def test_deterministic_and_key_dependent():
     args = dict(n=25, d=2, epsilon=1.5, split=(0.35, 0.6, 0.05), n_aux=2, n_noise=2, omegas=(0.5, 1.0, 1.5),
                 use_disk=False)
     a = tuning.tune_thresholds(**args)
-    tuning.clear_memory_cache()
+    cache.clear()
     b = tuning.tune_thresholds(**args)
     assert a["scores"] == b["scores"]
     c = tuning.tune_thresholds(**{**args, "epsilon": 1.6})
@@ -127,4 +122,4 @@ def test_two_processes_share_one_result(tmp_path):
         r1, r2 = ex.map(_tune_in_subprocess, [str(tmp_path)] * 2)
     assert r1 == r2
     assert len(list((tmp_path / "tuning").glob("thresholds-*.json"))) == 1
-    assert not list((tmp_path / "tuning").glob(".tmp-*"))
+    assert not list((tmp_path / "tuning").glob(".*.tmp"))

@@ -255,7 +255,7 @@ def _brute_ls(x, y, x0):
     return worst
 
 
-def test_oi_mos_sensitivity_and_noise_scale():
+def test_oi_mos_sensitivity_and_noise_scale(monkeypatch):
     r = np.random.default_rng(9)
     tracts = [(r.random(n), r.random(n)) for n in (12, 20, 35)]
     xs = np.array([0.25, 0.75])
@@ -271,4 +271,11 @@ def test_oi_mos_sensitivity_and_noise_scale():
     mos = sls.max(axis=0)
     np.testing.assert_allclose(out.predictions[0], a * xs + b + mos / (x.size * 8.0), rtol=1e-8)
     assert out.extras["formally_dp"] == 0.0
-    assert ("IL", (0.25, 0.75)) in algo._cache
+    # the MOS is computed once per group: a second cell of the same group reuses it
+    from dpexp.families.slr.algorithms import oi_mos
+
+    calls = []
+    monkeypatch.setattr(oi_mos, "max_observed_sensitivity", lambda t, x: calls.append(1) or mos)
+    other = make_split(x=tracts[2][0], y=tracts[2][1], meta={"group_id": "IL", "group_data": tracts})
+    algo.run(other, 16.0, 0.0, OnesRNG(), trials=1)
+    assert calls == []

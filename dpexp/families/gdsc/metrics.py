@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from dpexp import cache
 from dpexp.components import Metric
 from dpexp.registry import register_metric
 from dpexp.types import Output, Split
@@ -56,20 +57,19 @@ def pc_null_sd(y: np.ndarray, sd: float) -> float:
     return float(np.sqrt(max(var, 0.0)) / (2.0 * P))
 
 
-def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float, cache: dict | None = None) -> np.ndarray:
-    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  ``cache`` (a dict kept with the split)
-    stores the response-only terms so several algorithms evaluated on the same split compute them once."""
+def _response_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray, float]:
+    """The response-only terms (a_ij, sd_null) of ``y``."""
+    return 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd)), pc_null_sd(y, sd)
+
+
+def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
+    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised per
+    response vector (``dpexp.cache``), so the algorithms evaluated on one split compute them once."""
     pred = np.atleast_2d(np.asarray(pred, dtype=float))
     y = np.asarray(y, dtype=float)
     if y.size < 3 or not (sd > 0) or np.ptp(y) == 0:
         return np.zeros(pred.shape[0])
-    if cache is not None and cache.get("key") == (id(y), y.size, sd):
-        a, s = cache["a"], cache["s"]
-    else:
-        a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
-        s = pc_null_sd(y, sd)
-        if cache is not None:
-            cache.update(key=(id(y), y.size, sd), a=a, s=s)
+    a, s = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _response_terms(y, sd), maxsize=512)
     if s <= 0:
         return np.zeros(pred.shape[0])
     n = y.size
@@ -92,5 +92,4 @@ class WPC(Metric):
         sd = split.meta.get("y_sd")
         if sd is None:
             sd = float(np.std(split.y_test))
-        cache = split.meta.setdefault("_wpc_cache", {})
-        return float(np.mean(standardised_pc(output.predictions, split.y_test, float(sd), cache)))
+        return float(np.mean(standardised_pc(output.predictions, split.y_test, float(sd))))

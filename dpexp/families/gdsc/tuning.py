@@ -26,25 +26,21 @@ Randomness: every tuning problem draws from ``dpexp.rng.stream(TUNING_SEED, "tun
 derived only from the tuning key (n, d, ε, split, grid, n_aux, n_noise) and the fixed ``TUNING_SEED``, so results
 do not depend on the experiment seed, ``--jobs`` or chunking, and identical test cases share one result.
 
-Caching: results are memoised in memory and on disk as JSON under ``$DPEXP_CACHE_DIR/tuning`` (default
-``~/.cache/dpexp/tuning``, honouring ``$XDG_CACHE_HOME``), one file per key named by its SHA-256.  Writes are atomic (temporary file +
-``os.replace``) and guarded by an exclusive ``fcntl`` lock on ``<file>.lock``, so when two worker processes need the
-same key one computes it and the other waits and reads it.
+Caching (``dpexp.cache.stored``): results are memoised in memory and on disk as JSON under
+``$DPEXP_CACHE_DIR/tuning`` (default ``~/.cache/dpexp/tuning``, honouring ``$XDG_CACHE_HOME``), one file per key
+named by its SHA-256; writes are atomic and locked, so when two worker processes need the same key one computes it
+and the other waits and reads it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.families.gdsc.stats import laplace_noise, noise_scales
 from dpexp.rng import stream
 
@@ -63,20 +59,11 @@ PAPER_SPLIT_CASE = {"n": 500, "d": 10, "epsilon": 2.0}
 PAPER_SPLIT_REPS = (5, 5)
 PAPER_THRESHOLD_REPS = (20, 20)
 
-_MEMORY: dict[str, dict[str, Any]] = {}
+#: namespace of the disk cache (``dpexp.cache.cache_dir("tuning")``)
+CACHE_NAMESPACE = "tuning"
 
 
 # --------------------------------------------------------------------------------------------------- cache
-def cache_dir() -> Path:
-    """``$DPEXP_CACHE_DIR/tuning`` if set, else ``$XDG_CACHE_HOME/dpexp/tuning`` (default ``~/.cache/dpexp/tuning``),
-    so every working directory shares one cache."""
-    env = os.environ.get("DPEXP_CACHE_DIR")
-    if env:
-        return Path(env) / "tuning"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "dpexp" / "tuning"
-
-
 def cache_key(kind: str, **key: Any) -> str:
     """Deterministic key: SHA-256 of the canonical JSON of the key fields (floats rounded to 10 digits)."""
     def canon(v: Any) -> Any:
@@ -90,69 +77,12 @@ def cache_key(kind: str, **key: Any) -> str:
     return f"{kind}-" + hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
-
-
-def _write_atomic(path: Path, obj: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def cached(kind: str, key: dict[str, Any], compute: Any, use_disk: bool = True) -> dict[str, Any]:
-    """Memoise ``compute()`` (a JSON-able dict) under ``(kind, key)`` in memory and on disk."""
-    name = cache_key(kind, **key)
-    if name in _MEMORY:
-        return {**_MEMORY[name], "cache_hit": True}
-    if not use_disk:
-        _MEMORY[name] = compute()
-        return {**_MEMORY[name], "cache_hit": False}
-    path = cache_dir() / f"{name}.json"
-    hit = _read(path)
-    computed = False
-    if hit is None:
-        with _file_lock(path.with_suffix(".lock")):
-            hit = _read(path)  # another process may have finished while we waited
-            if hit is None:
-                # progress bars sit still meanwhile: say what is happening (stderr; once per cache entry)
-                import sys
-
-                brief = ", ".join(f"{k}={v}" for k, v in key.items() if k in ("n", "d", "epsilon", "split"))
-                print(f"dpexp: tuning {kind} on auxiliary data ({brief}); cached in {path.parent}",
-                      file=sys.stderr, flush=True)
-                hit = {**compute(), "key": key}
-                _write_atomic(path, hit)
-                computed = True
-    _MEMORY[name] = hit
-    return {**hit, "cache_hit": not computed}
-
-
-def clear_memory_cache() -> None:
-    _MEMORY.clear()
+    """Memoise ``compute()`` (a JSON-able dict) under ``(kind, key)`` in memory and on disk (``dpexp.cache``)."""
+    brief = ", ".join(f"{k}={v}" for k, v in key.items() if k in ("n", "d", "epsilon", "split"))
+    value, hit = cache.stored(CACHE_NAMESPACE, cache_key(kind, **key), lambda: {**compute(), "key": key}, use_disk,
+                              describe=f"tuning {kind} on auxiliary data ({brief})")
+    return {**value, "cache_hit": hit}
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -218,7 +148,7 @@ class _AuxProblem:
         return out
 
 
-@functools.lru_cache(maxsize=64)
+@cache.memoize("gdsc.tuning.splits_digest", maxsize=64)
 def _splits_digest(splits: tuple[tuple[float, ...], ...]) -> str:
     """Short stable digest of a split grid (the grid itself is long; keys and seeds use this)."""
     txt = ";".join(",".join(repr(round(p, 10)) for p in sp) for sp in splits)

@@ -42,7 +42,6 @@ which warns for ε ≥ 1); the choice is recorded in every result as the extra `
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from typing import Literal
@@ -50,6 +49,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
@@ -247,7 +247,7 @@ def aux_size(n: int) -> int:
     return int(round(10 ** (round(math.log10(n) * AUX_STEPS_PER_DECADE) / AUX_STEPS_PER_DECADE)))
 
 
-@functools.lru_cache(maxsize=4096)
+@cache.memoize("dca.public_thresholds", maxsize=4096)
 def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration: str, setting: str,
                       n_faulty: int, repeats: int, lam: float, lam0: float, solver: str = "direct"
                       ) -> tuple[float, float]:

@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path, download
 from dpexp.errors import UserError
@@ -46,10 +47,6 @@ class _UCIDataset(Dataset):
         range_length: float = Field(10.0, gt=0, description="length of each dimension's range after scaling")
         bound: float = Field(7.5, gt=0, description="assumed public bound c on |x_j| and |y|")
 
-    def __init__(self, data_dir: Path | None = None, **params) -> None:
-        super().__init__(data_dir, **params)
-        self._cache: tuple[np.ndarray, np.ndarray] | None = None
-
     def _path(self) -> Path:
         rel = f"{self.folder}/{self.main_file}"
         if self.data_dir is not None:
@@ -62,12 +59,15 @@ class _UCIDataset(Dataset):
         raise NotImplementedError
 
     def load(self) -> tuple[np.ndarray, np.ndarray]:
-        """Preprocessed (X, y) of the whole file (cached)."""
-        if self._cache is None:
-            X, y = self.read_raw(self._path())
-            L = self.params.range_length
-            self._cache = (scale_range(X, L), scale_range(y[:, None], L)[:, 0])
-        return self._cache
+        """Preprocessed (X, y) of the whole file (memoised per file version and range length)."""
+        path = self._path()
+        return cache.memo("dca.uci", (self.name, cache.file_key(path), self.params.range_length),
+                          lambda: self._preprocessed(path))
+
+    def _preprocessed(self, path: Path) -> tuple[np.ndarray, np.ndarray]:
+        X, y = self.read_raw(path)
+        L = self.params.range_length
+        return scale_range(X, L), scale_range(y[:, None], L)[:, 0]
 
     def check(self) -> None:
         self._path()

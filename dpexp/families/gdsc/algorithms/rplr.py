@@ -23,6 +23,7 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
+from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.models.vb import noise_ridge
 from dpexp.privacy.mechanisms import laplace_scale
 from dpexp.registry import register_algorithm
@@ -115,15 +116,15 @@ class RobustPrivateLR(BatchedAlgorithm):
     """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
 
     Clip the private rows to B_x = ω_x σ_x, B_y = ω_y σ_y (Eqs. 9, 11), release XᵀX, Xᵀy, yᵀy with the Laplace
-    mechanism at budget shares p1, p2, p3 (scales in the module docstring), add the exact public statistics and fit
+    mechanism at budget shares p1, p2, p3 (sensitivities and scales in ``stats``), add the exact public statistics and fit
     Bayesian LR — Gamma(2, 2) priors on λ, λ0 (``prior: gamma``, default, ``vb`` engine) or fixed λ, λ0.
     ε-DP under replace-one (bounded) neighbours of the private rows: sequential composition of the three releases
     (+ the σ releases when ``sigma: dp``).
 
     Parameters: ``split: auto`` (default unless p1, p2, p3 are given) chooses the split on auxiliary data
-    (``dpexp.families.gdsc.tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper,
-    ``case`` = at the test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds
-    per test case (n, d, ε, split) with ``dpexp.families.gdsc.tuning.tune_thresholds`` — no private data is used, no budget spent.
+    (``tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper, ``case`` = at the
+    test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds per test case
+    (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.
     σ_x, σ_y: ``sigma: data`` takes ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not
     DP); ``sigma: dp`` spends ``sigma_share`` of ε on Laplace estimates (``_dp_sigmas``; public bounds
     ``sigma_bound_x|y``) and splits the rest by p1, p2, p3.  Extras: p1, p2, p3, omega_x, omega_y, B_x, B_y.
@@ -148,16 +149,10 @@ class RobustPrivateLR(BatchedAlgorithm):
         p = self.params
         if not p.auto_split:
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
-        from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split
-
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
-        memo = self.__dict__.setdefault("_memo", {})  # per-instance shortcut past the tuning cache's key hashing
-        mk = ("split", case["n"], case["d"], float(case["epsilon"]))
-        if mk not in memo:
-            r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
-                           stabilize=p.stabilize if p.prior == "gamma" else "none")
-            memo[mk] = (float(r["p1"]), float(r["p2"]), float(r["p3"]))
-        return memo[mk]
+        r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
+                       stabilize=p.stabilize if p.prior == "gamma" else "none")   # memoised by dpexp.cache
+        return float(r["p1"]), float(r["p2"]), float(r["p3"])
 
     def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
         p = self.params
@@ -165,14 +160,8 @@ class RobustPrivateLR(BatchedAlgorithm):
             return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]
         if n < 2:
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
-        from dpexp.families.gdsc.tuning import tune_thresholds
-
-        memo = self.__dict__.setdefault("_memo", {})
-        mk = ("omega", int(n), int(d), float(epsilon), tuple(split))
-        if mk not in memo:
-            r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])
-            memo[mk] = (float(r["omega_x"]), float(r["omega_y"]))
-        return memo[mk]
+        r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])  # memoised
+        return float(r["omega_x"]), float(r["omega_y"])
 
     def _tune_n(self, split: Split) -> int:
         n = int(split.X_private.shape[0])

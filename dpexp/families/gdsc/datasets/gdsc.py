@@ -7,7 +7,7 @@ Files (found with ``dpexp.datasets.base.data_path``; staged offline copies live 
 * ``gdsc/IC50_v17.csv.gz``: ``COSMIC_ID`` and 265 columns ``Drug_<id>_IC50`` of natural-log IC50 (NaN = untested).
 
 The inner join on COSMIC_ID has 955 cell lines.  Preprocessing (Methods 4.4), done once per (files, d, evidence)
-and cached in memory:
+and memoised in memory (``dpexp.cache``):
 
 1. keep the first ``d`` genes (mutation order);
 2. centre each gene over all retained cell lines;
@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path
 from dpexp.errors import DataNotFoundError, UserError
@@ -77,6 +78,7 @@ EVIDENCE_LEVELS: dict[str, tuple[str, ...] | None] = {
 # --------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Raw:
+    source: tuple             # version of the two files (dpexp.cache.file_key of each)
     cosmic: np.ndarray        # (N,) int
     evidence: np.ndarray      # (N,) str
     genes: tuple[str, ...]    # 64 names
@@ -95,20 +97,13 @@ class _Prepared:
     drug_index: dict[str, int]
 
 
-_RAW_CACHE: dict[tuple, _Raw] = {}
-_PREP_CACHE: dict[tuple, _Prepared] = {}
-
-
-def _file_key(p: Path) -> tuple:
-    st = p.stat()
-    return (str(p.resolve()), st.st_mtime_ns, st.st_size)
-
-
 def load_raw(expr_path: Path, ic50_path: Path) -> _Raw:
-    """Read and inner-join the two tables on COSMIC_ID (expression-file row order); cached per file version."""
-    key = (_file_key(expr_path), _file_key(ic50_path))
-    if key in _RAW_CACHE:
-        return _RAW_CACHE[key]
+    """Read and inner-join the two tables on COSMIC_ID (expression-file row order); memoised per file version."""
+    key = (cache.file_key(expr_path), cache.file_key(ic50_path))
+    return cache.memo("gdsc.raw", key, lambda: _read_raw(expr_path, ic50_path, key))
+
+
+def _read_raw(expr_path: Path, ic50_path: Path, source: tuple) -> _Raw:
     expr = pd.read_csv(expr_path)
     ic = pd.read_csv(ic50_path)
     for col in ("COSMIC_ID",):
@@ -125,10 +120,8 @@ def load_raw(expr_path: Path, ic50_path: Path) -> _Raw:
     joined = expr.merge(ic, on="COSMIC_ID", how="inner", sort=False)
     evidence = joined["evidence"].astype(str).to_numpy() if "evidence" in joined else np.full(len(joined), "")
     drugs = tuple(c[: -len("_IC50")] if c.endswith("_IC50") else c for c in drug_cols)
-    raw = _Raw(cosmic=joined["COSMIC_ID"].to_numpy(), evidence=evidence, genes=tuple(genes),
-               X=joined[genes].to_numpy(dtype=float), Y=joined[drug_cols].to_numpy(dtype=float), drugs=drugs)
-    _RAW_CACHE[key] = raw
-    return raw
+    return _Raw(source=source, cosmic=joined["COSMIC_ID"].to_numpy(), evidence=evidence, genes=tuple(genes),
+                X=joined[genes].to_numpy(dtype=float), Y=joined[drug_cols].to_numpy(dtype=float), drugs=drugs)
 
 
 def preprocess_expression(X: np.ndarray, d: int) -> np.ndarray:
@@ -146,10 +139,12 @@ def centre_responses(Y: np.ndarray) -> np.ndarray:
 
 
 def prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
-    """Preprocess for ``d`` genes and an evidence filter; cached (runs once per process and setting)."""
-    key = (id(raw), d, evidence)
-    if key in _PREP_CACHE:
-        return _PREP_CACHE[key]
+    """Preprocess for ``d`` genes and an evidence filter; memoised (runs once per process, file version and
+    setting)."""
+    return cache.memo("gdsc.prepared", (raw.source, d, evidence), lambda: _prepare(raw, d, evidence))
+
+
+def _prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
     keep_levels = EVIDENCE_LEVELS[evidence]
     rows = np.ones(raw.X.shape[0], bool) if keep_levels is None else np.isin(raw.evidence, keep_levels)
     X = preprocess_expression(raw.X[rows], d)
@@ -164,10 +159,8 @@ def prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
     sigma_x = np.sqrt(np.maximum(s2 / (safe * d) - m**2, 0.0))
     Y0 = np.where(has, Y, 0.0)
     sigma_y = np.sqrt((Y0**2).sum(axis=0) / safe)  # responses are centred over the same lines
-    prep = _Prepared(X=X, Y=Y, has=has, sigma_x=sigma_x, sigma_y=sigma_y,
+    return _Prepared(X=X, Y=Y, has=has, sigma_x=sigma_x, sigma_y=sigma_y,
                      drug_index={name: j for j, name in enumerate(raw.drugs)})
-    _PREP_CACHE[key] = prep
-    return prep
 
 
 class GdscView:

@@ -16,24 +16,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path
 from dpexp.errors import DataNotFoundError, UserError
+from dpexp.families.gdsc.datasets.synthetic import preprocess
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
 X_FILE = "robust-private-lr-synth/x_data.csv"
 Y_FILE = "robust-private-lr-synth/y_data.csv"
-
-_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    X = X - X.mean(axis=0, keepdims=True)
-    nrm = np.linalg.norm(X, axis=1, keepdims=True)
-    X = np.divide(X, nrm, out=np.zeros_like(X), where=nrm > 0)
-    return X, y - y.mean()
-
 
 @register_dataset
 class StagedSynthetic(Dataset):
@@ -57,14 +49,15 @@ class StagedSynthetic(Dataset):
 
     def _load(self) -> tuple[np.ndarray, np.ndarray]:
         px, py = self._paths()
-        key = (str(px.resolve()), px.stat().st_mtime_ns, self.params.preprocess)
-        if key not in _CACHE:
-            X = np.loadtxt(px, delimiter=",", ndmin=2)
-            y = np.loadtxt(py, delimiter=",").reshape(-1)
-            if X.shape[0] != y.shape[0]:
-                raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
-            _CACHE[key] = _preprocess(X, y) if self.params.preprocess else (X, y)
-        return _CACHE[key]
+        key = (cache.file_key(px), cache.file_key(py), self.params.preprocess)
+        return cache.memo("gdsc.staged_synth", key, lambda: self._read(px, py))
+
+    def _read(self, px: Path, py: Path) -> tuple[np.ndarray, np.ndarray]:
+        X = np.loadtxt(px, delimiter=",", ndmin=2)
+        y = np.loadtxt(py, delimiter=",").reshape(-1)
+        if X.shape[0] != y.shape[0]:
+            raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
+        return preprocess(X, y) if self.params.preprocess else (X, y)
 
     def check(self) -> None:
         self._load()

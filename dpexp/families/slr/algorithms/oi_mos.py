@@ -10,14 +10,15 @@ For each released statistic p̂(x_new) (OLS prediction at x_new):
 3. The cell releases p̂(x_new) + Lap(MOS / (n_cell · ε_stat)), ε_stat = ε / n_test (p25 and p75 each get half,
    Sec. 4) — "Laplace noise of this magnitude divided by the number of people in that cell".
 MOS is computed from the private data of the whole state without noise, which is why this is not DP.  The value is
-cached per ``meta["group_id"]``; without ``group_data`` the split's own data is used.  A cell whose own OLS is
-undefined (nvar = 0) gives NaN rows.
+memoised per group (``meta["group_data"]``); without ``group_data`` the split's own data is used.  A cell whose own
+OLS is undefined (nvar = 0) gives NaN rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.components import Algorithm
 from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
 from dpexp.registry import register_algorithm
@@ -61,6 +62,14 @@ def scaled_local_sensitivity(tracts: list[tuple[np.ndarray, np.ndarray]], xs: np
     return out
 
 
+def max_observed_sensitivity(tracts: list[tuple[np.ndarray, np.ndarray]], xs: np.ndarray) -> np.ndarray:
+    """MOS = max over tracts of n_t · LS_t at each x_new (NaN where no tract has a defined OLS)."""
+    sls = scaled_local_sensitivity(tracts, xs)
+    with np.errstate(all="ignore"):
+        return np.where(np.all(np.isnan(sls), axis=0), np.nan, np.nanmax(np.where(np.isnan(sls), -np.inf, sls),
+                                                                         axis=0))
+
+
 @register_algorithm
 class OIMaxObservedSensitivity(Algorithm):
     """Opportunity Insights MOS heuristic (Appendix A.2): OLS + Laplace noise scaled by the maximum over the
@@ -74,23 +83,14 @@ class OIMaxObservedSensitivity(Algorithm):
     formally_dp = False
     neighbouring = "add-remove"
 
-    def __init__(self, **params) -> None:
-        super().__init__(**params)
-        self._cache: dict[tuple, np.ndarray] = {}
-
     def mos(self, split: Split, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        gid = split.meta.get("group_id")
-        key = (gid, tuple(np.round(xs, 12)))
-        if gid is not None and key in self._cache:
-            return self._cache[key]
-        tracts = split.meta.get("group_data") or [(x, y)]
-        sls = scaled_local_sensitivity(list(tracts), xs)
-        with np.errstate(all="ignore"):
-            m = np.where(np.all(np.isnan(sls), axis=0), np.nan, np.nanmax(np.where(np.isnan(sls), -np.inf, sls),
-                                                                          axis=0))
-        if gid is not None:
-            self._cache[key] = m
-        return m
+        """The maximum observed sensitivity of ``split``'s group at ``xs``: computed once per group (the dataset
+        hands every split of a group the same ``group_data`` object) and x_new (``dpexp.cache``)."""
+        group = split.meta.get("group_data")
+        if not group:
+            return max_observed_sensitivity([(x, y)], xs)
+        return cache.memo_for("slr.oi_mos", group, tuple(np.round(xs, 12)),
+                              lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         eps = check_epsilon(epsilon, self.name)

@@ -48,7 +48,6 @@ and shared by every split (``oi_mos`` maximises its local-sensitivity bound over
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -56,6 +55,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path, download
 from dpexp.errors import UserError
@@ -167,7 +167,7 @@ def simulate_state(p: _OIParams) -> tuple[list[str], list[tuple[np.ndarray, np.n
     return kept_names, data, summary
 
 
-@lru_cache(maxsize=8)
+@cache.memoize("slr.opportunity", maxsize=8)
 def _load(params_json: str, micro_path: str | None) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], dict]:
     p = _OIParams.model_validate_json(params_json)
     if p.source == "simulated":

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import io
 import zipfile
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path, download, sha256_file
 from dpexp.errors import DataNotFoundError, UserError
@@ -104,7 +104,7 @@ BIKE_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00275/Bike
 BIKE_HOUR_SHA256 = "e03de4ee4ef4dc376ac6e04bf829673c6269e8eba5c60fa121640fa2f829504f"
 
 
-@lru_cache(maxsize=4)
+@cache.memoize("slr.bikeshare", maxsize=4)
 def _load_bikeshare(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     df = pd.read_csv(path)
     missing = {"mnth", "hr", "temp", "cnt"} - set(df.columns)
@@ -182,7 +182,7 @@ def read_carbon(path: str | Path) -> pd.DataFrame:
         raise UserError(f"{path}: carbon-nanotube file has non-numeric entries ({exc})") from None
 
 
-@lru_cache(maxsize=4)
+@cache.memoize("slr.carbon", maxsize=4)
 def _load_carbon(path: str) -> tuple[np.ndarray, np.ndarray, int]:
     df = read_carbon(path)
     if CARBON_X not in df.columns or CARBON_Y not in df.columns:
@@ -247,7 +247,7 @@ def read_stock_xlsx(path: str | Path) -> pd.DataFrame:
     return df.dropna(subset=["ISE_TL", "ISE_USD"]).reset_index(drop=True)
 
 
-@lru_cache(maxsize=4)
+@cache.memoize("slr.stock", maxsize=4)
 def _load_stock(path: str) -> pd.DataFrame:
     return read_stock_xlsx(path) if path.endswith(".xlsx") else pd.read_csv(path)
 

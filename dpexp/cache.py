@@ -1,0 +1,169 @@
+"""Every memo and disk cache of dpexp, and the one setting for where disk caches live.
+
+What is cached is always a pure function of its key (public facts, file versions, parameters), so a cache can
+change how fast a run is, never what it computes; results never depend on it.
+
+* **In-process memos** — ``memo(namespace, key, compute)`` and the decorator ``memoize(namespace)``: loaded data
+  files, tuned thresholds, the resolved experiment of a worker process...  A memo may be bounded (``maxsize``:
+  least recently used entries go first).  ``memo_for(namespace, obj, key, compute)`` keys by an object's identity
+  and holds the object, so its id cannot be reused while the entry lives (e.g. terms computed once per split).
+* **Disk caches** — ``stored(namespace, name, compute)``: a JSON-able result kept in memory and in one file
+  ``<cache_dir(namespace)>/<name>.json`` (atomic write, exclusive ``fcntl`` lock per entry, so when two processes
+  need the same entry one computes it and the other waits and reads it).
+* ``write_atomic(path, data)``: temporary file + ``fsync`` + ``os.replace``, used by the disk cache and the runner.
+
+Where disk caches live: ``$DPEXP_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/dpexp``, else ``~/.cache/dpexp``, so
+every working directory shares one cache.  Delete the folder (or one namespace below it) to recompute.  No other
+module keeps a module-level mutable cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Hashable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+#: the one setting for where disk caches live
+ENV_VAR = "DPEXP_CACHE_DIR"
+
+_MEMOS: dict[str, OrderedDict[Hashable, Any]] = {}
+
+
+# ------------------------------------------------------------------------------------------------ locations
+def cache_root() -> Path:
+    """``$DPEXP_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpexp``, else ``~/.cache/dpexp``."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "dpexp"
+
+
+def cache_dir(namespace: str) -> Path:
+    """The folder of one disk cache (e.g. ``tuning``) below ``cache_root()``."""
+    return cache_root() / namespace
+
+
+def file_key(path: Path) -> tuple[str, int, int]:
+    """Key of one version of a file: (resolved path, mtime in ns, size) — a changed file is a new key."""
+    st = Path(path).stat()
+    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
+# ------------------------------------------------------------------------------------------ in-process memos
+def memo(namespace: str, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
+    """``compute()`` once per (namespace, key) in this process; ``maxsize`` bounds the namespace (LRU)."""
+    table = _MEMOS.setdefault(namespace, OrderedDict())
+    if key in table:
+        if maxsize is not None:
+            table.move_to_end(key)
+        return table[key]
+    value = compute()
+    table[key] = value
+    if maxsize is not None and len(table) > maxsize:
+        table.popitem(last=False)
+    return value
+
+
+def memoize(namespace: str, maxsize: int | None = None) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator: memoise a function of hashable arguments under ``namespace`` (an ``lru_cache`` that lives here)."""
+
+    def deco(fn: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> T:
+            return memo(namespace, (args, tuple(sorted(kwargs.items()))), lambda: fn(*args, **kwargs), maxsize)
+
+        return wrapper
+
+    return deco
+
+
+def memo_for(namespace: str, obj: Any, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
+    """``memo`` keyed by the identity of ``obj`` (plus ``key``) for objects that are not hashable by value (arrays,
+    lists of arrays); the entry holds ``obj``, so its id is not reused while the entry lives."""
+    held, value = memo(namespace, (id(obj), key), lambda: (obj, compute()), maxsize)
+    if held is not obj:  # cannot happen while the entry holds obj; kept as a guard
+        value = compute()
+    return value
+
+
+def clear(namespace: str | None = None) -> None:
+    """Forget the in-process memos of ``namespace`` (all when None); disk caches are kept."""
+    if namespace is None:
+        _MEMOS.clear()
+    else:
+        _MEMOS.pop(namespace, None)
+
+
+# ----------------------------------------------------------------------------------------------- disk caches
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, ``fsync``, ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def stored(namespace: str, name: str, compute: Callable[[], dict[str, Any]], use_disk: bool = True,
+           describe: str | None = None) -> tuple[dict[str, Any], bool]:
+    """``(value, hit)``: ``compute()`` (a JSON-able dict) memoised as ``namespace/name`` in this process and, with
+    ``use_disk``, in ``cache_dir(namespace)/<name>.json``.  ``hit`` is False when this call computed the value.
+    ``describe`` is said on stderr when the value is computed for the disk cache (progress bars sit still
+    meanwhile)."""
+    table = _MEMOS.setdefault(f"stored:{namespace}", OrderedDict())
+    if name in table:
+        return table[name], True
+    if not use_disk:
+        table[name] = compute()
+        return table[name], False
+    path = cache_dir(namespace) / f"{name}.json"
+    value = _read_json(path)
+    computed = False
+    if value is None:
+        with _file_lock(path.with_suffix(".lock")):
+            value = _read_json(path)  # another process may have finished while we waited
+            if value is None:
+                if describe:
+                    print(f"dpexp: {describe}; cached in {path.parent}", file=sys.stderr, flush=True)
+                value = compute()
+                write_atomic(path, json.dumps(value).encode())
+                computed = True
+    table[name] = value
+    return value, not computed
