@@ -179,7 +179,9 @@ def _describe(kind: str, name: str, obj: object) -> None:
     if doc:
         click.echo("")
         click.echo(textwrap.indent(doc.strip(), "  "))
-    model = getattr(obj, "Params", None) or getattr(obj, "Options", None)
+    from dpexp import registry
+
+    model = registry.plot_options(name) if kind == "plots" else getattr(obj, "Params", None)
     fields = getattr(model, "model_fields", {}) if model is not None else {}
     click.echo("")
     if not fields:

@@ -502,10 +502,10 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
 
     for i, p in enumerate(spec.plots):
         _registered("plot", p.kind, ("plots", i, "kind"), source)
-        from dpexp.plotting.base import validate_plot_options
-
+        options = registry.plot_options(p.kind)   # the kind's model, registered with register_plot(options=...)
         try:
-            validate_plot_options(p)
+            if options is not None:
+                options.model_validate(p.options)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {format_validation_error(exc, None, ('plots', i, 'options'))}") from None
         unknown = [b for b in p.options.get("baselines") or [] if b not in seen_labels]

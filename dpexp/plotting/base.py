@@ -1,21 +1,17 @@
-"""Figures drawn from a results table only (never recomputing an experiment).
+"""Core plot machinery shared by every plot kind: option models, axis labels, figures, panels and saving.
 
-A plot kind is a function ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` registered with
-``@register_plot`` (its name is the function name unless it has a ``name`` attribute).  If it has an ``Options``
-attribute (a pydantic model) the config's ``plots[i].options`` are validated against it before the run.
+A plot kind is a function ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` that reads only the results
+table and the manifest, registered with ``@register_plot(options=OptionsModel)`` (``dpexp.registry``): the
+config's ``plots[i].options`` are validated against that model before any work.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import numpy as np
-import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
-
-from dpexp.registry import register_plot
-from dpexp.results import aggregate, default_x, varying_grid_columns
+from pydantic import BaseModel, ConfigDict
 
 X_LABELS = {
     "n_private": "private training rows n (count)",
@@ -33,10 +29,9 @@ METRIC_LABELS = {
     "mae": "mean absolute error (target units)",
     "wpc": "weighted probabilistic concordance index",
 }
-
-
-_SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_requested": "n_public",
-          "n_test_requested": "n_test"}
+#: short names of grid columns in legends
+SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_requested": "n_public",
+         "n_test_requested": "n_test"}
 
 
 class PlotOptions(BaseModel):
@@ -45,18 +40,48 @@ class PlotOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def validate_plot_options(spec: Any) -> None:
-    """Validate ``spec.options`` with the kind's ``Options`` model (raises pydantic ValidationError)."""
-    from dpexp import registry
-
-    fn = registry.get("plot", spec.kind)
-    model = getattr(fn, "Options", None)
-    if model is not None:
-        model.model_validate(spec.options)
-
-
 def axis_label(name: str) -> str:
     return X_LABELS.get(name) or METRIC_LABELS.get(name) or name
+
+
+def title_of(spec: Any, manifest: dict[str, Any]) -> str:
+    return spec.title or manifest.get("title") or manifest.get("experiment", "")
+
+
+def new_figure(width: float = 6.4, height: float = 4.4) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def panels(n: int, width: float = 5.2, height: float = 4.0) -> tuple[Any, list[Any]]:
+    """A figure with ``n`` panels, at most three per row (constrained layout: no label overlap between panels)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
+                             layout="constrained")
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def decorate(ax: Any, xlabel: str, ylabel: str, title: str = "", title_size: float = 9,
+             legend_size: float = 7) -> None:
+    """The finishing touches of a panel: axis labels, title, a light grid and the legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=title_size)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
 
 
 def save(fig: Any, out_stem: Path, formats: list[str]) -> list[Path]:
@@ -73,85 +98,7 @@ def save(fig: Any, out_stem: Path, formats: list[str]) -> list[Path]:
     return paths
 
 
-def new_figure(width: float = 6.4, height: float = 4.4) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=(width, height))
-
-
-def title_of(spec: Any, manifest: dict[str, Any]) -> str:
-    return spec.title or manifest.get("title") or manifest.get("experiment", "")
-
-
-class CurveOptions(PlotOptions):
-    center: Literal["mean", "median"] = "mean"
-    error: Literal["std", "sem", "iqr", "none"] = Field("std", description="error bars over repeats")
-    baselines: list[str] = Field(default_factory=list, description="labels drawn as horizontal lines")
-    logx: bool = False
-    logy: bool = False
-    ylim: list[float] | None = None
-    xlabel: str | None = None
-    ylabel: str | None = None
-
-
-def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
-    """Metric against x (n_private, epsilon, ...), one line per algorithm label, centre ± spread over repeats
-    (values averaged over subsets within a repeat first).  Labels in ``options.baselines`` are drawn as horizontal
-    lines at their average over x (e.g. public-data-only baselines)."""
-    opts = CurveOptions.model_validate(spec.options)
-    metric = spec.metric or str(df["metric"].iloc[0])
-    x = spec.x or default_x(df[df["metric"] == metric])
-    agg = aggregate(df, x, metric)
-    fig, ax = new_figure()
-    multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
-    extra = varying_grid_columns(df[df["metric"] == metric], x)
-    order = list(dict.fromkeys(df["label"]))
-    keys = ["dataset", "dataset_params", "label"] + extra
-    colour = 0  # explicit colours: axhline does not advance the colour cycle, so a baseline shared C0 with a curve
-    for key, g in sorted(agg.groupby(keys, sort=False),
-                         key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):
-        dataset, dparams, label = key[:3]
-        g = g.sort_values(x)
-        name = f"{label} ({dataset} {dparams})" if multi_ds else label
-        if extra:
-            name += " (" + ", ".join(f"{_SHORT.get(c, c)}={v:g}" if isinstance(v, (int, float)) else f"{c}={v}"
-                                     for c, v in zip(extra, key[3:])) + ")"
-        centre = g[opts.center].to_numpy(float)
-        if opts.error == "std":
-            lo = hi = g["std"].fillna(0).to_numpy(float)
-        elif opts.error == "sem":
-            lo = hi = (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0).to_numpy(float)
-        elif opts.error == "iqr":
-            lo, hi = centre - g["q25"].to_numpy(float), g["q75"].to_numpy(float) - centre
-        else:
-            lo = hi = np.zeros_like(centre)
-        color, colour = f"C{colour % 10}", colour + 1
-        if label in opts.baselines:
-            level = float(np.nanmean(centre))
-            ax.axhline(level, linestyle="--", linewidth=1.2, color=color,
-                       label=name if "baseline" in name.lower() else f"{name} (baseline)")
-            continue
-        xs = g[x].to_numpy()
-        ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name,
-                    color=color)
-    ax.set_xlabel(opts.xlabel or axis_label(x))
-    ax.set_ylabel(opts.ylabel or axis_label(metric))
-    if opts.logx:
-        ax.set_xscale("log")
-    if opts.logy:
-        ax.set_yscale("log")
-    if opts.ylim:
-        ax.set_ylim(*opts.ylim)
-    spread = {"std": " ± std", "sem": " ± s.e.m.", "iqr": " with IQR bars", "none": ""}[opts.error]
-    reps = int(agg["repeats"].max()) if len(agg) else 0
-    ax.set_title(f"{title_of(spec, manifest)}\n{opts.center}{spread} over {reps} repeats", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+def save_with_title(fig: Any, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
+    """Put the experiment's title over a multi-panel figure and save it (``save``)."""
+    fig.suptitle(title_of(spec, manifest), fontsize=10)
     return save(fig, out_stem, formats)
-
-
-curve.Options = CurveOptions  # type: ignore[attr-defined]
-register_plot(curve)

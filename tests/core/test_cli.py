@@ -111,7 +111,7 @@ def test_curve_baseline_has_its_own_colour(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from dpexp import results
-    from dpexp.plotting import base as plotting
+    from dpexp.plotting import curve as plotting
 
     cfg = _tiny_demo(tmp_path)
     out = tmp_path / "res"

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from dpexp.plotting.base import CurveOptions, PlotOptions, curve, new_figure, save, title_of
+from dpexp.plotting.base import PlotOptions, new_figure, save, title_of
+from dpexp.plotting.curve import CurveOptions, curve
 from dpexp.registry import register_plot
 from dpexp.results import to_markdown
 
@@ -43,16 +44,13 @@ class AccuracyOptions(CurveOptions):
     logx: bool = True
 
 
+@register_plot(options=AccuracyOptions)
 def dca_accuracy(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                  formats: list[str]) -> list[Path]:
     """Fig. 2/3: metric vs ε (log axis), median ± IQR by default (see module docstring)."""
     opts = AccuracyOptions.model_validate(spec.options)
     upd = {"options": opts.model_dump(), "x": spec.x or "epsilon"}
     return curve(df, spec.model_copy(update=upd), manifest, out_stem, formats)
-
-
-dca_accuracy.Options = AccuracyOptions  # type: ignore[attr-defined]
-register_plot(dca_accuracy)
 
 
 class TableOptions(PlotOptions):
@@ -66,6 +64,7 @@ def table1_frame(df: pd.DataFrame, metric: str = "seconds") -> pd.DataFrame:
     return g.rename(columns={"n_private": "N"})
 
 
+@register_plot(options=TableOptions)
 def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
               formats: list[str]) -> list[Path]:
     """Table 1 as a table (Markdown + CSV) and a figure (see module docstring)."""
@@ -122,15 +121,12 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     return [md, csv] + save(fig, out_stem, formats)
 
 
-dca_table.Options = TableOptions  # type: ignore[attr-defined]
-register_plot(dca_table)
-
-
 class NoiseFactorOptions(PlotOptions):
     T: list[int] = Field(default_factory=lambda: [0, 1, 5, 10, 50], description="colluding/dropping clients")
     n_max: int = Field(10_000, ge=10, description="largest N when the results do not span several N")
 
 
+@register_plot(options=NoiseFactorOptions)
 def dca_noise_factor(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                      formats: list[str]) -> list[Path]:
     """Fig. 1b: N/(N − T − 1) vs N (closed form, Theorem 1)."""
@@ -155,5 +151,3 @@ def dca_noise_factor(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
     return save(fig, out_stem, formats)
 
 
-dca_noise_factor.Options = NoiseFactorOptions  # type: ignore[attr-defined]
-register_plot(dca_noise_factor)

@@ -9,8 +9,9 @@
 * ``gdsc_thresholds`` — Fig. 4: several extras metrics (e.g. omega_x, omega_y or B_x, B_y) against n, ± std.
 
 GDSC drops cell lines without a response per drug, so the ``n_private``/``n_public`` a cell *saw* (results columns)
-vary by drug.  Configs add the metrics ``n_private_requested`` / ``n_public_requested`` (defined here); the plots then
-use the requested sizes as x (``requested_sizes``).  Everything is computed from the results table alone.
+vary by drug.  Configs add the core metrics ``n_private_requested`` / ``n_public_requested``
+(``dpexp/metrics/requested.py``); the plots then use the requested sizes as x (``requested_sizes``).  Everything
+is computed from the results table alone.
 """
 
 from __future__ import annotations
@@ -22,43 +23,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from dpexp.components import Metric
 from dpexp.errors import UserError
-from dpexp.plotting.base import PlotOptions, axis_label, new_figure, save, title_of
-from dpexp.registry import register_metric, register_plot
-from dpexp.types import Output, Split
-
+from dpexp.plotting.base import PlotOptions, axis_label, decorate, new_figure, save, title_of
+from dpexp.plotting.heatmap import heat_figure
+from dpexp.registry import register_plot
 
 # ----------------------------------------------------------------------------------------------------------------
-# requested sizes as metrics
+# requested sizes (rows of the metrics n_private_requested / n_public_requested, dpexp/metrics/requested.py)
 # ----------------------------------------------------------------------------------------------------------------
-def _requested(split: Split, key: str, actual: int) -> float:
-    req = split.meta.get("n_requested") or {}
-    return float(req.get(key, actual))
-
-
-@register_metric
-class NPrivateRequested(Metric):
-    """The n_private the config asked for (GDSC drops untested lines per drug, so the rows seen can be fewer)."""
-
-    name = "n_private_requested"
-    description = "requested n_private of the cell (x axis for GDSC plots)"
-
-    def __call__(self, output: Output, split: Split) -> float:
-        return _requested(split, "n_private", len(split.y_private))
-
-
-@register_metric
-class NPublicRequested(Metric):
-    """The n_public the config asked for (see ``n_private_requested``)."""
-
-    name = "n_public_requested"
-    description = "requested n_public of the cell (x/y axis for GDSC plots)"
-
-    def __call__(self, output: Output, split: Split) -> float:
-        return _requested(split, "n_public", len(split.y_public))
-
-
 _SIZE_METRICS = {"n_private_requested": "n_private", "n_public_requested": "n_public"}
 
 
@@ -147,6 +119,7 @@ class GdscCurveOptions(PlotOptions):
     legend: Literal["inside", "outside"] = "outside"
 
 
+@register_plot(options=GdscCurveOptions)
 def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                formats: list[str]) -> list[Path]:
     """Metric vs x (requested n_private by default) per label, mean ± std over repeats of the drug averages;
@@ -190,39 +163,9 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     return save(fig, out_stem, formats)
 
 
-gdsc_curve.Options = GdscCurveOptions  # type: ignore[attr-defined]
-register_plot(gdsc_curve)
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # heat maps
 # ----------------------------------------------------------------------------------------------------------------
-def _heat(ax: Any, fig: Any, table: pd.DataFrame, xlab: str, ylab: str, cbar: str, fmt: str, cmap: str,
-          annotate: bool, mark: Literal["max", "min"]) -> tuple[Any, Any]:
-    Z = table.to_numpy(float)
-    im = ax.imshow(Z, origin="lower", aspect="auto", cmap=cmap)
-    ax.set_xticks(range(Z.shape[1]), [f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v)
-                                      for v in table.columns], fontsize=8)
-    ax.set_yticks(range(Z.shape[0]), [f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v)
-                                      for v in table.index], fontsize=8)
-    ax.set_xlabel(xlab)
-    ax.set_ylabel(ylab)
-    fig.colorbar(im, ax=ax, label=cbar)
-    if annotate:
-        for i in range(Z.shape[0]):
-            for j in range(Z.shape[1]):
-                if np.isfinite(Z[i, j]):
-                    ax.text(j, i, format(Z[i, j], fmt), ha="center", va="center", fontsize=6)
-    if np.isfinite(Z).any():
-        flat = np.nanargmax(Z) if mark == "max" else np.nanargmin(Z)
-        i, j = np.unravel_index(flat, Z.shape)
-        ax.plot([j], [i], marker="x", color="red", markersize=12, markeredgewidth=2.5,
-                label=f"optimum: {table.columns[j]}, {table.index[i]} ({format(Z[i, j], fmt)})")
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.12))
-        return table.columns[j], table.index[i]
-    return None, None
-
-
 class TradeoffOptions(PlotOptions):
     y: str = Field(..., description="second axis: d, n_public or epsilon")
     algorithm: str = Field("rplr", description="the method whose improvement is shown")
@@ -232,6 +175,7 @@ class TradeoffOptions(PlotOptions):
     cmap: str = "viridis"
 
 
+@register_plot(options=TradeoffOptions)
 def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                   formats: list[str]) -> list[Path]:
     """Fig. 3: relative improvement of ``algorithm`` over the best baseline, heat map over (x, y)."""
@@ -245,18 +189,12 @@ def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
         raise UserError(f"gdsc_tradeoff: no rows of algorithm {o.algorithm!r}")
     s = summary(d, metric, [o.y, x])
     s["z"] = (s["mean"] - level) / (abs(level) if o.relative else 1.0)
-    table = s.pivot(index=o.y, columns=x, values="z").sort_index().sort_index(axis=1)
-    fig, ax = new_figure(7.0, 5.0)
     what = "relative improvement" if o.relative else "improvement"
-    _heat(ax, fig, table, axis_label(x), axis_label(o.y), f"{what} of mean {metric} over baseline", ".2f", o.cmap,
-          o.annotate, "max")
+    fig, ax, _ = heat_figure(s, x, o.y, "z", axis_label(x), axis_label(o.y), f"{what} of mean {metric} over baseline",
+                             ".2f", o.cmap, o.annotate, "max", (7.0, 5.0))
     ax.set_title(f"{title_of(spec, manifest)}\n{o.algorithm} vs baseline {desc} = {level:.4f} ({metric}); "
                  f"{int(s['repeats'].max())} repeats", fontsize=9)
     return save(fig, out_stem, formats)
-
-
-gdsc_tradeoff.Options = TradeoffOptions  # type: ignore[attr-defined]
-register_plot(gdsc_tradeoff)
 
 
 class ParamHeatmapOptions(PlotOptions):
@@ -268,6 +206,7 @@ class ParamHeatmapOptions(PlotOptions):
     fmt: str = ".3f"
 
 
+@register_plot(options=ParamHeatmapOptions)
 def param_heatmap(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                   formats: list[str]) -> list[Path]:
     """Mean metric over a grid of two variables (results columns or algorithm parameters parsed from ``params``),
@@ -280,17 +219,11 @@ def param_heatmap(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
     d = df if o.algorithm is None else df[df["algorithm"] == o.algorithm]
     d = _params_columns(d, [spec.x, o.y])
     s = summary(d, metric, [o.y, spec.x])
-    table = s.pivot(index=o.y, columns=spec.x, values="mean").sort_index().sort_index(axis=1)
-    fig, ax = new_figure(7.0, 5.6)
-    bx, by = _heat(ax, fig, table, axis_label(spec.x), axis_label(o.y), f"mean {metric}", o.fmt, o.cmap,
-                   o.annotate, o.mark)
+    fig, ax, (bx, by) = heat_figure(s, spec.x, o.y, "mean", axis_label(spec.x), axis_label(o.y), f"mean {metric}",
+                                    o.fmt, o.cmap, o.annotate, o.mark, (7.0, 5.6))
     ax.set_title(f"{title_of(spec, manifest)}\noptimum {spec.x}={bx}, {o.y}={by}; "
                  f"{int(s['repeats'].max())} repeats", fontsize=9)
     return save(fig, out_stem, formats)
-
-
-param_heatmap.Options = ParamHeatmapOptions  # type: ignore[attr-defined]
-register_plot(param_heatmap)
 
 
 class ThresholdOptions(PlotOptions):
@@ -300,6 +233,7 @@ class ThresholdOptions(PlotOptions):
     logx: bool = False
 
 
+@register_plot(options=ThresholdOptions)
 def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                     formats: list[str]) -> list[Path]:
     """Fig. 4: chosen thresholds (extras such as omega_x, omega_y) against x, mean ± std over repeats, one line per
@@ -321,15 +255,10 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
             drawn += 1
     if drawn == 0:
         raise UserError(f"gdsc_thresholds: none of the metrics {o.metrics} is in the results")
-    ax.set_xlabel(axis_label(x))
-    ax.set_ylabel("threshold (multiples of σ, or data units for B)")
     if o.logx:
         ax.set_xscale("log")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title_of(spec, manifest), fontsize=10)
+    decorate(ax, axis_label(x), "threshold (multiples of σ, or data units for B)", title_of(spec, manifest),
+             title_size=10, legend_size=8)
     return save(fig, out_stem, formats)
 
 
-gdsc_thresholds.Options = ThresholdOptions  # type: ignore[attr-defined]
-register_plot(gdsc_thresholds)

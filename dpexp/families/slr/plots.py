@@ -31,7 +31,8 @@ import pandas as pd
 from pydantic import Field
 
 from dpexp.errors import UserError
-from dpexp.plotting.base import PlotOptions, axis_label, save, title_of
+from dpexp.plotting.base import PlotOptions, axis_label, decorate, panels, save_with_title
+from dpexp.plotting.ecdf import ecdf
 from dpexp.registry import register_plot
 
 SLR_LABELS = {
@@ -141,22 +142,6 @@ def _metric_rows(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return d
 
 
-def _panels(n: int, width: float = 5.2, height: float = 4.0) -> tuple[Any, list[Any]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
-                             layout="constrained")  # no label overlap between panels
-    flat = list(axes.ravel())
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
-
-
 def _facet_values(d: pd.DataFrame, facet: str | None) -> list[tuple[str, pd.DataFrame]]:
     if facet is None or facet == "none":
         return [("", d)]
@@ -182,6 +167,21 @@ def _order(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["label"]))
 
 
+def _labels(d: pd.DataFrame, labels: list[str] | None) -> pd.DataFrame:
+    """Only the rows of these algorithm labels (all when None)."""
+    return d[d["label"].isin(labels)] if labels else d
+
+
+def _facets(d: pd.DataFrame, facet: str | None, width: float = 5.2
+            ) -> tuple[Any, list[tuple[Any, str, pd.DataFrame]], str | None]:
+    """One panel per value of ``facet`` ("auto": the first of dataset_params, ε, dataset that varies; None/"none":
+    one panel): (figure, [(axes, panel title, rows)], the facet used)."""
+    facet = _auto_facet(d) if facet == "auto" else facet
+    values = _facet_values(d, facet)
+    fig, axes = panels(len(values), width=width)
+    return fig, [(ax, title, rows) for ax, (title, rows) in zip(axes, values)], facet
+
+
 # ------------------------------------------------------------------------------------------------------ ECDF over subsets
 class EcdfOptions(PlotOptions):
     facet: str | None = Field("auto", description="results column/parameter giving one panel per value; none")
@@ -192,31 +192,24 @@ class EcdfOptions(PlotOptions):
     xlabel: str | None = None
 
 
+@register_plot(options=EcdfOptions)
 def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
     """Empirical CDF over subsets of a per-subset metric (Alabi et al. Figs 6, 7)."""
     opts = EcdfOptions.model_validate(spec.options)
     metric = spec.metric or "error_bound_se"
-    d = _metric_rows(df, metric)
-    if opts.labels:
-        d = d[d["label"].isin(opts.labels)]
-    facet = _auto_facet(d) if opts.facet == "auto" else opts.facet
-    panels = _facet_values(d, facet)
-    fig, axes = _panels(len(panels))
+    d = _labels(_metric_rows(df, metric), opts.labels)
+    fig, cells, _ = _facets(d, opts.facet)
     not_dp = _not_dp(manifest)
     order = _order(d)
-    for ax, (ptitle, pd_) in zip(axes, panels):
+    for ax, ptitle, pd_ in cells:
         per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
         for label in order:
             g = per_subset[per_subset["label"] == label]
             if g.empty:
                 continue
-            v = np.sort(g["value"].to_numpy(float))
-            n_all = len(v)
-            v = v[~np.isnan(v)]
+            v, y = ecdf(g["value"].to_numpy(float))   # subsets where every trial failed keep the curve below 1
             if len(v) == 0:
                 continue
-            # NaN subsets (all trials failed) never reach the curve's top: ECDF over all subsets
-            y = np.arange(1, len(v) + 1) / n_all
             finite = np.isfinite(v)
             ax.step(v[finite], y[finite], where="post",
                     label=_legend_name(label, str(g["algorithm"].iloc[0]), not_dp))
@@ -236,18 +229,10 @@ def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Pa
                 elif hi > lo:
                     ax.set_xlim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel(opts.xlabel or _label(metric))
-        ax.set_ylabel("fraction of subsets (ECDF)")
         n_sub = pd_["subset"].nunique()
-        ax.set_title(f"{ptitle}  ({n_sub} subsets)".strip(), fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
-
-
-slr_ecdf.Options = EcdfOptions  # type: ignore[attr-defined]
-register_plot(slr_ecdf)
+        decorate(ax, opts.xlabel or _label(metric), "fraction of subsets (ECDF)",
+                 f"{ptitle}  ({n_sub} subsets)".strip())
+    return save_with_title(fig, spec, manifest, out_stem, formats)
 
 
 # ------------------------------------------------------------------------------------------------------ output ECDF
@@ -263,6 +248,7 @@ class OutputEcdfOptions(PlotOptions):
     xlabel: str = "DP estimate p̃25  (y units, y ∈ [0, 1])"
 
 
+@register_plot(options=OutputEcdfOptions)
 def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                     formats: list[str]) -> list[Path]:
     """ECDF of the DP output p̃ (Figs 8, 9) with the p̂ ± σ̂ band and the N(p̂, σ̂²) 'standard error' curve."""
@@ -277,13 +263,10 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
         d["level"] = d["metric"].map(lambda m: float(pat.match(m).group(1)) / 100.0)
     else:
         d = _metric_rows(df, spec.metric or "prediction").copy()
-    if opts.labels:
-        d = d[d["label"].isin(opts.labels)]
-    facet = _auto_facet(d) if opts.facet == "auto" else opts.facet
-    panels = _facet_values(d, facet)
-    fig, axes = _panels(len(panels))
+    d = _labels(d, opts.labels)
+    fig, cells, facet = _facets(d, opts.facet)
     not_dp = _not_dp(manifest)
-    for ax, (ptitle, pd_) in zip(axes, panels):
+    for ax, ptitle, pd_ in cells:
         lo_hi, central = [], []
         for label in _order(pd_):
             g = pd_[pd_["label"] == label]
@@ -291,8 +274,7 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
                 g = g.groupby("level")["value"].mean().reset_index().sort_values("level")
                 xs, ys = g["value"].to_numpy(float), g["level"].to_numpy(float)
             else:
-                xs = np.sort(g["value"].dropna().to_numpy(float))
-                ys = np.arange(1, len(xs) + 1) / max(len(g), 1)
+                xs, ys = ecdf(g["value"].to_numpy(float))
             ok = np.isfinite(xs)
             if ok.any():
                 ax.step(xs[ok], ys[ok], where="post",
@@ -321,17 +303,8 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
         elif lo_hi and np.isfinite(se) and se > 0:
             w = opts.window_se * se
             ax.set_xlim(max(min(lo_hi), p_hat - w), min(max(lo_hi), p_hat + w))
-        ax.set_xlabel(opts.xlabel)
-        ax.set_ylabel("empirical CDF over trials")
-        ax.set_title(ptitle, fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
-
-
-slr_output_ecdf.Options = OutputEcdfOptions  # type: ignore[attr-defined]
-register_plot(slr_output_ecdf)
+        decorate(ax, opts.xlabel, "empirical CDF over trials", ptitle)
+    return save_with_title(fig, spec, manifest, out_stem, formats)
 
 
 # ------------------------------------------------------------------------------------------------------ curves
@@ -346,6 +319,7 @@ class SlrCurveOptions(PlotOptions):
     ylabel: str | None = None
 
 
+@register_plot(options=SlrCurveOptions)
 def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
               formats: list[str]) -> list[Path]:
     """Mean ± s.e.m. over repeats of a metric against a column or parameter (Figs 10, 11, 16, 18)."""
@@ -353,19 +327,16 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     metric = spec.metric or "error_bound_true_se"
     if not spec.x:
         raise UserError("slr_curve: plots[].x is required (a results column or a dataset/algorithm parameter)")
-    d = _where(_metric_rows(df, metric), opts.where).copy()
-    if opts.labels:
-        d = d[d["label"].isin(opts.labels)]
+    d = _labels(_where(_metric_rows(df, metric), opts.where), opts.labels).copy()
     if d.empty:
         raise UserError(f"slr_curve: no {metric} rows left after options.labels/where")
     d["_x"] = pd.to_numeric(_column(d, spec.x), errors="coerce")
     d = d[d["_x"].notna()]
     x_in_algo = d["params"].map(lambda s: spec.x in parse_params(s)).any()
     d["_line"] = d["label"].map(lambda s: s.split("[")[0]) if x_in_algo else d["label"]
-    panels = _facet_values(d, opts.facet)
-    fig, axes = _panels(len(panels))
+    fig, cells, _ = _facets(d, opts.facet)
     not_dp = _not_dp(manifest)
-    for ax, (ptitle, pd_) in zip(axes, panels):
+    for ax, ptitle, pd_ in cells:
         per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False)["value"].mean().reset_index()
         for line in dict.fromkeys(pd_["_line"]):
             g = per_rep[per_rep["_line"] == line]
@@ -386,18 +357,10 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
             ax.set_yscale("log")
         if opts.ylim:
             ax.set_ylim(*opts.ylim)
-        ax.set_xlabel(opts.xlabel or _label(spec.x))
-        ax.set_ylabel(opts.ylabel or _label(metric))
         reps = int(pd_["repeat"].nunique())
-        ax.set_title(f"{ptitle}  (mean ± s.e.m. over {reps} datasets)".strip(), fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
-
-
-slr_curve.Options = SlrCurveOptions  # type: ignore[attr-defined]
-register_plot(slr_curve)
+        decorate(ax, opts.xlabel or _label(spec.x), opts.ylabel or _label(metric),
+                 f"{ptitle}  (mean ± s.e.m. over {reps} datasets)".strip())
+    return save_with_title(fig, spec, manifest, out_stem, formats)
 
 
 # ------------------------------------------------------------------------------------------------------ sorted by SE
@@ -408,22 +371,19 @@ class SortedOptions(PlotOptions):
     logy: bool = True
 
 
+@register_plot(options=SortedOptions)
 def slr_sorted(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                formats: list[str]) -> list[Path]:
     """Per-subset metric values with subsets sorted by ``sort_by`` (Fig 12: Ĉ(68) of exp vs widened
     DP Theil–Sen, bikeshare subsets sorted by their OLS standard error)."""
     opts = SortedOptions.model_validate(spec.options)
     metric = spec.metric or "error_bound"
-    d = _metric_rows(df, metric)
-    if opts.labels:
-        d = d[d["label"].isin(opts.labels)]
+    d = _labels(_metric_rows(df, metric), opts.labels)
     key = _metric_rows(df, opts.sort_by).groupby("subset")["value"].mean().sort_values()
     rank = {s: i for i, s in enumerate(key.index)}
-    facet = _auto_facet(d) if opts.facet == "auto" else opts.facet
-    panels = _facet_values(d, facet)
-    fig, axes = _panels(len(panels), width=7.0)
+    fig, cells, _ = _facets(d, opts.facet, width=7.0)
     not_dp = _not_dp(manifest)
-    for ax, (ptitle, pd_) in zip(axes, panels):
+    for ax, ptitle, pd_ in cells:
         per = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
         for label in _order(pd_):
             g = per[per["label"] == label]
@@ -432,17 +392,8 @@ def slr_sorted(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
         ax.plot(np.arange(len(key)), key.to_numpy(float), "k-", linewidth=1, label=_label(opts.sort_by))
         if opts.logy:
             ax.set_yscale("log")
-        ax.set_xlabel(f"subset (index), sorted by {_label(opts.sort_by)}")
-        ax.set_ylabel(_label(metric))
-        ax.set_title(ptitle, fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
-
-
-slr_sorted.Options = SortedOptions  # type: ignore[attr-defined]
-register_plot(slr_sorted)
+        decorate(ax, f"subset (index), sorted by {_label(opts.sort_by)}", _label(metric), ptitle)
+    return save_with_title(fig, spec, manifest, out_stem, formats)
 
 
 # ------------------------------------------------------------------------------------------------------ failures
@@ -453,17 +404,17 @@ class FailureOptions(PlotOptions):
     epsilons: list[float] | None = Field(None, description="mode sorted: only these ε (default: all)")
 
 
+@register_plot(options=FailureOptions)
 def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                 formats: list[str]) -> list[Path]:
     """Failure rate against ε for low/high n·var(x) subsets (Figs 13, 14) or over subsets sorted by ε·n·var(x)
     (Fig 15). Needs the ``failure_rate`` and ``n_var_x`` metrics."""
     opts = FailureOptions.model_validate(spec.options)
     fr = _metric_rows(df, spec.metric or "failure_rate")
-    if opts.labels:
-        fr = fr[fr["label"].isin(opts.labels)]
+    fr = _labels(fr, opts.labels)
     nvar = _metric_rows(df, "n_var_x").groupby(["dataset_params", "subset"])["value"].mean()
     groups = list(fr.groupby("dataset_params", sort=False))
-    fig, axes = _panels(len(groups) * (2 if opts.mode == "epsilon" else 1))
+    fig, axes = panels(len(groups) * (2 if opts.mode == "epsilon" else 1))
     ai = 0
     for dparams, g in groups:
         nv = nvar.loc[dparams] if dparams in nvar.index.get_level_values(0) else pd.Series(dtype=float)
@@ -479,12 +430,9 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
                     ax.plot(r.index, r.to_numpy(float), "o-", markersize=3, label=label)
                 ax.set_xscale("log", base=2)
                 ax.set_ylim(-0.02, 1.02)
-                ax.set_xlabel("privacy budget ε")
-                ax.set_ylabel(_label("failure_rate"))
                 n_s = int(gs["n_private"].iloc[0]) if len(gs) else 0
-                ax.set_title(f"{tag}: {s}, n = {n_s}, n·var(x) = {nv.get(s, float('nan')):.4g}", fontsize=8)
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=7)
+                decorate(ax, "privacy budget ε", _label("failure_rate"),
+                         f"{tag}: {s}, n = {n_s}, n·var(x) = {nv.get(s, float('nan')):.4g}", title_size=8)
         else:
             ax = axes[ai]
             ai += 1
@@ -496,14 +444,7 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
                 o = np.argsort(env)
                 ax.plot(env[o], r.to_numpy(float)[o], ".", markersize=3, label=f"{label}, ε = {eps:g}")
             ax.set_xscale("log")
-            ax.set_xlabel("ε·n·var(x) of the subset (sorted)")
-            ax.set_ylabel(_label("failure_rate"))
-            ax.set_title(tag, fontsize=9)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
+            decorate(ax, "ε·n·var(x) of the subset (sorted)", _label("failure_rate"), tag)
+    return save_with_title(fig, spec, manifest, out_stem, formats)
 
 
-slr_failure.Options = FailureOptions  # type: ignore[attr-defined]
-register_plot(slr_failure)
