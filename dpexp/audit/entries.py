@@ -16,33 +16,24 @@ algorithm can never silently escape the audit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+import dataclasses
+from dataclasses import dataclass
 
 from dpexp import registry
-from dpexp.audit.neighbours import Design
 from dpexp.audit.plan import DEFAULT_APPROX_DELTA, DEFAULT_EPSILON, AuditPlan
-from dpexp.components import Algorithm
 
 __all__ = ["AuditEntry", "DEFAULT_APPROX_DELTA", "DEFAULT_EPSILON", "all_entries", "entry_for"]
 
 
 @dataclass(frozen=True)
-class AuditEntry:
-    """How to audit one algorithm: its ``AuditPlan`` resolved for a registered name (see ``AuditPlan`` for the
-    fields), with the neighbouring relation and, when it is not audited, the reason (``not_dp`` or ``skip``)."""
+class AuditEntry(AuditPlan):
+    """How to audit one registered algorithm: its ``AuditPlan`` (the inherited fields) with the algorithm's name,
+    its neighbouring relation, where the plan came from and, when it is not audited, the reason (``not_dp``; a plan's
+    own ``skip``)."""
 
-    name: str
+    name: str = ""
     relation: str | None = None
-    design: Callable[[Algorithm], Design] | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    epsilon: float = DEFAULT_EPSILON
-    delta: float | None = None
-    trials_factor: float = 1.0
-    pilot_trials: int | None = None
-    chunk: int = 25_000
     not_dp: str | None = None
-    skip: str | None = None
     source: str = ""
 
     @property
@@ -54,21 +45,19 @@ def entry_for(name: str) -> AuditEntry | None:
     """The audit entry of the registered algorithm ``name`` (see the module docstring); None when it has none."""
     cls = registry.get("algorithm", name)
     if not getattr(cls, "private", True):
-        return AuditEntry(name, not_dp="not DP by design (non-private baseline)", source="metadata")
+        return AuditEntry(name=name, not_dp="not DP by design (non-private baseline)", source="metadata")
     if not getattr(cls, "formally_dp", True):
-        return AuditEntry(name, not_dp="not DP by design (noisy heuristic, formally_dp = False)", source="metadata")
+        return AuditEntry(name=name, not_dp="not DP by design (noisy heuristic, formally_dp = False)",
+                          source="metadata")
     plan = getattr(cls, "audit", None)
     if not isinstance(plan, AuditPlan):
         return None
     relation = getattr(cls, "neighbouring", None) or "replace-one"
     source = f"{getattr(cls, 'family', '') or cls.__module__} audit plan"
-    if plan.skip:
-        return AuditEntry(name, relation=relation, skip=plan.skip, source=source)
-    if plan.design is None:
+    if plan.design is None and not plan.skip:
         return None
-    return AuditEntry(name, relation=relation, design=plan.design, params=dict(plan.params), epsilon=plan.epsilon,
-                      delta=plan.delta, trials_factor=plan.trials_factor, pilot_trials=plan.pilot_trials,
-                      chunk=plan.chunk, source=source)
+    fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(AuditPlan)}
+    return AuditEntry(**fields, name=name, relation=relation, source=source)
 
 
 def all_entries() -> dict[str, AuditEntry | None]:

@@ -7,7 +7,21 @@ one call fits many repeats / subsets / noise draws.  The Gamma-prior model lives
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+
+def sample_data(reps: int, n: int, d: int, rng: np.random.Generator, lam: float = 1.0, lam0: float = 1.0
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` data sets of ``n`` rows drawn from the model itself: x ~ N(0, I_d), β ~ N(0, I/λ0),
+    y | x ~ N(xᵀβ, 1/λ) — Honkela et al. 2018 Eq. (10), Heikkilä et al. 2017 eqs. (4)–(6): the public auxiliary
+    data on which both papers choose their clipping thresholds.  Returns X (reps, n, d) and y (reps, n), drawn in
+    the order X, β, noise."""
+    X = rng.standard_normal((reps, n, d))
+    beta = rng.normal(0.0, 1.0 / math.sqrt(lam0), size=(reps, d))
+    y = np.einsum("rnd,rd->rn", X, beta) + rng.normal(0.0, 1.0 / math.sqrt(lam), size=(reps, n))
+    return X, y
 
 
 def symmetric_psd_floor(A: np.ndarray, floor: float = 0.0) -> np.ndarray:

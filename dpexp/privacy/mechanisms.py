@@ -112,3 +112,12 @@ def gumbel_max(log_weights: np.ndarray, rng: np.random.Generator, size: int | No
         raise ValueError("log_weights must be a non-empty 1-D array with a finite entry")
     shape = (lw.size,) if size is None else (int(size), lw.size)
     return np.argmax(lw + rng.gumbel(size=shape), axis=-1)
+
+
+def gumbel_max_rows(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Row-wise Gumbel-max: for every row of ``log_weights`` (…, M) one index sampled with probability ∝ exp(row)
+    (the exponential mechanism's sampler, one independent draw per row; rows may hold -inf and differ from each
+    other, e.g. one utility vector per trial).  ``gumbel_max`` is the special case of one weight vector."""
+    g = rng.gumbel(size=np.shape(log_weights))
+    g += log_weights
+    return np.argmax(g, axis=-1)

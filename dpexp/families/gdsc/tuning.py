@@ -42,6 +42,7 @@ import numpy as np
 
 from dpexp import cache
 from dpexp.families.gdsc.stats import laplace_noise, noise_scales
+from dpexp.models.bayes_lr import sample_data
 from dpexp.rng import stream
 
 #: Fixed root seed of all tuning streams (documented; change it only together with the cache version).
@@ -86,14 +87,6 @@ def cached(kind: str, key: dict[str, Any], compute: Any, use_disk: bool = True) 
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def aux_data(n: int, d: int, n_aux: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n_aux`` auxiliary data sets of Eq. (10) with λ = λ0 = 1: X (n_aux, n, d), y (n_aux, n)."""
-    X = rng.standard_normal((n_aux, n, d))
-    beta = rng.standard_normal((n_aux, d))
-    y = np.einsum("and,ad->an", X, beta) + rng.standard_normal((n_aux, n))
-    return X, y
-
-
 def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     """Spearman correlation of every row of ``pred`` (…, n) with a fixed vector whose 0-based ranks are
     ``y_rank`` (n,) (no ties): ρ = (Σ r_p r_y − n((n−1)/2)²) / (n(n²−1)/12), computed with one argsort."""
@@ -110,7 +103,7 @@ class _AuxProblem:
     def __init__(self, n: int, d: int, n_aux: int, n_noise: int, omegas: tuple[float, ...],
                  rng: np.random.Generator) -> None:
         self.n, self.d, self.omegas = n, d, np.asarray(omegas, dtype=float)
-        X, y = aux_data(n, d, n_aux, rng)
+        X, y = sample_data(n_aux, n, d, rng)   # Eq. (10) with λ = λ0 = 1
         self.X, self.y = X, y
         self.sx, self.sy = X.std(axis=(1, 2)), y.std(axis=1)                     # (A,)
         self.Bx = self.omegas[None, :] * self.sx[:, None]                        # (A, K)

@@ -1,4 +1,5 @@
-"""Helpers shared by the simple-linear-regression algorithms (Alabi et al. 2020).
+"""The input checks shared by the simple-linear-regression algorithms (Alabi et al. 2020): ``inputs`` at the top of
+every algorithm's ``run``, and the parameter types they share.
 
 Every SLR algorithm sees a ``Split`` whose private rows are one-dimensional: ``X_private`` of shape (n, 1) and
 ``y_private`` of shape (n,).  Predictions are made at the test abscissae ``X_test[:, 0]`` (normally 0.25 and 0.75,
@@ -56,6 +57,18 @@ def check_epsilon(epsilon: float, name: str) -> float:
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise UserError(f"{name}: epsilon must be > 0 and finite, got {epsilon}")
     return float(epsilon)
+
+
+def inputs(split: Split, name: str, epsilon: float | None = None, unit_box: bool = False
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float | None]:
+    """The checked inputs of an SLR algorithm: (x, y, x_new, ε) — ε > 0 when given (None for non-private
+    references), x and y one-dimensional, in [0, 1]² when the algorithm's sensitivity assumes it (``unit_box``), and
+    the prediction abscissae.  Each failed check is one ``UserError`` naming the algorithm."""
+    eps = None if epsilon is None else check_epsilon(epsilon, name)
+    x, y = xy(split, name)
+    if unit_box:
+        check_unit_box(x, y, name)
+    return x, y, x_new(split, name), eps
 
 
 class RangeParams(Params):

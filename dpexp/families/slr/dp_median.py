@@ -49,6 +49,8 @@ import math
 
 import numpy as np
 
+from dpexp.privacy.mechanisms import gumbel_max_rows
+
 #: below this many (size x intervals) entries a single-level Gumbel-max is used
 _SMALL = 1 << 18
 
@@ -101,13 +103,6 @@ def interval_log_weights(zs: np.ndarray, eps: float, r_l: float, r_u: float, out
     return lw
 
 
-def _gumbel_argmax(lw: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Row-wise argmax of lw + Gumbel noise (lw has shape (size, M))."""
-    g = rng.gumbel(size=lw.shape)
-    g += lw
-    return np.argmax(g, axis=-1)
-
-
 def _logsumexp_rows(a: np.ndarray) -> np.ndarray:
     mx = np.max(a, axis=1)
     fin = np.isfinite(mx)
@@ -122,7 +117,7 @@ def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.
     """``size`` independent indices i with P(i) ∝ exp(lw_i): exact Gumbel-max, two-level for large inputs."""
     M = lw.size
     if M * size <= _SMALL or M <= 64:
-        return _gumbel_argmax(np.broadcast_to(lw, (size, M)), rng)
+        return gumbel_max_rows(np.broadcast_to(lw, (size, M)), rng)
     B = int(math.ceil(math.sqrt(M)))
     nb = -(-M // B)
     full = M // B
@@ -133,11 +128,11 @@ def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.
         blse[a:b] = _logsumexp_rows(lw[a * B:b * B].reshape(b - a, B))
     if nb > full:
         blse[full] = _logsumexp_rows(lw[full * B:][None, :])[0]
-    blocks = _gumbel_argmax(np.broadcast_to(blse, (size, nb)), rng)
+    blocks = gumbel_max_rows(np.broadcast_to(blse, (size, nb)), rng)
     idx = blocks[:, None] * B + np.arange(B)[None, :]
     inside = idx < M
     sub = np.where(inside, lw[np.minimum(idx, M - 1)], -np.inf)
-    j = _gumbel_argmax(sub, rng)
+    j = gumbel_max_rows(sub, rng)
     return blocks * B + j
 
 
@@ -194,13 +189,13 @@ def sample_intervals_structured(zs: np.ndarray, r_l: float, r_u: float, c: float
             lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
             mx = lw.max()
             logw[k] = mx + np.log(np.exp(lw - mx).sum()) if np.isfinite(mx) else -np.inf
-        blocks = _gumbel_argmax(np.broadcast_to(logw, (size, nb)), rng)
+        blocks = gumbel_max_rows(np.broadcast_to(logw, (size, nb)), rng)
         out = np.empty(size, dtype=np.int64)
         for k in np.unique(blocks):
             rows = np.flatnonzero(blocks == k)
             i = np.arange(starts[k], ends[k])
             lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
-            out[rows] = i[_gumbel_argmax(np.broadcast_to(lw, (rows.size, i.size)), rng)]
+            out[rows] = i[gumbel_max_rows(np.broadcast_to(lw, (rows.size, i.size)), rng)]
     return out
 
 
@@ -253,7 +248,7 @@ def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.r
         lw = np.log(L)
     i = np.arange(P + 1)[None, :]
     lw -= (0.5 * eps) * _dist(i, Nt[:, None])
-    k = _gumbel_argmax(lw, rng)
+    k = gumbel_max_rows(lw, rng)
     rows = np.arange(T)
     left, right = b[rows, k], b[rows, k + 1]
     return left + rng.random(T) * (right - left)

@@ -96,6 +96,20 @@ def _safe_div(a: float, b: float) -> float:
     return a / b
 
 
+class _PointParams(Params):
+    point: Point = Field("p25", description="release point: p25, p75 or a column index of X_test")
+
+
+class _AtPoint(Metric):
+    """A metric of the release at one point x_new (``params.point``)."""
+
+    Params = _PointParams
+
+    def column(self, split: Split) -> int:
+        """The column of ``split.X_test`` / of the predictions that holds the release point."""
+        return point_index(self.params.point, split.X_test.shape[0])
+
+
 class _BoundParams(Params):
     q: float = Field(68.0, gt=0, le=100, description="coverage in percent of the empirical error bound")
     point: Point = Field("p25", description="release point: p25, p75 or a column index of X_test")
@@ -103,7 +117,7 @@ class _BoundParams(Params):
     failures: Literal["drop", "inf"] = Field("drop", description="failed trials: dropped, or infinite error")
 
 
-class _BoundBase(Metric):
+class _BoundBase(_AtPoint):
     Params = _BoundParams
     against_truth = False
 
@@ -136,7 +150,7 @@ class _BoundBase(Metric):
         return 1.0
 
     def __call__(self, output: Output, split: Split) -> float:
-        j = point_index(self.params.point, split.X_test.shape[0])
+        j = self.column(split)
         c = empirical_bound(self._errors(output, split, j), self.params.q)
         return c if self.params.normalize == "none" else _safe_div(c, self._scale(split, j))
 
@@ -192,34 +206,31 @@ class FailureRate(Metric):
         return float(np.mean(output.failed))
 
 
-class _PointParams(Params):
-    point: Point = Field("p25", description="release point: p25, p75 or a column index of X_test")
+class _OLSAtPoint(_AtPoint):
+    """One part (``part``: 0 = p̂, 1 = σ̂(p̂)) of the non-private OLS fit of the private rows at the release point."""
+
+    part = 0
+
+    def __call__(self, output: Output, split: Split) -> float:
+        x_new = float(split.X_test[self.column(split), 0])
+        return ols_prediction_and_se(split.X_private[:, 0], split.y_private, x_new)[self.part]
 
 
 @register_metric
-class OLSEstimate(Metric):
+class OLSEstimate(_OLSAtPoint):
     """The non-private OLS prediction p̂ at the release point (for centring output-distribution plots)."""
 
     name = "ols_estimate"
     description = "OLS prediction at the release point (non-private reference)"
-    Params = _PointParams
-
-    def __call__(self, output: Output, split: Split) -> float:
-        j = point_index(self.params.point, split.X_test.shape[0])
-        return ols_prediction_and_se(split.X_private[:, 0], split.y_private, float(split.X_test[j, 0]))[0]
 
 
 @register_metric
-class OLSStandardError(Metric):
+class OLSStandardError(_OLSAtPoint):
     """σ̂(p̂) of Eq. 3 at the release point (for the Fig 12 ordering and the grey bands of Figs 8, 9)."""
 
     name = "ols_se"
     description = "OLS standard error of the prediction at the release point (Eq. 3)"
-    Params = _PointParams
-
-    def __call__(self, output: Output, split: Split) -> float:
-        j = point_index(self.params.point, split.X_test.shape[0])
-        return ols_prediction_and_se(split.X_private[:, 0], split.y_private, float(split.X_test[j, 0]))[1]
+    part = 1
 
 
 @register_metric
@@ -238,7 +249,7 @@ class _QuantileParams(_PointParams):
 
 
 @register_metric
-class OutputQuantile(Metric):
+class OutputQuantile(_AtPoint):
     """The ``level``-% quantile (linear interpolation) of p̃ over the successful trials of a cell."""
 
     name = "output_quantile"
@@ -246,8 +257,7 @@ class OutputQuantile(Metric):
     Params = _QuantileParams
 
     def __call__(self, output: Output, split: Split) -> float:
-        j = point_index(self.params.point, split.X_test.shape[0])
-        v = np.asarray(output.predictions, dtype=float)[~output.failed, j]
+        v = np.asarray(output.predictions, dtype=float)[~output.failed, self.column(split)]
         return float(np.percentile(v, self.params.level)) if len(v) else float("nan")
 
 
@@ -256,7 +266,7 @@ class _PredParams(_PointParams):
 
 
 @register_metric
-class Prediction(Metric):
+class Prediction(_AtPoint):
     """p̃ of one trial (NaN if it failed) or the mean over successful trials."""
 
     name = "prediction"
@@ -264,7 +274,7 @@ class Prediction(Metric):
     Params = _PredParams
 
     def __call__(self, output: Output, split: Split) -> float:
-        j = point_index(self.params.point, split.X_test.shape[0])
+        j = self.column(split)
         pred = np.asarray(output.predictions, dtype=float)
         if self.params.trial == "mean":
             v = pred[~output.failed, j]

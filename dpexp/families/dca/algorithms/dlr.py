@@ -26,7 +26,10 @@ with (ω_x, ω_y) chosen on *auxiliary synthetic data* from eqs. (4)–(6) of th
 facts; the auxiliary data are seeded by a hash of these public inputs and the result is cached): a 20 × 20 grid of
 ω ∈ linspace(0.1, 2.1, 20) (in units of the auxiliary data's std), 10 repeats, one ω for all features and one for
 the target, minimising the mean absolute prediction error of the model fitted with the noise the real run will add
-at the remaining budget.  No private data are touched by this search.
+at the remaining budget.  No private data are touched by this search.  It is a different protocol from the GDSC
+family's ``tune_thresholds`` (Honkela et al.: Spearman on the auxiliary training rows under Laplace noise at a
+budget split, maximised over {0.1, …, 2.0}²), so both stay; they share the auxiliary-data draw
+(``dpexp.models.bayes_lr.sample_data``) and the memo (``dpexp.cache``).
 
 Settings (how the noise enters):
 * ``ta``   trusted aggregator — Gaussian SSP: Σ z_i + N(0, σ_std²) on every term;
@@ -56,6 +59,7 @@ from dpexp.errors import UserError
 from dpexp.families.dca.audit import bounded_clients
 from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
+from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -127,8 +131,6 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
     gives NaN predictions for that release (a failed trial).
     """
     if solver == "psd_floor":
-        from dpexp.models.bayes_lr import posterior_mean_fixed
-
         with np.errstate(all="ignore"):
             try:
                 mu = posterior_mean_fixed(XX, Xy, lam=lam, lam0=lam0)
@@ -197,9 +199,7 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     """
     n_test = int(n_test or max(100, min(n, 1000)))
     G, R = len(grid), repeats
-    X = rng.standard_normal((R, n + n_test, d))
-    beta = rng.normal(0.0, 1.0 / math.sqrt(lam0), size=(R, d))
-    y = np.einsum("rnd,rd->rn", X, beta) + rng.normal(0.0, 1.0 / math.sqrt(lam), size=(R, n + n_test))
+    X, y = sample_data(R, n + n_test, d, rng, lam, lam0)       # eqs. (4)-(6), the same draw as GDSC's tuning
     Xtr, ytr, Xte, yte = X[:, :n], y[:, :n], X[:, n:], y[:, n:]
     sx = Xtr.std(axis=1)                       # (R, d)
     sy = ytr.std(axis=1)                       # (R,)

@@ -30,7 +30,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.slr.audit import unit_square
-from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.families.slr.checks import inputs
 from dpexp.privacy.accounting import zcdp_to_approx_dp
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -111,10 +111,7 @@ class _DPGD(Algorithm):
         raise NotImplementedError
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        eps = check_epsilon(epsilon, self.name)
-        x, y = xy(split, self.name)
-        check_unit_box(x, y, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         p = self.params
         P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, rng), (p.p25_init, p.p75_init), trials)
         pred = P[:, :1] + (xs[None, :] - 0.25) * 2.0 * (P[:, 1:] - P[:, :1])

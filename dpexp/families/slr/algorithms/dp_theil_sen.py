@@ -27,7 +27,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.slr.audit import unit_square
-from dpexp.families.slr.checks import KType, RangeParams, check_epsilon, x_new, xy
+from dpexp.families.slr.checks import KType, RangeParams, inputs
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
 from dpexp.registry import register_algorithm
@@ -84,9 +84,7 @@ class _DPTheilSen(Algorithm):
                 yield col, pair_estimates(x, y, a, b, float(x0)), False, c
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        eps = check_epsilon(epsilon, self.name)
-        x, y = xy(split, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, eps = inputs(split, self.name, epsilon)
         eps_pt = eps / xs.size
         pred = np.empty((trials, xs.size))
         for col, z, all_pairs, c in self.estimates(x, y, xs, rng, trials):
@@ -110,15 +108,20 @@ class DPExpTheilSen(_DPTheilSen):
     family = "slr"
     description = "DP Theil-Sen, exponential-mechanism median (Alg. 2+3), eps-DP"
 
+    def widening(self) -> float:
+        """θ of the median's utility (0: the plain exponential mechanism)."""
+        return 0.0
+
     def _median_all(self, z, eps_pt, c, rng, trials):
-        return exp_median(z, eps_pt / c, self.params.r_l, self.params.r_u, rng, size=trials, overwrite=True)
+        p = self.params
+        return exp_median(z, eps_pt / c, p.r_l, p.r_u, rng, size=trials, theta=self.widening(), overwrite=True)
 
     def _median_rows(self, Z, eps_pt, c, rng):
-        return exp_median_rows(Z, eps_pt / c, self.params.r_l, self.params.r_u, rng)
+        return exp_median_rows(Z, eps_pt / c, self.params.r_l, self.params.r_u, rng, theta=self.widening())
 
 
 @register_algorithm
-class DPWideTheilSen(_DPTheilSen):
+class DPWideTheilSen(DPExpTheilSen):
     """DPWideTheilSen(kMatch) — Algorithm 2 with the θ-widened exponential-mechanism median (Algorithm 4) at
     ε/(n_test·k); ε-DP under replace-one (Lemmas 2 and 5)."""
 
@@ -127,13 +130,8 @@ class DPWideTheilSen(_DPTheilSen):
     description = "DP Theil-Sen, theta-widened exponential-mechanism median (Alg. 2+4), eps-DP"
     Params = WideParams
 
-    def _median_all(self, z, eps_pt, c, rng, trials):
-        p = self.params
-        return exp_median(z, eps_pt / c, p.r_l, p.r_u, rng, size=trials, theta=p.theta, overwrite=True)
-
-    def _median_rows(self, Z, eps_pt, c, rng):
-        p = self.params
-        return exp_median_rows(Z, eps_pt / c, p.r_l, p.r_u, rng, theta=p.theta)
+    def widening(self) -> float:
+        return float(self.params.theta)
 
 
 @register_algorithm

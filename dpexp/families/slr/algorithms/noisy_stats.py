@@ -19,7 +19,7 @@ import numpy as np
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.slr.audit import unit_square
-from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.families.slr.checks import inputs
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -66,10 +66,7 @@ class NoisyStats(Algorithm):
     neighbouring = "replace-one"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        eps = check_epsilon(epsilon, self.name)
-        x, y = xy(split, self.name)
-        check_unit_box(x, y, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         if x.size < 2:
             return Output(predictions=np.full((trials, xs.size), np.nan))
         pred, failed = noisy_stats_predict(x, y, xs, eps, rng, trials)
@@ -92,10 +89,7 @@ class NoisyIntercept(Algorithm):
     neighbouring = "replace-one"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        eps = check_epsilon(epsilon, self.name)
-        x, y = xy(split, self.name)
-        check_unit_box(x, y, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n = y.size
         if n == 0:
             return Output(predictions=np.full((trials, xs.size), np.nan))

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpexp import cache
 from dpexp.components import Algorithm
-from dpexp.families.slr.checks import check_epsilon, check_unit_box, x_new, xy
+from dpexp.families.slr.checks import inputs
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -93,10 +93,7 @@ class OIMaxObservedSensitivity(Algorithm):
                               lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        eps = check_epsilon(epsilon, self.name)
-        x, y = xy(split, self.name)
-        check_unit_box(x, y, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n, xm, ym, vx, cxy = _stats(x, y)
         if n < 2 or not vx > 0:
             return Output(predictions=np.full((trials, xs.size), np.nan), extras={"formally_dp": 0.0})

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Algorithm, Params
-from dpexp.families.slr.checks import x_new, xy
+from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -43,8 +43,7 @@ class OLS(Algorithm):
     neighbouring = None
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        x, y = xy(split, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, _ = inputs(split, self.name)
         a, b = ols_line(x, y)
         return Output(predictions=np.tile(a * xs + b, (trials, 1)))
 
@@ -60,8 +59,7 @@ class TheilSen(Algorithm):
     neighbouring = None
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        x, y = xy(split, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, _ = inputs(split, self.name)
         pred = np.empty(xs.size)
         for c, x0 in enumerate(xs):
             z = all_pair_estimates(x, y, float(x0))
@@ -86,8 +84,7 @@ class TheilSenKMatch(Algorithm):
     Params = KMatchParams
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        x, y = xy(split, self.name)
-        xs = x_new(split, self.name)
+        x, y, xs, _ = inputs(split, self.name)
         n = x.size
         if n < 2:
             return Output(predictions=np.full((trials, xs.size), np.nan))
