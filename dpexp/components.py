@@ -111,6 +111,15 @@ class BatchedAlgorithm(Algorithm):
         raise NotImplementedError
 
 
+class Reference(Algorithm):
+    """A non-private reference (a baseline line in a figure): it releases nothing under DP and spends no budget, so
+    the runner computes it once per split whatever ε is, and the audit reports it as "not DP by design".  Mix it in
+    before ``BatchedAlgorithm`` for a batched one (``class BayesLR(Reference, BatchedAlgorithm)``)."""
+
+    private: ClassVar[bool] = False
+    neighbouring: ClassVar[str | None] = None
+
+
 class Dataset:
     """A dataset: knows its subsets and how to draw the split of one cell.
 

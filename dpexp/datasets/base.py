@@ -26,15 +26,18 @@ def search_dirs() -> list[Path]:
     return [Path("data"), Path("..") / "shared" / "data"]
 
 
-def data_path(relative: str, download_hint: str | None = None) -> Path:
-    """The first existing ``dir/relative`` over ``search_dirs()``; ``DataNotFoundError`` otherwise."""
-    for d in search_dirs():
+def data_path(relative: str, download_hint: str | None = None, data_dir: Path | None = None) -> Path:
+    """The first existing ``dir/relative`` over ``search_dirs()`` — or in ``data_dir`` only, for a dataset given a
+    folder of its own; ``DataNotFoundError`` otherwise."""
+    dirs = search_dirs() if data_dir is None else [Path(data_dir)]
+    for d in dirs:
         p = d / relative
         if p.exists():
             return p
-    where = " or ".join(str((d / relative)) for d in search_dirs())
+    where = " or ".join(str((d / relative)) for d in dirs)
     hint = f"; fetch it with `{download_hint}`" if download_hint else ""
-    raise DataNotFoundError(f"data file not found: expected {where} (set {ENV_VAR} or --data-dir){hint}")
+    how = f" (set {ENV_VAR} or --data-dir)" if data_dir is None else ""
+    raise DataNotFoundError(f"data file not found: expected {where}{how}{hint}")
 
 
 def download_dir() -> Path:

@@ -12,3 +12,8 @@ def bounded_clients(alg: Algorithm) -> Design:
     δ > 0 (found automatically); one feature, test point at the bound."""
     return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=20, X_test=((1.0,),),
                   meta={"bound_x": 1.0, "bound_y": 1.0})
+
+
+#: the thresholds the projected variants are audited at: the paper's auxiliary search for ω uses only public facts
+#: (N, d), so fixing ω audits the same release without running the search on every call
+FIXED_OMEGA = {"omega_x": 1.0, "omega_y": 1.0}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.audit.neighbours import Design
+from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.stats import Clipping
 from dpexp.types import Split
@@ -28,3 +29,7 @@ def unit_box(alg: Algorithm) -> Design:
     the public B_x (``meta['x_bound']`` or the parameter) and y by B_y into [−1, 1]; the plans set
     B_x = B_y = 1, one feature, test point at the bound."""
     return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=20, X_test=((1.0,),), meta={"x_bound": 1.0})
+
+
+#: the plan of oplr and fmlr: the unit-box design with the public bounds it assumes
+UNIT_BOX = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})

@@ -109,6 +109,10 @@ class _AtPoint(Metric):
         """The column of ``split.X_test`` / of the predictions that holds the release point."""
         return point_index(self.params.point, split.X_test.shape[0])
 
+    def successful(self, output: Output, split: Split) -> np.ndarray:
+        """The outputs at the release point of the trials that did not fail."""
+        return np.asarray(output.predictions, dtype=float)[~output.failed, self.column(split)]
+
 
 class _BoundParams(Params):
     q: float = Field(68.0, gt=0, le=100, description="coverage in percent of the empirical error bound")
@@ -248,6 +252,10 @@ class _QuantileParams(_PointParams):
     level: float = Field(50.0, ge=0, le=100, description="quantile level in percent")
 
 
+class _PredParams(_PointParams):
+    trial: int | Literal["mean"] = Field(0, description="trial index, or 'mean' over successful trials")
+
+
 @register_metric
 class OutputQuantile(_AtPoint):
     """The ``level``-% quantile (linear interpolation) of p̃ over the successful trials of a cell."""
@@ -257,12 +265,8 @@ class OutputQuantile(_AtPoint):
     Params = _QuantileParams
 
     def __call__(self, output: Output, split: Split) -> float:
-        v = np.asarray(output.predictions, dtype=float)[~output.failed, self.column(split)]
+        v = self.successful(output, split)
         return float(np.percentile(v, self.params.level)) if len(v) else float("nan")
-
-
-class _PredParams(_PointParams):
-    trial: int | Literal["mean"] = Field(0, description="trial index, or 'mean' over successful trials")
 
 
 @register_metric
@@ -274,11 +278,11 @@ class Prediction(_AtPoint):
     Params = _PredParams
 
     def __call__(self, output: Output, split: Split) -> float:
+        if self.params.trial == "mean":
+            v = self.successful(output, split)
+            return float(v.mean()) if len(v) else float("nan")
         j = self.column(split)
         pred = np.asarray(output.predictions, dtype=float)
-        if self.params.trial == "mean":
-            v = pred[~output.failed, j]
-            return float(v.mean()) if len(v) else float("nan")
         t = int(self.params.trial)
         if not 0 <= t < len(pred):
             raise UserError(f"metric prediction: params.trial must be in [0, {len(pred) - 1}], got {t}")

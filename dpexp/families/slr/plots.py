@@ -21,7 +21,6 @@ Algorithms with ``formally_dp = False`` in the manifest (``oi_mos``) get "(not D
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any, Literal

@@ -54,9 +54,9 @@ from pydantic import Field
 
 from dpexp import cache
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm, Params
+from dpexp.components import Algorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.dca.audit import bounded_clients
+from dpexp.families.dca.audit import FIXED_OMEGA, bounded_clients
 from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
@@ -311,6 +311,7 @@ def _bounds(params: Params, split: Split) -> tuple[float, float]:
 
 
 class _DLRBase(Algorithm):
+    family = "dca"
     neighbouring = "replace-one"
     requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
     setting = "ta"
@@ -374,14 +375,12 @@ class _DLRBase(Algorithm):
 
 
 @register_algorithm
-class NonPrivateBLR(Algorithm):
+class NonPrivateBLR(Reference):
     """Non-private Bayesian LR (λ = λ0 = 1, supplement §10) on the unprojected data: the NP line of Figs. 2–3."""
 
     name = "np"
     family = "dca"
     description = "non-private Bayesian LR from exact sufficient statistics (Heikkila et al. 2017, NP)"
-    private = False
-    neighbouring = None
 
     class Params(Params):
         lam: float = Field(1.0, gt=0, description="noise precision lambda")
@@ -399,7 +398,6 @@ class TrustedAggregatorBLR(_DLRBase):
     with Δ₂ from supplement eq. (18) and the full (ε, δ).  Replace-one neighbours (see module docstring)."""
 
     name = "ta"
-    family = "dca"
     audit = AuditPlan(design=bounded_clients)
     description = "trusted aggregator Gaussian SSP Bayesian LR (Heikkila et al. 2017, TA)"
     Params = _BoundParams
@@ -410,11 +408,8 @@ class TrustedAggregatorProjBLR(_DLRBase):
     """TA with projection (TA proj): Alg. 2 with the trusted aggregator adding the noise of both rounds."""
 
     name = "ta_proj"
-    family = "dca"
-    # the projected variants loop over trials in Python: fewer trials and a smaller pilot.  ω is fixed: the
-    # paper's auxiliary search uses only public facts (N, d), so fixing it does not change what is spent
-    audit = AuditPlan(design=bounded_clients, params={"omega_x": 1.0, "omega_y": 1.0}, trials_factor=0.3,
-                      pilot_trials=2_000)
+    # the projected variants loop over trials in Python: fewer trials and a smaller pilot
+    audit = AuditPlan(design=bounded_clients, params=FIXED_OMEGA, trials_factor=0.3, pilot_trials=2_000)
     description = "trusted aggregator SSP with std round + projection to omega*std (Heikkila et al. 2017, Alg. 2)"
     Params = _ProjParams
     project = True
@@ -425,7 +420,6 @@ class DistributedBLR(_DLRBase):
     """DDP: the TA release computed by the DCA protocol (Alg. 1) with per-client noise σ_std²/(N − T − 1) (Thm 1)."""
 
     name = "ddp"
-    family = "dca"
     # the DCA runs in a fixed-point ring: fewer trials and a smaller pilot keep `make audit` in its time box
     audit = AuditPlan(design=bounded_clients, trials_factor=0.3, pilot_trials=2_000)
     description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
@@ -438,10 +432,8 @@ class DistributedProjBLR(_DLRBase):
     """DDP proj: Algorithm 2 in full — two DCA rounds (std estimate, then projected sufficient statistics)."""
 
     name = "ddp_proj"
-    family = "dca"
-    # two DCA rounds in a ring, trials in a Python loop: fewer trials and a smaller pilot; ω fixed (public)
-    audit = AuditPlan(design=bounded_clients, params={"omega_x": 1.0, "omega_y": 1.0}, trials_factor=0.1,
-                      pilot_trials=1_000)
+    # two DCA rounds in a ring, trials in a Python loop: fewer trials and a smaller pilot
+    audit = AuditPlan(design=bounded_clients, params=FIXED_OMEGA, trials_factor=0.1, pilot_trials=1_000)
     description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
     Params = _DistProjParams
     setting = "ddp"
@@ -454,7 +446,6 @@ class InputPerturbationBLR(_DLRBase):
     its record, Δ₂ of eq. (18)); the aggregate noise variance N σ_std² grows with N."""
 
     name = "input_perturbation"
-    family = "dca"
     audit = AuditPlan(design=bounded_clients)
     description = "each client perturbs its own sufficient statistics; noise variance grows with N"
     Params = _BoundParams

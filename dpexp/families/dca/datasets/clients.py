@@ -15,16 +15,18 @@ from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
 
+class _ClientsParams(Params):
+    n_clients: int = Field(100, ge=3, le=10_000_000, description="number of clients N")
+    d: int = Field(10, ge=1, le=1_000_000, description="vector length d")
+
+
 @register_dataset
 class DCAClients(Dataset):
     """Synthetic DCA clients for Table 1 (see module docstring)."""
 
     name = "dca_clients"
     description = "N synthetic clients with d-dim vectors in [-1,1]^d for DCA timings (Heikkila et al. 2017 Table 1)"
-
-    class Params(Params):
-        n_clients: int = Field(100, ge=3, le=10_000_000, description="number of clients N")
-        d: int = Field(10, ge=1, le=1_000_000, description="vector length d")
+    Params = _ClientsParams
 
     def n_rows(self, subset: str) -> int | None:
         return int(self.params.n_clients)

@@ -40,20 +40,14 @@ def scale_range(A: np.ndarray, length: float) -> np.ndarray:
 
 class _UCIDataset(Dataset):
     folder: ClassVar[str] = ""
-    files: ClassVar[dict[str, tuple[str, str]]] = {}   # file -> (url, sha256)
-    main_file: ClassVar[str] = ""
+    files: ClassVar[dict[str, tuple[str, str]]] = {}   # file -> (url, sha256); the first one is read
 
     class Params(Params):
         range_length: float = Field(10.0, gt=0, description="length of each dimension's range after scaling")
         bound: float = Field(7.5, gt=0, description="assumed public bound c on |x_j| and |y|")
 
     def _path(self) -> Path:
-        rel = f"{self.folder}/{self.main_file}"
-        if self.data_dir is not None:
-            p = Path(self.data_dir) / rel
-            if p.exists():
-                return p
-        return data_path(rel, self.download_hint)
+        return data_path(f"{self.folder}/{next(iter(self.files))}", self.download_hint, self.data_dir)
 
     def read_raw(self, path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
@@ -116,7 +110,6 @@ class RedWine(_Wine):
     name = "redwine"
     download_hint = "dpexp data download redwine"
     description = "UCI red wine quality (Heikkila et al. 2017 Fig. 2a): 11 features, range 10, bounds +-7.5"
-    main_file = "winequality-red.csv"
     files = {"winequality-red.csv": (f"{UCI}/wine-quality/winequality-red.csv",
                                      "4a402cf041b025d4566d954c3b9ba8635a3a8a01e039005d97d6a710278cf05e")}
 
@@ -128,7 +121,6 @@ class WhiteWine(_Wine):
     name = "whitewine"
     download_hint = "dpexp data download whitewine"
     description = "UCI white wine quality (Heikkila et al. 2017 Fig. 2c): 11 features, range 10, bounds +-7.5"
-    main_file = "winequality-white.csv"
     files = {"winequality-white.csv": (f"{UCI}/wine-quality/winequality-white.csv",
                                        "76c3f809815c17c07212622f776311faeb31e87610d52c26d87d6e361b169836")}
 
@@ -141,7 +133,6 @@ class Abalone(_UCIDataset):
     download_hint = "dpexp data download abalone"
     description = "UCI abalone (Heikkila et al. 2017 Fig. 2b): 8 features, range 10, bounds +-7.5"
     folder = "abalone"
-    main_file = "abalone.data"
     files = {"abalone.data": (f"{UCI}/abalone/abalone.data",
                               "de37cdcdcaaa50c309d514f248f7c2302a5f1f88c168905eba23fe2fbc78449f")}
 

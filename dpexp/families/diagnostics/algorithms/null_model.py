@@ -7,13 +7,13 @@ import time
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Algorithm, Params
+from dpexp.components import Params, Reference
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
 @register_algorithm
-class NullModel(Algorithm):
+class NullModel(Reference):
     """Predicts the mean of the training responses (0 when there are none); non-private.
 
     ``sleep_ms`` makes each call slow (runner resume/benchmark tests), ``fail`` makes every call raise (failure
@@ -23,8 +23,6 @@ class NullModel(Algorithm):
     name = "null_model"
     family = "diagnostics"
     description = "diagnostic: predicts the training mean (for runner tests and benchmarks)"
-    private = False
-    neighbouring = None
 
     class Params(Params):
         sleep_ms: float = Field(0.0, ge=0, description="busy-wait this many milliseconds per call")

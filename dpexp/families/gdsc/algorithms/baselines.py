@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Algorithm, BatchedAlgorithm, Params
+from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.registry import register_algorithm
@@ -44,14 +44,12 @@ class _PublicParams(Params):
 
 
 @register_algorithm
-class PublicOnlyLR(BatchedAlgorithm):
+class PublicOnlyLR(Reference, BatchedAlgorithm):
     """Non-private Bayesian LR on the public rows only (the horizontal baselines of Fig. 2; Fig. 3's reference)."""
 
     name = "lr_public"
     family = "gdsc"
     description = "non-private Bayesian LR on the public rows only (baseline; optional other d via the view)"
-    private = False
-    neighbouring = None
     Params = _PublicParams
 
     def _rows(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +94,7 @@ class _RLRParams(RobustPrivateLR.Params):  # type: ignore[misc, valid-type]
 
 
 @register_algorithm
-class RobustLR(Algorithm):
+class RobustLR(Reference):
     """Non-private robust LR: clip the private rows exactly as ``rplr`` with the same parameters would (thresholds
     B = ω·σ, tuned for ``tune_epsilon`` when rplr tunes them), add the public rows, fit the same model from the
     exact statistics — no noise (thesis §3.8.1, the "non-private version with clipping")."""
@@ -104,8 +102,6 @@ class RobustLR(Algorithm):
     name = "rlr"
     family = "gdsc"
     description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
-    private = False
-    neighbouring = None
     Params = _RLRParams
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:

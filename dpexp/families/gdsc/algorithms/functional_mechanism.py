@@ -28,11 +28,9 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.audit.plan import AuditPlan
-from dpexp.components import BatchedAlgorithm, Params
+from dpexp.components import Params
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.output_perturbation import _bounds, scale_unit
-from dpexp.families.gdsc.audit import unit_box
+from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -64,7 +62,7 @@ class _FMParams(Params):
 
 
 @register_algorithm
-class FunctionalMechanismLR(BatchedAlgorithm):
+class FunctionalMechanismLR(UnitBoxLR):
     """Functional mechanism LR (Zhang et al. 2012): Laplace noise of scale (2D²+4D)/ε on the quadratic
     objective's coefficients (D = d + 1 with bias), symmetrised, regularised, non-positive eigen-directions removed.
 
@@ -72,10 +70,7 @@ class FunctionalMechanismLR(BatchedAlgorithm):
     """
 
     name = "fmlr"
-    family = "gdsc"
-    audit = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
     description = "functional mechanism LR: Laplace-perturbed objective coefficients (Zhang et al. 2012)"
-    neighbouring = "replace-one"
     Params = _FMParams
 
     def noise_scale(self, d: int, epsilon: float) -> float:
@@ -89,7 +84,7 @@ class FunctionalMechanismLR(BatchedAlgorithm):
         results: list[Output | Exception] = []
         for s, rng in zip(splits, rngs):
             try:
-                B_x, B_y = _bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
+                B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
                 D = s.d + 1
                 Zv, yv = scale_unit(s.X_private, s.y_private, B_x, B_y, l2_ball=False)
                 Zu, yu = scale_unit(s.X_public, s.y_public, B_x, B_y, l2_ball=False)

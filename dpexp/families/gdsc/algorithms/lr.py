@@ -8,7 +8,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import BatchedAlgorithm
+from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.registry import register_algorithm
@@ -21,15 +21,13 @@ class _LRParams(FixedPrecisionParams):
 
 
 @register_algorithm
-class BayesLR(BatchedAlgorithm):
+class BayesLR(Reference, BatchedAlgorithm):
     """Non-private Bayesian LR on public + private rows (the paper's LR, Methods 4.1): fixed precisions,
     (λ0 I + λ XᵀX)⁻¹ λ Xᵀy (Eqs. 3–4), or ``prior: gamma`` — Gamma(2, 2) priors on λ, λ0 (Eq. 6) fitted by VB."""
 
     name = "lr"
     family = "gdsc"
     description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
-    private = False
-    neighbouring = None
     Params = _LRParams
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],

@@ -31,23 +31,11 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.audit.plan import AuditPlan
-from dpexp.components import BatchedAlgorithm, Params
+from dpexp.components import Params
 from dpexp.errors import UserError
-from dpexp.families.gdsc.audit import unit_box
+from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
-
-
-def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_ball: bool
-               ) -> tuple[np.ndarray, np.ndarray | None]:
-    """x ← clip(x/B_x, −1, 1) (then onto the unit L2 ball if ``l2_ball``), y ← clip(y/B_y, −1, 1)."""
-    Xs = np.clip(X / B_x, -1.0, 1.0)
-    if l2_ball and Xs.size:
-        nrm = np.linalg.norm(Xs, axis=1, keepdims=True)
-        Xs = Xs / np.maximum(nrm, 1.0)
-    ys = None if y is None else np.clip(y / B_y, -1.0, 1.0)
-    return Xs, ys
 
 
 def ball_constrained_ridge(A: np.ndarray, b: np.ndarray, lam: np.ndarray, R: float = 1.0,
@@ -95,15 +83,8 @@ class _OPLRParams(Params):
     bound_y: float = Field(..., gt=0, description="public bound B_y on |y| (declared; larger values are clipped)")
 
 
-def _bounds(split: Split, bound_x: float | None, bound_y: float, who: str) -> tuple[float, float]:
-    B_x = bound_x if bound_x is not None else split.meta.get("x_bound")
-    if B_x is None:
-        raise UserError(f"{who}: params.bound_x must be given (the dataset declares no meta['x_bound']), got None")
-    return float(B_x), float(bound_y)
-
-
 @register_algorithm
-class OutputPerturbationLR(BatchedAlgorithm):
+class OutputPerturbationLR(UnitBoxLR):
     """Output-perturbed LR after Wu et al. 2015 (paper's setting): ridge constrained to ‖w‖ ≤ R with
     λ_reg = sqrt(d/(nε)), plus noise of norm Gamma(d, (12R+8)/(λ_reg n ε)) in a uniform direction.
 
@@ -111,10 +92,7 @@ class OutputPerturbationLR(BatchedAlgorithm):
     """
 
     name = "oplr"
-    family = "gdsc"
-    audit = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
     description = "output-perturbed ridge LR in the unit ball (Wu et al. 2015 as in Honkela et al. 2018)"
-    neighbouring = "replace-one"
     Params = _OPLRParams
 
     def noise_scale(self, n: int, d: int, epsilon: float) -> tuple[float, float]:
@@ -131,7 +109,7 @@ class OutputPerturbationLR(BatchedAlgorithm):
         stats, lams, keep = [], [], []
         for k, s in enumerate(splits):
             try:
-                B_x, B_y = _bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
+                B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
                 X, y = scale_unit(s.X_train, s.y_train, B_x, B_y, l2_ball=True)
                 n, d = X.shape[0], s.d
                 if n == 0:
@@ -157,7 +135,7 @@ class OutputPerturbationLR(BatchedAlgorithm):
                 W[j] = wj
         for j, k in enumerate(keep):
             s, rng = splits[k], rngs[k]
-            B_x, B_y = _bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
+            B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
             n = s.X_train.shape[0]
             _, scale = self.noise_scale(n, s.d, epsilon)
             w = np.broadcast_to(W[j], (trials, s.d)).copy()

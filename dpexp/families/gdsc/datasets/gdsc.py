@@ -47,7 +47,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path
-from dpexp.errors import DataNotFoundError, UserError
+from dpexp.errors import UserError
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
@@ -209,13 +209,7 @@ class Gdsc(Dataset):
                                        "3.8.2) or before (exact sizes)")
 
     def _paths(self) -> tuple[Path, Path]:
-        if self.data_dir is not None:
-            e, i = Path(self.data_dir) / EXPR_FILE, Path(self.data_dir) / IC50_FILE
-            for p in (e, i):
-                if not p.exists():
-                    raise DataNotFoundError(f"data file not found: expected {p}; fetch it with `{DOWNLOAD_HINT}`")
-            return e, i
-        return data_path(EXPR_FILE, DOWNLOAD_HINT), data_path(IC50_FILE, DOWNLOAD_HINT)
+        return data_path(EXPR_FILE, DOWNLOAD_HINT, self.data_dir), data_path(IC50_FILE, DOWNLOAD_HINT, self.data_dir)
 
     def _prep(self) -> _Prepared:
         e, i = self._paths()

@@ -19,7 +19,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path
-from dpexp.errors import DataNotFoundError, UserError
+from dpexp.errors import UserError
 from dpexp.families.gdsc.datasets.synthetic import preprocess
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
@@ -39,13 +39,8 @@ class StagedSynthetic(Dataset):
         preprocess: bool = Field(True, description="centre, unit-norm rows, centre y (Methods 4.4)")
 
     def _paths(self) -> tuple[Path, Path]:
-        if self.data_dir is not None:
-            px, py = Path(self.data_dir) / X_FILE, Path(self.data_dir) / Y_FILE
-            for p in (px, py):
-                if not p.exists():
-                    raise DataNotFoundError(f"data file not found: expected {p} (place the authors' files by hand)")
-            return px, py
-        return data_path(X_FILE), data_path(Y_FILE)
+        """The authors' two files (no download: they are placed by hand, see the folder's SOURCE.md)."""
+        return data_path(X_FILE, None, self.data_dir), data_path(Y_FILE, None, self.data_dir)
 
     def _load(self) -> tuple[np.ndarray, np.ndarray]:
         px, py = self._paths()

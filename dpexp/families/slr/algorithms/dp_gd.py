@@ -103,7 +103,6 @@ def rho_for_approx(epsilon: float, delta: float) -> float:
 class _DPGD(Algorithm):
     # T noisy steps over all rows per trial: fewer trials and a smaller pilot keep `make audit` in its time box
     audit = AuditPlan(design=unit_square, trials_factor=0.4, pilot_trials=2_000)
-    private = True
     neighbouring = "replace-one"
     Params = GDParams
 

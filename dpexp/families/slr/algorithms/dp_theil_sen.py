@@ -59,7 +59,6 @@ def resolve_k(k: int | str, n: int) -> tuple[bool, int]:
 
 class _DPTheilSen(Algorithm):
     audit = AuditPlan(design=unit_square)
-    private = True
     neighbouring = "replace-one"
     Params = TSParams
 

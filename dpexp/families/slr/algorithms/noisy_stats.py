@@ -52,18 +52,25 @@ def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: f
     return pred, ~ok
 
 
+class _NoisyStatistic(Algorithm):
+    """A Laplace-noised statistic of data in [0, 1]^2 (replace-one, n public): pure ε-DP, δ = 0."""
+
+    family = "slr"
+    neighbouring = "replace-one"
+    audit = AuditPlan(design=unit_square)
+
+    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
+        return {"epsilon": float(epsilon), "delta": 0.0}
+
+
 @register_algorithm
-class NoisyStats(Algorithm):
+class NoisyStats(_NoisyStatistic):
     """NoisyStats, Algorithm 1 of Alabi et al. (2020): Laplace noise on ncov(x, y) and nvar(x) (Δ = 1 - 1/n each,
     Appendix C.1 Lemma 1, scale 3Δ/ε), then on the intercept (Δ3 = (1 + |α̃|)/n, scale 3Δ3/ε); ε/3 each, ε-DP
     under replace-one with public n and data in [0, 1]^2.  A trial with nvar + L2 <= 0 fails (NaN row)."""
 
     name = "noisy_stats"
-    family = "slr"
-    audit = AuditPlan(design=unit_square)
     description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
-    private = True
-    neighbouring = "replace-one"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
@@ -72,21 +79,14 @@ class NoisyStats(Algorithm):
         pred, failed = noisy_stats_predict(x, y, xs, eps, rng, trials)
         return Output(predictions=pred, extras={"noisy_stats_failures": float(failed.sum())})
 
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": 0.0}
-
 
 @register_algorithm
-class NoisyIntercept(Algorithm):
+class NoisyIntercept(_NoisyStatistic):
     """NoisyIntercept (Sec. 2.4): ȳ + Lap(1/(ε n)) for every x_new; ȳ has replace-one sensitivity 1/n for
     y in [0, 1], so it is ε-DP (one release serves all x_new)."""
 
     name = "noisy_intercept"
-    family = "slr"
-    audit = AuditPlan(design=unit_square)
     description = "NoisyIntercept (Sec. 2.4): Laplace-noised mean of y, eps-DP"
-    private = True
-    neighbouring = "replace-one"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
@@ -95,6 +95,3 @@ class NoisyIntercept(Algorithm):
             return Output(predictions=np.full((trials, xs.size), np.nan))
         yt = y.mean() + rng.laplace(0.0, 1.0, trials) * (1.0 / (eps * n))
         return Output(predictions=np.tile(yt[:, None], (1, xs.size)))
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": 0.0}

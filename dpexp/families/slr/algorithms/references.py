@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Algorithm, Params
+from dpexp.components import Params, Reference
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
 from dpexp.registry import register_algorithm
@@ -32,39 +32,44 @@ def ols_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return a, float(ym - a * xm)
 
 
+class _Deterministic(Reference):
+    """A reference that is a fixed function of the data: the same predictions in every trial."""
+
+    family = "slr"
+
+    def predict(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        x, y, xs, _ = inputs(split, self.name)
+        return Output(predictions=np.tile(self.predict(x, y, xs), (trials, 1)))
+
+
 @register_algorithm
-class OLS(Algorithm):
+class OLS(_Deterministic):
     """Ordinary least squares predictions at X_test (Eq. 2 of Alabi et al.); NaN if nvar(x) = 0."""
 
     name = "ols"
-    family = "slr"
     description = "non-private OLS predictions (p25, p75)"
-    private = False
-    neighbouring = None
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        x, y, xs, _ = inputs(split, self.name)
+    def predict(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
         a, b = ols_line(x, y)
-        return Output(predictions=np.tile(a * xs + b, (trials, 1)))
+        return a * xs + b
 
 
 @register_algorithm
-class TheilSen(Algorithm):
+class TheilSen(_Deterministic):
     """Theil–Sen with all pairs: median over non-vertical pairs of the pairwise predictions (Sec. 2.2)."""
 
     name = "theil_sen"
-    family = "slr"
     description = "non-private Theil-Sen over all pairs"
-    private = False
-    neighbouring = None
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        x, y, xs, _ = inputs(split, self.name)
+    def predict(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
         pred = np.empty(xs.size)
         for c, x0 in enumerate(xs):
             z = all_pair_estimates(x, y, float(x0))
             pred[c] = np.median(z) if z.size else np.nan
-        return Output(predictions=np.tile(pred, (trials, 1)))
+        return pred
 
 
 class KMatchParams(Params):
@@ -72,15 +77,13 @@ class KMatchParams(Params):
 
 
 @register_algorithm
-class TheilSenKMatch(Algorithm):
+class TheilSenKMatch(Reference):
     """Theil–Sen over k random matchings of the points (Algorithm 2 with the exact median, no edge twice);
     each trial draws new matchings."""
 
     name = "theil_sen_kmatch"
     family = "slr"
     description = "non-private Theil-Sen over k random matchings"
-    private = False
-    neighbouring = None
     Params = KMatchParams
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:

@@ -1,0 +1,40 @@
+"""What the methods compared in Honkela et al. 2018 (Methods 4.6) share: the data are scaled into the unit box with
+*public* bounds (``scale_unit``, ``public_bounds``), the releases are ε-DP under replace-one neighbours of the private
+rows, and they are audited on the unit-box design (``audit.UNIT_BOX``).  ``UnitBoxLR`` states these facts once for
+``oplr`` and ``fmlr``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpexp.components import BatchedAlgorithm
+from dpexp.errors import UserError
+from dpexp.families.gdsc.audit import UNIT_BOX
+from dpexp.types import Split
+
+
+class UnitBoxLR(BatchedAlgorithm):
+    """Base of the compared methods: GDSC family, replace-one neighbours, audited on the unit box."""
+
+    family = "gdsc"
+    neighbouring = "replace-one"
+    audit = UNIT_BOX
+
+
+def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_ball: bool
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """x ← clip(x/B_x, −1, 1) (then onto the unit L2 ball if ``l2_ball``), y ← clip(y/B_y, −1, 1)."""
+    Xs = np.clip(X / B_x, -1.0, 1.0)
+    if l2_ball and Xs.size:
+        nrm = np.linalg.norm(Xs, axis=1, keepdims=True)
+        Xs = Xs / np.maximum(nrm, 1.0)
+    ys = None if y is None else np.clip(y / B_y, -1.0, 1.0)
+    return Xs, ys
+
+
+def public_bounds(split: Split, bound_x: float | None, bound_y: float, who: str) -> tuple[float, float]:
+    """(B_x, B_y): the parameter B_x or the dataset's declared ``meta['x_bound']``, and the declared B_y."""
+    B_x = bound_x if bound_x is not None else split.meta.get("x_bound")
+    if B_x is None:
+        raise UserError(f"{who}: params.bound_x must be given (the dataset declares no meta['x_bound']), got None")
+    return float(B_x), float(bound_y)
