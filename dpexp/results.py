@@ -1,15 +1,63 @@
-"""Reading results tables and the aggregation shared by ``dpexp plot`` and ``dpexp summarize``."""
+"""The results schema (one named record, ``Row``), reading results tables, and the aggregation shared by
+``dpexp plot`` and ``dpexp summarize``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from dpexp.errors import UserError
+
+
+class Row(NamedTuple):
+    """One row of ``results.csv``: one metric of one cell (tidy long format).
+
+    ``n_*`` and ``d`` are the sizes the algorithm actually saw; the ``*_requested`` fields hold the grid values asked
+    for ("all" for whole datasets).  ``value`` is NaN and ``error`` holds the message when the cell (or this metric)
+    failed; ``seed_key`` identifies the cell's noise stream (``dpexp.rng.key_hex``).
+    """
+
+    experiment: str
+    dataset: str
+    dataset_params: str
+    subset: str
+    algorithm: str
+    label: str
+    params: str
+    epsilon: float
+    delta: float
+    n_private: int
+    n_public: int
+    n_test: int
+    d: int
+    repeat: int
+    trials: int
+    n_private_requested: int | str
+    n_public_requested: int
+    n_test_requested: int
+    metric: str
+    value: float
+    seed_key: str
+    error: str
+
+
+#: the header of results.csv, in order
+COLUMNS: list[str] = list(Row._fields)
+#: the fields that identify a cell: failures.csv lists each failed cell once with these and its error
+CELL_COLUMNS: list[str] = ["experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params",
+                           "epsilon", "delta", "n_private", "n_public", "n_test", "d", "repeat"]
+FAILURE_COLUMNS: list[str] = CELL_COLUMNS + ["error"]
+_CELL_INDEX = [COLUMNS.index(c) for c in CELL_COLUMNS]
+
+
+def cell_of(fields: list[str]) -> tuple[str, ...]:
+    """The cell-identifying fields (``CELL_COLUMNS``) of one results row given as its list of CSV fields."""
+    return tuple(fields[i] for i in _CELL_INDEX)
+
 
 #: columns that identify a curve point besides the x variable and the varying grid columns
 GROUP_COLUMNS = ["dataset", "dataset_params", "label", "metric"]

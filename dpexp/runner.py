@@ -10,16 +10,11 @@ and the manifest says ``complete``; resuming a complete run does nothing (``--fo
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import gzip
-import hashlib
 import io
-import json
 import math
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -28,15 +23,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from dpexp import __version__, cache
+from dpexp import cache, manifest
 from dpexp.errors import UserError
+from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, Row, cell_of
 from dpexp.rng import data_stream, key_hex, new_root_seed, noise_names, noise_stream
-from dpexp.spec import ResolvedExperiment
+from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
 from dpexp.types import Sizes
 
-COLUMNS = ["experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params", "epsilon", "delta",
-           "n_private", "n_public", "n_test", "d", "repeat", "trials", "n_private_requested", "n_public_requested",
-           "n_test_requested", "metric", "value", "seed_key", "error"]
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
 
@@ -71,60 +64,89 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[tuple[Any, ...]]:
-    """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures)."""
+def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row]:
+    """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures).
+
+    Per size of the grid: the splits of the chunk's subsets (one data stream each), then per algorithm variant and
+    privacy budget the outputs of all subsets at once (``run_many``, one noise stream each) and their metric rows.
+    """
     dv = exp.datasets[chunk.dataset]
-    spec = exp.spec
-    max_sizes = (max(exp.n_test), max(exp.n_public), max(exp.n_private))
     ds_key = f"{dv.name}[{dv.params_str}]"
-    rows: list[tuple[Any, ...]] = []
+    eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
+    rows: list[Row] = []
     for n_test, n_public, n_private in exp.size_grid:
-        sizes = Sizes(n_private, n_public, n_test, max_sizes[2], max_sizes[1], max_sizes[0])
-        requested = "all" if n_private < 0 else n_private
-        splits: list[Any] = []
-        for subset in chunk.subsets:
-            key_subset = "*" if dv.instance.shared_split else subset
-            rng = data_stream(root_seed, ds_key, key_subset, chunk.repeat)
-            try:
-                splits.append(dv.instance.split(subset, sizes, rng))
-            except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
-                splits.append(_SplitFailure(exc, (max(n_private, 0), n_public, n_test, 0)))
-        good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
+        sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
+        splits = _splits(dv, ds_key, chunk, sizes, root_seed)
         for av in exp.algorithms:
-            private = getattr(av.instance, "private", True)
-            eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
-            runs = eps_delta if private else [(None, None)]
+            # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
+            runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
             for eps, delta in runs:
-                rngs = []
-                seed_keys = []
-                for subset in chunk.subsets:
-                    names = (ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta)
-                    rngs.append(noise_stream(root_seed, *names))
-                    seed_keys.append(key_hex(*noise_names(*names)))
-                outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
-                if good:
-                    try:
-                        got = av.instance.run_many([splits[i] for i in good],
-                                                   exp.epsilons[0] if eps is None else eps,
-                                                   exp.deltas[0] if delta is None else delta,
-                                                   [rngs[i] for i in good], spec.trials)
-                    except Exception as exc:  # a bug in run_many itself: fail every cell of this group
-                        got = [exc] * len(good)
-                    for i, o in zip(good, got):
-                        outputs[i] = o
+                names = [(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta) for subset in chunk.subsets]
+                outputs = _outputs(exp, av, splits, [noise_stream(root_seed, *n) for n in names],
+                                   exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
-                for split, subset, out, skey in zip(splits, chunk.subsets, outputs, seed_keys):
-                    if isinstance(split, _SplitFailure):
-                        base_sizes = split.sizes
-                    else:
-                        base_sizes = (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
-                    values = _metric_values(exp, out, split)
-                    for e, d in targets:
-                        prefix = (spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str,
-                                  e, d, *base_sizes, chunk.repeat, spec.trials, requested, n_public, n_test)
-                        for metric, value, err in values:
-                            rows.append(prefix + (metric, value, skey, err))
+                for split, subset, out, n in zip(splits, chunk.subsets, outputs, names):
+                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split,
+                                    key_hex(*noise_names(*n)))
+                    rows += cell.rows(_metric_values(exp, out, split), targets)
     return rows
+
+
+def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int) -> list[Any]:
+    """The split of each subset of the chunk, from the data stream of (dataset, subset or "*", repeat); a dataset
+    that raises gives a ``_SplitFailure`` in its place."""
+    splits: list[Any] = []
+    for subset in chunk.subsets:
+        key_subset = "*" if dv.instance.shared_split else subset
+        rng = data_stream(root_seed, ds_key, key_subset, chunk.repeat)
+        try:
+            splits.append(dv.instance.split(subset, sizes, rng))
+        except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
+            splits.append(_SplitFailure(exc, (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)))
+    return splits
+
+
+def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], rngs: list[np.random.Generator],
+             epsilon: float, delta: float) -> list[Any]:
+    """The algorithm's output (or exception) for every split, one ``run_many`` call over the splits that exist."""
+    outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
+    good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
+    if good:
+        try:
+            got = av.instance.run_many([splits[i] for i in good], epsilon, delta, [rngs[i] for i in good],
+                                       exp.spec.trials)
+        except Exception as exc:  # a bug in run_many itself: fail every cell of this group
+            got = [exc] * len(good)
+        for i, o in zip(good, got):
+            outputs[i] = o
+    return outputs
+
+
+@dataclass(frozen=True)
+class CellRows:
+    """What the rows of one cell share; ``rows`` adds the metric values, once per (epsilon, delta) target."""
+
+    exp: ResolvedExperiment
+    dataset: str
+    dataset_params: str
+    subset: str
+    av: AlgoVariant
+    repeat: int
+    sizes: Sizes
+    split: Any
+    seed_key: str
+
+    def rows(self, values: list[tuple[str, float, str]], targets: list[tuple[Any, Any]]) -> list[Row]:
+        if isinstance(self.split, _SplitFailure):
+            seen = self.split.sizes
+        else:
+            seen = (len(self.split.y_private), len(self.split.y_public), len(self.split.y_test), self.split.d)
+        s, av = self.sizes, self.av
+        requested = "all" if s.n_private < 0 else s.n_private
+        return [Row(self.exp.spec.name, self.dataset, self.dataset_params, self.subset, av.name, av.label,
+                    av.params_str, e, d, *seen, self.repeat, self.exp.spec.trials, requested, s.n_public, s.n_test,
+                    metric, value, self.seed_key, err)
+                for e, d in targets for metric, value, err in values]
 
 
 @dataclass
@@ -157,7 +179,7 @@ def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[
     return vals
 
 
-def _rows_to_csv(rows: list[tuple[Any, ...]], header: bool) -> bytes:
+def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     if header:
@@ -188,39 +210,6 @@ def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) 
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Provenance
-
-
-def git_info() -> dict[str, Any]:
-    """Commit and dirty flag of the dpexp source tree (None outside a git checkout)."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=5).stdout.strip() or None
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                    capture_output=True, text=True, timeout=5).stdout.strip()) if commit else None
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = None, None
-    return {"commit": commit, "dirty": dirty}
-
-
-def versions() -> dict[str, str]:
-    import scipy
-
-    return {"dpexp": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "scipy": scipy.__version__, "platform": platform.platform()}
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def config_fingerprint(raw: dict[str, Any], overrides: list[str], repeats: int | None) -> str:
-    blob = json.dumps({"raw": raw, "overrides": overrides, "repeats": repeats}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Driver
 
 
@@ -235,8 +224,13 @@ class RunReport:
     already_complete: bool = False
 
 
-def _iter_parallel(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path,
-                   exp: ResolvedExperiment, seed: int) -> Iterator[tuple[int, int]]:
+def execute_chunks(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path, exp: ResolvedExperiment,
+                   seed: int) -> Iterator[tuple[int, int]]:
+    """The executor: compute ``todo`` into ``parts`` and yield (chunk index, cells) as chunks finish, in any order.
+
+    In this process for one job, else joblib's loky processes, each rebuilding the experiment from ``payload`` once.
+    Replaceable: the results do not depend on where or in which order chunks run.
+    """
     if jobs == 1 or len(todo) <= 1:
         for c in todo:
             yield _execute(exp, c, seed, parts)
@@ -250,87 +244,89 @@ def _iter_parallel(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts:
 def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs: int = -1, seed: int | None = None,
                    resume: bool = True, repeats_override: int | None = None, progress: bool = True,
                    data_dir: str | None = None) -> RunReport:
-    """Execute (or resume) ``exp`` into ``out``. See module docstring for the guarantees."""
+    """Execute (or resume) ``exp`` into ``out``. See module docstring for the guarantees.
+
+    Steps: settle the root seed against a previous run in ``out`` (or report it complete), plan the chunks, write
+    the starting manifest, compute the missing chunks, merge them into the results file, finish the manifest.
+    """
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    parts = out / PARTS
-    manifest_path = out / "manifest.json"
-    fingerprint = config_fingerprint(raw, exp.overrides, repeats_override)
-    old = None
-    if manifest_path.exists():
-        try:
-            old = json.loads(manifest_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            old = None
-    if old is not None and resume:
-        if old.get("fingerprint") != fingerprint or (seed is not None and seed != old.get("root_seed")):
-            raise UserError(f"{out} holds results of a different config, overrides or seed; "
-                            "use --force to overwrite or choose another --out")
-        root_seed = int(old["root_seed"])
-        done_file = out / str(old.get("results_file", ""))
-        if old.get("status", "").startswith("complete") and old.get("results_file") and done_file.exists():
-            n_failed = int((old.get("failures") or {}).get("count", 0))
-            return RunReport(out, done_file, int(old.get("cells", exp.n_cells)), n_failed,
-                             int(old.get("chunks", 0)), time.time() - start, already_complete=True)
+    fingerprint = manifest.config_fingerprint(raw, exp.overrides, repeats_override)
+    old = manifest.read(out)
+    if resume and old is not None:
+        root_seed = _resumed_seed(out, old, fingerprint, seed)
+        done = _already_complete(out, old, exp, start)
+        if done is not None:
+            return done
     else:
-        if resume and old is None and any(parts.glob("*.csv")):
-            raise UserError(f"{out} has partial results but no readable manifest.json, so they cannot be resumed "
-                            "safely; use --force to discard them or choose another --out")
-        if not resume:
-            shutil.rmtree(parts, ignore_errors=True)
-            for name in ("results.csv", "results.csv.gz", "failures.csv"):
-                (out / name).unlink(missing_ok=True)
+        _start_afresh(out, resume)
         root_seed = seed if seed is not None else (exp.spec.seed if exp.spec.seed is not None else new_root_seed())
+    parts = out / PARTS
     parts.mkdir(exist_ok=True)
-
     chunks = plan_chunks(exp)
-    done = {p.name for p in parts.glob("*.csv")}
-    todo = [c for c in chunks if c.file_name not in done]
-    manifest: dict[str, Any] = {
-        "experiment": exp.spec.name, "title": exp.spec.title, "config_file": exp.source,
-        "config": exp.to_json(), "raw_config": raw, "overrides": exp.overrides, "repeats_override": repeats_override,
-        "fingerprint": fingerprint, "root_seed": root_seed, "versions": versions(), "git": git_info(),
-        "started": (old or {}).get("started", _now()) if resume else _now(), "finished": None,
-        "status": "running", "cells": exp.n_cells, "chunks": len(chunks), "jobs": jobs,
-        "algorithms": [{"name": a.name, "label": a.label, "params": a.params,
-                        "private": bool(getattr(a.instance, "private", True)),
-                        "formally_dp": bool(getattr(a.instance, "formally_dp", True)),
-                        "neighbouring": getattr(a.instance, "neighbouring", None),
-                        "privacy_spent": [a.instance.privacy_spent(e, d) for e in exp.epsilons for d in exp.deltas]}
-                       for a in exp.algorithms],
-        "failures": None,
-        "skipped_grid_points": {f"algorithms[{k}]": v for k, v in exp.skipped_grid_points.items()},
-    }
-    cache.write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
+    done_files = {p.name for p in parts.glob("*.csv")}
+    todo = [c for c in chunks if c.file_name not in done_files]
+    record = manifest.started(exp, raw, fingerprint, root_seed, jobs, repeats_override, len(chunks),
+                              started_at=(old or {}).get("started") if resume else None)
+    manifest.write(out, record)
+    _compute(exp, chunks, todo, parts, root_seed, jobs, progress,
+             {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
+              "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")})
+    results_path, n_rows, failures = merge_parts(out, chunks)
+    manifest.write(out, manifest.finished(record, results_path, n_rows, failures, time.time() - start))
+    shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
+    return RunReport(out, results_path, exp.n_cells, len(failures), len(chunks) - len(todo), time.time() - start)
 
-    payload = {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
-               "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")}
-    cells_per_chunk = {c.index: len(c.subsets) * exp.cells_per_subset_repeat for c in chunks}
-    skipped = len(chunks) - len(todo)
+
+def _resumed_seed(out: Path, old: dict[str, Any], fingerprint: str, seed: int | None) -> int:
+    """The root seed of the run being resumed in ``out``; a different config, overrides or seed is an error."""
+    if old.get("fingerprint") != fingerprint or (seed is not None and seed != old.get("root_seed")):
+        raise UserError(f"{out} holds results of a different config, overrides or seed; "
+                        "use --force to overwrite or choose another --out")
+    return int(old["root_seed"])
+
+
+def _already_complete(out: Path, old: dict[str, Any], exp: ResolvedExperiment, start: float) -> RunReport | None:
+    """The report of a run that is complete in ``out`` (its results file still there), else None."""
+    done_file = out / str(old.get("results_file", ""))
+    if old.get("status", "").startswith("complete") and old.get("results_file") and done_file.exists():
+        n_failed = int((old.get("failures") or {}).get("count", 0))
+        return RunReport(out, done_file, int(old.get("cells", exp.n_cells)), n_failed, int(old.get("chunks", 0)),
+                         time.time() - start, already_complete=True)
+    return None
+
+
+def _start_afresh(out: Path, resume: bool) -> None:
+    """Before a new run in ``out``: refuse to resume parts without a manifest; with --force remove old results."""
+    parts = out / PARTS
+    if resume and any(parts.glob("*.csv")):
+        raise UserError(f"{out} has partial results but no readable manifest.json, so they cannot be resumed "
+                        "safely; use --force to discard them or choose another --out")
+    if not resume:
+        shutil.rmtree(parts, ignore_errors=True)
+        for name in ("results.csv", "results.csv.gz", "failures.csv"):
+            (out / name).unlink(missing_ok=True)
+
+
+def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], parts: Path, root_seed: int,
+             jobs: int, progress: bool, payload: dict[str, Any]) -> None:
+    """Run ``execute_chunks`` over the missing chunks with a progress bar over all cells."""
     bar = None
     if progress:
         from tqdm import tqdm
 
         todo_idx = {c.index for c in todo}
-        bar = tqdm(total=exp.n_cells, initial=sum(n for i, n in cells_per_chunk.items() if i not in todo_idx),
-                   unit="cell", desc=exp.spec.name, file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+        done_cells = sum(len(c.subsets) * exp.cells_per_subset_repeat for c in chunks if c.index not in todo_idx)
+        bar = tqdm(total=exp.n_cells, initial=done_cells, unit="cell", desc=exp.spec.name, file=sys.stderr,
+                   dynamic_ncols=True, mininterval=0.5)
     jobs_eff = (os.cpu_count() or 1) if jobs in (-1, 0) else jobs
     try:
-        for _idx, cells in _iter_parallel(jobs_eff, payload, todo, parts, exp, root_seed):
+        for _idx, cells in execute_chunks(jobs_eff, payload, todo, parts, exp, root_seed):
             if bar is not None:
                 bar.update(cells)
     finally:
         if bar is not None:
             bar.close()
-
-    results_path, n_rows, failures = merge_parts(out, chunks)
-    manifest.update({"finished": _now(), "status": "complete" if not failures else "complete_with_failures",
-                     "rows": n_rows, "results_file": results_path.name,
-                     "failures": {"count": len(failures), "first": failures[:50]},
-                     "seconds_this_invocation": round(time.time() - start, 3)})
-    cache.write_atomic(manifest_path, json.dumps(manifest, indent=2, default=str).encode())
-    shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
-    return RunReport(out, results_path, exp.n_cells, len(failures), skipped, time.time() - start)
 
 
 def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[str, str]]]:
@@ -354,7 +350,7 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
             if data.count(b",\n") != lines:  # some row has a non-empty error column
                 for line in csv.reader(io.StringIO(data.decode("utf-8"))):
                     if line and line[-1]:
-                        failures.setdefault(tuple(line[:14]), line[-1])
+                        failures.setdefault(cell_of(line), line[-1])
         if big:
             fh.close()
         raw_fh.flush()
@@ -363,10 +359,10 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
         raw_fh.close()
     os.replace(tmp, path)
     (out / ("results.csv" if big else "results.csv.gz")).unlink(missing_ok=True)
-    fail_list = [dict(zip(COLUMNS[:14], k), error=v) for k, v in failures.items()]
+    fail_list = [dict(zip(CELL_COLUMNS, k), error=v) for k, v in failures.items()]
     if fail_list:
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=COLUMNS[:14] + ["error"], lineterminator="\n")
+        w = csv.DictWriter(buf, fieldnames=FAILURE_COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(fail_list)
         cache.write_atomic(out / "failures.csv", buf.getvalue().encode())

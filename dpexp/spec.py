@@ -408,30 +408,74 @@ def _registered(kind: str, name: str, where: tuple[Any, ...], source: str) -> An
 
 def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None,
             repeats: int | None = None, check_data: bool = True) -> ResolvedExperiment:
-    """Validate a raw config dict completely and build every component. Raises ``ConfigError``."""
-    from dpexp import registry
-    from dpexp.components import format_params
+    """Validate a raw config dict completely and build every component. Raises ``ConfigError``.
 
-    raw = copy.deepcopy(raw)
+    Steps: apply the overrides and validate the schema, then build the datasets (checking their data), the
+    algorithm grid, the metrics, check the plots against the registry and the sizes against the data.
+    """
+    from dpexp import registry
+
     overrides = list(overrides or [])
+    spec = _validated_spec(raw, source, overrides, repeats)
+    registry.load_all()
+    datasets = _resolve_datasets(spec, source, check_data)
+    algorithms, skipped = _resolve_algorithms(spec, source)
+    metrics = _resolve_metrics(spec, source)
+    _check_plots(spec, {a.label for a in algorithms}, source)
+    if check_data:
+        _check_sizes(spec, datasets, source)
+    return ResolvedExperiment(spec, source, overrides, datasets, algorithms, metrics, spec.sizes.n_private,
+                              spec.sizes.n_public, spec.sizes.n_test, spec.privacy.epsilon, spec.privacy.delta,
+                              skipped)
+
+
+def _validated_spec(raw: dict[str, Any], source: str, overrides: list[str], repeats: int | None) -> ExperimentSpec:
+    """The config with the ``--set`` overrides and ``--repeats`` applied, validated against ``ExperimentSpec``."""
+    raw = copy.deepcopy(raw)
     for ov in overrides:
         apply_override(raw, ov)
     if repeats is not None:
         raw["repeats"] = repeats
     raw.setdefault("name", Path(source).stem)
     try:
-        spec = ExperimentSpec.model_validate(raw)
+        return ExperimentSpec.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(f"{source}: {format_validation_error(exc, ExperimentSpec)}") from None
-    registry.load_all()
+
+
+def _component_grid(kind: str, i: int, name: str, params: dict[str, Any], source: str
+                    ) -> tuple[Any, list[dict[str, Any]]]:
+    """The registered class of ``kinds[i]`` and its expanded parameter grid (``kind`` is "dataset" or "algorithm")."""
+    cls = _registered(kind, name, (f"{kind}s", i, "name"), source)
+    try:
+        return cls, expand_grid(params)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {kind}s[{i}].params.{exc}, got []") from None
+
+
+def _chosen_subsets(i: int, ds: DatasetSpec, available: list[str], source: str, check_data: bool) -> list[str]:
+    """The subsets ``datasets[i].subsets`` selects from ``available`` ("all", the first k, or named ones)."""
+    if ds.subsets == "all":
+        return list(available)
+    if isinstance(ds.subsets, FirstSubsets):
+        return list(available[: ds.subsets.first])
+    unknown = [s for s in ds.subsets if s not in set(available)]
+    if unknown and check_data:
+        shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
+        raise ConfigError(f"{source}: datasets[{i}].subsets must name subsets of {ds.name} "
+                          f"({shown}), got {unknown[0]!r}")
+    if len(set(ds.subsets)) != len(ds.subsets):
+        raise ConfigError(f"{source}: datasets[{i}].subsets must not repeat names, got {list(ds.subsets)!r}")
+    return list(ds.subsets)
+
+
+def _resolve_datasets(spec: ExperimentSpec, source: str, check_data: bool) -> list[DatasetVariant]:
+    """One instance per dataset entry and parameter grid point, its data checked and its subsets chosen."""
+    from dpexp.components import format_params
 
     datasets: list[DatasetVariant] = []
     for i, ds in enumerate(spec.datasets):
-        cls = _registered("dataset", ds.name, ("datasets", i, "name"), source)
-        try:
-            grid = expand_grid(ds.params)
-        except ValueError as exc:
-            raise ConfigError(f"{source}: datasets[{i}].params.{exc}, got []") from None
+        cls, grid = _component_grid("dataset", i, ds.name, ds.params, source)
         for params in grid:
             inst = _instantiate("dataset", cls, params, ("datasets", i, "params"), source)
             if check_data:
@@ -439,31 +483,21 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
                     inst.check()
                 except UserError as exc:
                     raise ConfigError(f"{source}: datasets[{i}] ({ds.name}): {exc}") from None
-            all_subsets = inst.subsets() if check_data else ["all"]
-            if ds.subsets == "all":
-                subsets = list(all_subsets)
-            elif isinstance(ds.subsets, FirstSubsets):
-                subsets = list(all_subsets[: ds.subsets.first])
-            else:
-                unknown = [s for s in ds.subsets if s not in set(all_subsets)]
-                if unknown and check_data:
-                    shown = ", ".join(all_subsets[:10]) + (", ..." if len(all_subsets) > 10 else "")
-                    raise ConfigError(f"{source}: datasets[{i}].subsets must name subsets of {ds.name} "
-                                      f"({shown}), got {unknown[0]!r}")
-                subsets = list(ds.subsets)
-                if len(set(subsets)) != len(subsets):
-                    raise ConfigError(f"{source}: datasets[{i}].subsets must not repeat names, got {subsets!r}")
+            subsets = _chosen_subsets(i, ds, inst.subsets() if check_data else ["all"], source, check_data)
             datasets.append(DatasetVariant(i, ds.name, params, format_params(params), inst, subsets))
+    return datasets
+
+
+def _resolve_algorithms(spec: ExperimentSpec, source: str) -> tuple[list[AlgoVariant], dict[int, int]]:
+    """One instance per algorithm entry and valid grid point, with its label; and, per entry, the grid points that
+    ``skip_invalid`` left out (entries with none omitted)."""
+    from dpexp.components import format_params
 
     algorithms: list[AlgoVariant] = []
-    skipped_points: dict[int, int] = {}
+    skipped: dict[int, int] = {}
     seen_labels: set[str] = set()
     for i, alg in enumerate(spec.algorithms):
-        cls = _registered("algorithm", alg.name, ("algorithms", i, "name"), source)
-        try:
-            grid = expand_grid(alg.params)
-        except ValueError as exc:
-            raise ConfigError(f"{source}: algorithms[{i}].params.{exc}, got []") from None
+        cls, grid = _component_grid("algorithm", i, alg.name, alg.params, source)
         kept = 0
         for params in grid:
             try:
@@ -489,8 +523,13 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
         if kept == 0:
             raise ConfigError(f"{source}: algorithms[{i}].params: every grid point is invalid (skip_invalid left "
                               "nothing to run)")
-        skipped_points[i] = len(grid) - kept
+        if len(grid) > kept:
+            skipped[i] = len(grid) - kept
+    return algorithms, skipped
 
+
+def _resolve_metrics(spec: ExperimentSpec, source: str) -> list[tuple[str, Any]]:
+    """(label, instance) of every metric entry; labels must be distinct."""
     metrics: list[tuple[str, Any]] = []
     for i, m in enumerate(spec.metrics):
         cls = _registered("metric", m.name, ("metrics", i, "name"), source)
@@ -499,6 +538,13 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
         if label in {lab for lab, _ in metrics}:
             raise ConfigError(f"{source}: metrics[{i}] repeats metric {label!r}; give it a distinct label")
         metrics.append((label, inst))
+    return metrics
+
+
+def _check_plots(spec: ExperimentSpec, labels: set[str], source: str) -> None:
+    """Every plot kind is registered, its options validate against the model it registered, and its baselines
+    name algorithm labels."""
+    from dpexp import registry
 
     for i, p in enumerate(spec.plots):
         _registered("plot", p.kind, ("plots", i, "kind"), source)
@@ -508,33 +554,31 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
                 options.model_validate(p.options)
         except ValidationError as exc:
             raise ConfigError(f"{source}: {format_validation_error(exc, None, ('plots', i, 'options'))}") from None
-        unknown = [b for b in p.options.get("baselines") or [] if b not in seen_labels]
+        unknown = [b for b in p.options.get("baselines") or [] if b not in labels]
         if unknown:  # a typo here used to drop the baseline from the figure silently
             raise ConfigError(f"{source}: plots[{i}].options.baselines must name algorithm labels "
-                              f"({', '.join(map(repr, sorted(seen_labels)))}), got {unknown[0]!r}")
+                              f"({', '.join(map(repr, sorted(labels)))}), got {unknown[0]!r}")
 
+
+def _check_sizes(spec: ExperimentSpec, datasets: list[DatasetVariant], source: str) -> None:
+    """The largest cell of the size grid fits every subset's rows ('all' only for datasets with a row count)."""
     sizes = spec.sizes
-    if check_data:
-        for dv in datasets:
-            for subset in dv.subsets:
-                rows = dv.instance.n_rows(subset)
-                if rows is None:
-                    if min(sizes.n_private) < 0:
-                        raise ConfigError(f"{source}: sizes.n_private must be a number for generated dataset "
-                                          f"{dv.name}, got 'all'")
-                    continue
-                need_fixed = max(sizes.n_test) + max(sizes.n_public)
-                need = need_fixed + max(max(sizes.n_private), 0)
-                if need > rows:
-                    key = "n_private" if max(sizes.n_private) > 0 else "n_public"
-                    raise ConfigError(
-                        f"{source}: sizes.{key} must fit the data: n_test + n_public + n_private <= {rows} rows of "
-                        f"{dv.name} subset {subset!r}, got {max(sizes.n_test)} + {max(sizes.n_public)} + "
-                        f"{max(max(sizes.n_private), 0)} = {need}")
-
-    return ResolvedExperiment(spec, source, overrides, datasets, algorithms, metrics, sizes.n_private,
-                              sizes.n_public, sizes.n_test, spec.privacy.epsilon, spec.privacy.delta,
-                              {k: v for k, v in skipped_points.items() if v})
+    for dv in datasets:
+        for subset in dv.subsets:
+            rows = dv.instance.n_rows(subset)
+            if rows is None:
+                if min(sizes.n_private) < 0:
+                    raise ConfigError(f"{source}: sizes.n_private must be a number for generated dataset "
+                                      f"{dv.name}, got 'all'")
+                continue
+            need_fixed = max(sizes.n_test) + max(sizes.n_public)
+            need = need_fixed + max(max(sizes.n_private), 0)
+            if need > rows:
+                key = "n_private" if max(sizes.n_private) > 0 else "n_public"
+                raise ConfigError(
+                    f"{source}: sizes.{key} must fit the data: n_test + n_public + n_private <= {rows} rows of "
+                    f"{dv.name} subset {subset!r}, got {max(sizes.n_test)} + {max(sizes.n_public)} + "
+                    f"{max(max(sizes.n_private), 0)} = {need}")
 
 
 def fast_settings(raw: dict[str, Any], source: str) -> tuple[list[str], int]:
