@@ -90,7 +90,7 @@ def run(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def bench_full(jobs: int, repeats: int | None) -> None:
-    from dpexp.families.gdsc import tuning
+    from dpexp import cache
     from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 
     cfg = REPO / "configs" / "gdsc_eps2.yaml"
@@ -109,7 +109,7 @@ def bench_full(jobs: int, repeats: int | None) -> None:
     for n in (100, 200, 300, 400, 500, 600, 700, 800):
         alg.omegas(n, 10, 2.0, split)
     t_thr = time.perf_counter() - t0
-    tuning.clear_memory_cache()
+    cache.clear()
 
     # stage 2: IO — data preparation (parse + preprocess the GDSC tables) in a fresh process
     t_data = run([sys.executable, "-c", "from dpexp import registry; from dpexp.types import Sizes; import numpy as np;"
