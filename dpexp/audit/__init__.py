@@ -3,8 +3,8 @@
 ``run_audit`` is what the CLI calls.  Per algorithm (``core.audit_algorithm``): stress neighbours at the declared
 bounds with a pilot search (``neighbours``), ≥ 10⁵ vectorised runs per side, events chosen on one half and
 evaluated on the other (``events``) with Clopper–Pearson bounds (``bounds``), verdict PASS/FAIL; non-DP
-algorithms are reported as "not DP by design" (``entries``; each algorithm declares its ``AuditPlan``).  The table goes to stdout, CSV and Markdown
-(``report``).  What a PASS does and does not mean: docs/audit.md.
+algorithms are reported as "not DP by design".  What to audit comes from the ``AuditPlan`` each algorithm declares on
+its class (``plan``, resolved by ``entries``).  The table goes to stdout, CSV and Markdown (``report``).  What a PASS does and does not mean: docs/audit.md.
 """
 
 from __future__ import annotations

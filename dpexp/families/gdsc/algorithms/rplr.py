@@ -116,8 +116,8 @@ class RobustPrivateLR(BatchedAlgorithm):
     """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
 
     Clip the private rows to B_x = ω_x σ_x, B_y = ω_y σ_y (Eqs. 9, 11), release XᵀX, Xᵀy, yᵀy with the Laplace
-    mechanism at budget shares p1, p2, p3 (sensitivities and scales in ``stats``), add the exact public statistics and fit
-    Bayesian LR — Gamma(2, 2) priors on λ, λ0 (``prior: gamma``, default, ``vb`` engine) or fixed λ, λ0.
+    mechanism at budget shares p1, p2, p3 (sensitivities and scales in ``stats``), add the exact public statistics and
+    fit Bayesian LR — Gamma(2, 2) priors on λ, λ0 (``prior: gamma``, default, ``vb`` engine) or fixed λ, λ0.
     ε-DP under replace-one (bounded) neighbours of the private rows: sequential composition of the three releases
     (+ the σ releases when ``sigma: dp``).
 
