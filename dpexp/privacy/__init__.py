@@ -10,9 +10,22 @@
 See docs/privacy.md for the API, the composition rules and the conversion guide.
 """
 
-from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, NON_PRIVATE, Guarantee, PrivacyAccountingError, Spend
-from dpexp.privacy.ledger import PrivacyLedger, as_ledger
-from dpexp.privacy.noise import NOISE_MODES, SecureNoise, SeededNoise, make_noise
+from __future__ import annotations
 
-__all__ = ["GUARANTEE_COLUMNS", "NON_PRIVATE", "NOISE_MODES", "Guarantee", "PrivacyAccountingError",
-           "PrivacyLedger", "SecureNoise", "SeededNoise", "Spend", "as_ledger", "make_noise"]
+from importlib import import_module
+from typing import Any
+
+# lazy re-exports: importing dpexp.privacy.accounting or .guarantee stays as cheap as the standard library
+_EXPORTS = {
+    "GUARANTEE_COLUMNS": "guarantee", "NON_PRIVATE": "guarantee", "Guarantee": "guarantee",
+    "PrivacyAccountingError": "guarantee", "Spend": "guarantee",
+    "PrivacyLedger": "ledger", "as_ledger": "ledger",
+    "NOISE_MODES": "noise", "SecureNoise": "noise", "SeededNoise": "noise", "make_noise": "noise",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"dpexp.privacy.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'dpexp.privacy' has no attribute {name!r}")

@@ -67,14 +67,15 @@ class Spend:
 
 
 def tidy(x: float) -> float:
-    """Round a composed total to 12 significant digits (nearest).
+    """Remove floating-point dust from a composed total: the nearest 12-significant-digit value when it is within a
+    relative 1e-14 of ``x`` (a few ulps), else ``x`` unchanged.
 
-    Presentation only: sums such as T·(ε/T) come out as 0.9999999999999999 in floating point; a relative change of
-    at most 5e-13 is far below any meaningful privacy difference.
+    Presentation only: sums such as T·(ε/T) come out as 0.9999999999999999; a value such as δ = 2⁻³⁰ is kept exactly.
     """
     if not math.isfinite(x) or x == 0:
         return float(x)
-    return float(f"{x:.12g}")
+    r = float(f"{x:.12g}")
+    return r if abs(r - x) <= 1e-14 * abs(x) else float(x)
 
 
 @dataclass(frozen=True)
