@@ -1,23 +1,51 @@
-"""Vectorised noise-adding mechanisms. Each is a pure function of (value, sensitivity, privacy parameter, rng).
+"""Noise-adding mechanisms: each draws its noise *and* records what it spends (OpenDP's release / privacy-map pair).
+
+Every mechanism takes a ``source`` where older code passed ``rng``:
+
+* a ``PrivacyLedger`` (``dpexp.privacy.ledger``) — draws from ``ledger.noise`` and appends a ``Spend`` derived from
+  the parameters actually used (sensitivity, scale/σ, ε, δ, ρ).  This is how algorithms call them;
+* a ``numpy.random.Generator`` or a noise source (``dpexp.privacy.noise``) — draws only, records nothing (the
+  pre-ledger call form, kept valid; also used for draws whose spend is recorded separately).
+
+In seeded mode every mechanism makes exactly the numpy calls, in the order, of the code it replaces (byte-identical
+results; ``tests/privacy/test_privacy_noise.py`` proves it).
 
 Neighbouring relation: a mechanism is DP for whatever relation its ``sensitivity`` was derived under; callers state
-the relation (bounded/replace-one or unbounded/add-remove) and the derivation in their own docstrings.
+the relation (bounded/replace-one or unbounded/add-remove) and the derivation, with the paper's equation, in their
+own docstrings.
 
-``size`` adds leading axes for many independent draws (Monte Carlo repeats, audits): the result has shape
-``size + value.shape``.  All randomness comes from the explicit ``numpy.random.Generator``.
+Shapes and trials: ``size`` adds leading axes of independent draws (trials, Monte Carlo repeats): the result has shape
+``size + value.shape``.  Each trial is a separate run, so a call with ``size=trials`` is recorded *once* — it is
+what each run pays.  A sensitivity or scale that differs per trial (e.g. bounds estimated per trial) may be an array
+broadcastable to the ``size`` axes; the spend recorded is then the worst trial's.  Releases drawn one trial at a time
+in a loop are recorded inside ``with ledger.for_trial(t):``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Sequence
+import warnings
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import optimize, special
 
 from dpexp.errors import UserError
+from dpexp.privacy.guarantee import PrivacyAccountingError, Spend
+from dpexp.privacy.noise import as_noise
+
+#: relative slack allowed between a declared ε (or ρ) and the one implied by the scale drawn (rounding only)
+_REL = 1e-9
+
+GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "zcdp")
 
 
+class PrivacyCalibrationWarning(UserWarning):
+    """A calibration was used outside the range where it is proven (classic Gaussian with ε ≥ 1)."""
+
+
+# ----------------------------------------------------------------------------------------------- validation
 def _check_eps(epsilon: float) -> None:
     if not (np.isfinite(epsilon) and epsilon > 0):
         raise UserError(f"epsilon must be > 0 and finite, got {epsilon}")
@@ -28,14 +56,80 @@ def _check_delta(delta: float) -> None:
         raise UserError(f"delta must be in (0, 1), got {delta}")
 
 
-def _shape(value: np.ndarray | float, size: int | Sequence[int] | None) -> tuple[int, ...]:
-    base = np.shape(value)
+def _check_rho(rho: float) -> None:
+    if not (np.isfinite(rho) and rho > 0):
+        raise UserError(f"rho must be > 0 and finite, got {rho}")
+
+
+def _check_nonneg(x: Any, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if np.any(a < 0) or np.any(np.isinf(a)):
+        raise UserError(f"{name} must be >= 0 and finite, got {x}")
+    return a
+
+
+def _lead(size: int | Sequence[int] | None) -> tuple[int, ...]:
     if size is None:
-        return base
-    lead = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    return lead + base
+        return ()
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
 
 
+def _shape(value: Any, size: int | Sequence[int] | None) -> tuple[int, ...]:
+    return _lead(size) + tuple(np.shape(value))
+
+
+def _per_trial(x: np.ndarray, lead: tuple[int, ...], vdim: int, name: str) -> np.ndarray | float:
+    """A scalar stays a float; an array must vary along the ``size`` axes only: returned with ``vdim`` trailing
+    singleton axes so that it broadcasts against ``lead + value.shape``."""
+    if x.ndim == 0:
+        return float(x)
+    if not lead:
+        raise PrivacyAccountingError(f"a per-trial {name} array needs size= (the trial axes); per-entry scales of one "
+                                     "release are not supported (split the release or use a common scale)")
+    try:
+        np.broadcast_shapes(x.shape, lead)
+    except ValueError:
+        raise PrivacyAccountingError(f"{name} of shape {x.shape} does not broadcast to the trial axes {lead}") from None
+    if x.ndim > len(lead):
+        raise PrivacyAccountingError(f"{name} of shape {x.shape} has more axes than the trial axes {lead}")
+    return x.reshape(x.shape + (1,) * vdim)
+
+
+def _max(x: Any) -> float:
+    a = np.asarray(x, dtype=float)
+    if a.size == 0 or np.all(np.isnan(a)):
+        return float("nan")
+    return float(np.nanmax(a))
+
+
+def _min(x: Any) -> float:
+    a = np.asarray(x, dtype=float)
+    if a.size == 0 or np.all(np.isnan(a)):
+        return float("nan")
+    return float(np.nanmin(a))
+
+
+def _ratio_max(num: Any, den: Any) -> float:
+    """max over trials of num/den, NaN entries (failed trials) ignored, x/0 = inf for x > 0 and 0/0 = 0."""
+    n, d = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(n == 0, 0.0, n / d)
+    return _max(r)
+
+
+def _ledger_of(source: Any):
+    from dpexp.privacy.ledger import PrivacyLedger
+
+    return source if isinstance(source, PrivacyLedger) else None
+
+
+def _record(source: Any, spend: Spend) -> None:
+    ledger = _ledger_of(source)
+    if ledger is not None:
+        ledger.record(spend)
+
+
+# ----------------------------------------------------------------------------------------------- Laplace
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """b = Δ₁/ε: the Laplace scale that makes a query of L1 sensitivity Δ₁ ε-DP (Dwork et al. 2006)."""
     _check_eps(epsilon)
@@ -44,13 +138,79 @@ def laplace_scale(sensitivity: float, epsilon: float) -> float:
     return float(sensitivity) / float(epsilon)
 
 
-def laplace(value: np.ndarray | float, sensitivity: float, epsilon: float, rng: np.random.Generator,
-            size: int | Sequence[int] | None = None) -> np.ndarray:
-    """Laplace mechanism: value + Lap(Δ₁/ε) i.i.d. per entry; ε-DP for L1 sensitivity Δ₁ of the whole vector."""
-    b = laplace_scale(sensitivity, epsilon)
-    return np.asarray(value, dtype=float) + rng.laplace(0.0, b, size=_shape(value, size))
+def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
+            size: int | Sequence[int] | None = None, *, scale: Any = None, bound: float | None = None,
+            label: str = "") -> Any:
+    """Laplace mechanism: value + Lap(b) i.i.d. per entry, b = Δ₁/ε; ε-DP for a release whose L1 sensitivity (of
+    the whole vector, under the caller's neighbouring relation) is Δ₁ (Dwork et al. 2006; Dwork & Roth 2014,
+    Thm 3.6).
+
+    ``value``: an array, or a tuple of arrays released *together* under one budget (drawn in order, recorded once;
+    e.g. the quadratic and linear coefficients of the functional mechanism).  ``scale``: draw with this b instead of
+    Δ₁/ε (to keep an existing expression bit for bit, or a per-trial b); the ε implied, max Δ₁/b, must not exceed the
+    declared ``epsilon`` (else ``PrivacyAccountingError``); with ``epsilon=None`` the implied ε is recorded.
+    ``bound``: a public bound |value| ≤ B; when the source is secure and the release is scalar, the release uses
+    Mironov's snapping mechanism (floating-point safe, ``dpexp.privacy.snapping``), is clamped to [−B, B] and
+    records Mironov's ε′ = (1 + 2⁻⁴⁹·B/u)·ε (u = Δ₁ rounded up to a power of two); ignored in seeded mode.
+    Recorded: ``Spend("laplace", "pure", ε, sensitivity=Δ₁, scale=b)``.
+    """
+    parts = value if isinstance(value, tuple) else (value,)
+    lead = _lead(size)
+    sens = _check_nonneg(sensitivity, "sensitivity")
+    if epsilon is not None:
+        _check_eps(epsilon)
+    if scale is None:
+        if epsilon is None:
+            raise UserError("laplace needs epsilon or scale")
+        b_arr = sens / float(epsilon) if sens.ndim else np.asarray(laplace_scale(float(sens), epsilon))
+        eps_rec = float(epsilon)
+    else:
+        b_arr = _check_nonneg(scale, "scale")
+        implied = _ratio_max(sens, b_arr)
+        if epsilon is not None and implied > float(epsilon) * (1 + _REL):
+            raise PrivacyAccountingError(f"laplace {label!r}: the scale drawn implies epsilon = {implied:g} > the "
+                                         f"declared {epsilon:g}")
+        eps_rec = float(epsilon) if epsilon is not None else implied
+    noise = as_noise(rng)
+    if bound is not None and getattr(noise, "secure", False):
+        return _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label)
+    out = []
+    for part in parts:
+        b = _per_trial(b_arr, lead, np.ndim(part), "scale")
+        out.append(np.asarray(part, dtype=float) + noise.laplace(0.0, b, size=_shape(part, size)))
+    _record(rng, Spend("laplace", "pure", epsilon=eps_rec, delta=0.0, sensitivity=_max(sens), scale=_min(b_arr),
+                       label=label))
+    return tuple(out) if isinstance(value, tuple) else out[0]
 
 
+def _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label):
+    from dpexp.privacy.snapping import snapping
+
+    if isinstance(value, tuple) or np.ndim(value) != 0 or sens.ndim or np.ndim(b_arr) or scale is not None:
+        raise ValueError(f"laplace {label!r}: bound= (snapping in secure mode) needs a scalar release with a scalar "
+                         "sensitivity and no scale override")
+    out, p = snapping(value, float(sens), eps_rec, bound, noise, size)
+    _record(rng, Spend("laplace (snapping)", "pure", epsilon=p.epsilon_prime, delta=0.0, sensitivity=float(sens),
+                       scale=p.lam * p.unit, label=label))
+    return out
+
+
+def heuristic_laplace(value: Any, scale: Any, rng: Any, size: int | Sequence[int] | None = None, *,
+                      reason: str, label: str = "") -> np.ndarray:
+    """value + Lap(scale) for a *heuristic* whose scale is not a DP calibration (e.g. computed from private data
+    without paying, as the Opportunity Insights maximum observed sensitivity).  Any broadcastable ``scale``.
+    Recorded: a ``none`` spend with ``reason`` — the run's guarantee becomes 'not DP: reason'."""
+    b = np.asarray(scale, dtype=float)
+    if np.any(b < 0):
+        raise UserError(f"scale must be >= 0, got {scale}")
+    noise = as_noise(rng)
+    shape = _lead(size) + tuple(np.broadcast_shapes(np.shape(value), b.shape))
+    out = np.asarray(value, dtype=float) + noise.laplace(0.0, b, size=shape)
+    _record(rng, Spend("laplace (heuristic scale)", "none", label=label, note=reason, scale=_min(b)))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- Gaussian
 def gaussian_sigma_classic(sensitivity: float, epsilon: float, delta: float) -> float:
     """σ = Δ₂·sqrt(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1); the proof needs ε < 1.
 
@@ -71,9 +231,26 @@ def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     return float(first - second)
 
 
+def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """The exact (smallest) δ for which adding N(0, σ²) to a query of L2 sensitivity Δ₂ is (ε, δ)-DP (Balle & Wang
+    2018, Thm 8); 0 when Δ₂ = 0, 1 when σ = 0 < Δ₂.  Clipped to [0, 1] against rounding."""
+    if sensitivity < 0 or sigma < 0:
+        raise UserError(f"sensitivity and sigma must be >= 0, got {sensitivity}, {sigma}")
+    _check_eps(epsilon)
+    if sensitivity == 0:
+        return 0.0
+    if sigma == 0:
+        return 1.0
+    return min(max(_analytic_delta(float(sigma), float(sensitivity), float(epsilon)), 0.0), 1.0)
+
+
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float, tol: float = 1e-12) -> float:
-    """Smallest σ such that adding N(0, σ²) to a query of L2 sensitivity Δ₂ is (ε, δ)-DP, for any ε > 0
-    (analytic Gaussian mechanism, Balle & Wang 2018, Thm 8; solved by root finding on the exact δ(σ))."""
+    """Smallest σ (to relative ``tol``) such that adding N(0, σ²) to a query of L2 sensitivity Δ₂ is (ε, δ)-DP, for
+    any ε > 0 (analytic Gaussian mechanism, Balle & Wang 2018, Thm 8), by root finding on the exact δ(σ).
+
+    Returns the *upper* end of the final root bracket, so the returned σ satisfies δ(σ) ≤ δ as computed — never a
+    σ a rounding step below the root.
+    """
     _check_eps(epsilon)
     _check_delta(delta)
     if sensitivity <= 0:
@@ -84,40 +261,272 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float, to
         hi *= 2.0
     while f(lo) < 0 and lo > 1e-300:
         lo /= 2.0
-    return float(optimize.brentq(f, lo, hi, xtol=tol * sensitivity, rtol=1e-14, maxiter=500))
+    r = float(optimize.brentq(f, lo, hi, xtol=tol * sensitivity, rtol=1e-14, maxiter=500))
+    # brentq's root may lie a rounding step below the true one: keep a bracket with f(lo) > 0 >= f(hi), return hi
+    w = max(tol * sensitivity, 1e-15 * r)
+    hi = r
+    while f(hi) > 0:
+        hi += w
+        w *= 2.0
+    lo = hi - w
+    while lo > 0 and f(lo) <= 0:
+        hi, lo = lo, lo - w
+        w *= 2.0
+    lo = max(lo, 0.0)                      # δ(σ) → 1 as σ → 0, so f > 0 there
+    while hi - lo > max(tol * sensitivity, 4e-16 * hi):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if f(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def gaussian_sigma_zcdp(sensitivity: float, rho: float) -> float:
     """σ = Δ₂/sqrt(2ρ): the Gaussian mechanism is ρ-zCDP (Bun & Steinke 2016, Prop. 1.6)."""
-    if not (rho > 0):
-        raise UserError(f"rho must be > 0, got {rho}")
+    _check_rho(rho)
     return float(sensitivity) / math.sqrt(2.0 * rho)
 
 
-def gaussian(value: np.ndarray | float, sigma: float, rng: np.random.Generator,
-             size: int | Sequence[int] | None = None) -> np.ndarray:
-    """value + N(0, σ²) i.i.d. per entry (calibrate σ with one of the functions above)."""
-    if sigma < 0:
+def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration: str = "analytic") -> float:
+    """σ for (ε, δ)-DP by ``calibration``: ``analytic`` (Balle & Wang 2018, any ε, tight) or ``classic`` (Dwork &
+    Roth Thm A.1, proven for ε < 1 only: warns ``PrivacyCalibrationWarning`` for ε ≥ 1)."""
+    if calibration == "analytic":
+        return analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    if calibration == "classic":
+        if epsilon >= 1.0:
+            warnings.warn(f"classic Gaussian calibration used with epsilon={epsilon:g} >= 1: outside the range where "
+                          "it is proven (epsilon < 1); the ledger records the true delta of the sigma drawn",
+                          PrivacyCalibrationWarning, stacklevel=3)
+        return gaussian_sigma_classic(sensitivity, epsilon, delta)
+    raise UserError(f"calibration must be one of ('analytic', 'classic'), got {calibration!r}")
+
+
+def gaussian_spend(sensitivity: Any, sigma: Any, epsilon: float | None = None, *, delta: float | None = None,
+                   calibration: str | None = None, label: str = "", mechanism: str = "gaussian") -> Spend:
+    """The privacy map of N(0, σ²) noise on a query of L2 sensitivity Δ₂ (worst trial when arrays).
+
+    With ``epsilon``: an ``approx`` spend (ε, δ(σ)) with the *exact* δ of Balle & Wang 2018, Thm 8 — whatever
+    calibration chose σ — and ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Prop. 1.6) for composition with zCDP releases.
+    ``delta`` (the requested δ) only serves the note: a classic calibration at ε ≥ 1, or any σ whose true δ exceeds
+    the requested one, is noted on the spend.  Without ``epsilon``: a ``zcdp`` spend with ρ = Δ₂²/(2σ²).
+    """
+    sens = _check_nonneg(sensitivity, "sensitivity")
+    sig = _check_nonneg(sigma, "sigma")
+    ratio_max = _ratio_max(sens, sig)                   # worst trial: the largest Δ/σ
+    rho = 0.5 * ratio_max * ratio_max
+    if epsilon is None:
+        return Spend(mechanism, "zcdp", rho=rho, sensitivity=_max(sens), scale=_min(sig), label=label)
+    _check_eps(epsilon)
+    true_delta = 0.0 if ratio_max == 0 else (1.0 if not math.isfinite(ratio_max)
+                                             else gaussian_delta(1.0 / ratio_max, 1.0, float(epsilon)))
+    note = ""
+    if calibration == "classic" and epsilon >= 1:
+        note = (f"classic Gaussian calibration at epsilon={epsilon:g} >= 1 (proven for epsilon < 1 only): "
+                f"true delta {true_delta:.3g}" + (f" vs requested {delta:.3g}" if delta is not None else ""))
+    elif delta is not None and true_delta > delta * (1 + _REL):
+        note = f"true delta {true_delta:.3g} exceeds the requested {delta:.3g}"
+    return Spend(mechanism, "approx", epsilon=float(epsilon), delta=true_delta, rho=rho, sensitivity=_max(sens),
+                 scale=_min(sig), label=label, note=note)
+
+
+def gaussian(value: Any, sigma: Any, rng: Any, size: int | Sequence[int] | None = None, *,
+             sensitivity: Any = None, epsilon: float | None = None, delta: float | None = None,
+             calibration: str | None = None, label: str = "") -> Any:
+    """value + N(0, σ²) i.i.d. per entry (calibrate σ with one of the functions above).
+
+    With a ledger, ``sensitivity`` (L2, Δ₂) is required and the spend is ``gaussian_spend(Δ₂, σ, epsilon, ...)``:
+    (ε, exact δ(σ))-DP when ``epsilon`` is given, else ρ = Δ₂²/(2σ²)-zCDP.  A per-trial σ may be an array along the
+    ``size`` axes.  ``value`` may be a tuple of arrays released together (one spend).
+    """
+    sig = np.asarray(sigma, dtype=float)
+    if np.any(sig < 0):
         raise UserError(f"sigma must be >= 0, got {sigma}")
-    return np.asarray(value, dtype=float) + rng.normal(0.0, sigma, size=_shape(value, size))
+    parts = value if isinstance(value, tuple) else (value,)
+    lead = _lead(size)
+    noise = as_noise(rng)
+    out = []
+    for part in parts:
+        s = _per_trial(sig, lead, np.ndim(part), "sigma")
+        out.append(np.asarray(part, dtype=float) + noise.normal(0.0, s, size=_shape(part, size)))
+    if _ledger_of(rng) is not None:
+        if sensitivity is None:
+            raise PrivacyAccountingError(f"gaussian {label!r}: a ledger needs sensitivity= to record the spend")
+        _record(rng, gaussian_spend(sensitivity, sig, epsilon, delta=delta, calibration=calibration, label=label))
+    return tuple(out) if isinstance(value, tuple) else out[0]
 
 
-def gumbel_max(log_weights: np.ndarray, rng: np.random.Generator, size: int | None = None) -> np.ndarray:
+def gaussian_approx(value: Any, sensitivity: float, epsilon: float, delta: float, rng: Any,
+                    size: int | Sequence[int] | None = None, *, calibration: str = "analytic",
+                    label: str = "") -> Any:
+    """Gaussian mechanism calibrated for (ε, δ)-DP on a query of L2 sensitivity Δ₂ (``gaussian_sigma``), recorded
+    with the exact δ of the σ drawn (so a classic calibration at ε ≥ 1 shows its true δ)."""
+    _check_delta(delta)
+    _check_nonneg(sensitivity, "sensitivity")
+    sigma = gaussian_sigma(sensitivity, epsilon, delta, calibration)
+    return gaussian(value, sigma, rng, size, sensitivity=sensitivity, epsilon=epsilon, delta=delta,
+                    calibration=calibration, label=label)
+
+
+def gaussian_zcdp(value: Any, sensitivity: float, rho: float | None, rng: Any,
+                  size: int | Sequence[int] | None = None, *, sigma: Any = None, label: str = "") -> Any:
+    """Gaussian mechanism for ρ-zCDP: σ = Δ₂/sqrt(2ρ) (Bun & Steinke 2016, Prop. 1.6).  ``sigma`` draws with that
+    σ instead (an existing expression kept bit for bit); the ρ it implies, Δ₂²/(2σ²), must not exceed ``rho``."""
+    sens = _check_nonneg(sensitivity, "sensitivity")
+    if rho is not None:
+        _check_rho(rho)
+    if sigma is None:
+        if rho is None:
+            raise UserError("gaussian_zcdp needs rho or sigma")
+        sigma = gaussian_sigma_zcdp(float(sens), rho)
+    sig = _check_nonneg(sigma, "sigma")
+    r = _ratio_max(sens, sig)
+    implied = 0.5 * r * r
+    if rho is not None and implied > rho * (1 + _REL):
+        raise PrivacyAccountingError(f"gaussian_zcdp {label!r}: sigma implies rho = {implied:g} > the declared "
+                                     f"{rho:g}")
+    out = gaussian(value, sig, as_noise(rng), size)
+    _record(rng, Spend("gaussian", "zcdp", rho=float(rho) if rho is not None else implied, sensitivity=_max(sens),
+                       scale=_min(sig), label=label))
+    return out
+
+
+def distributed_gaussian_spend(sensitivity: float, sigma_client: float, n_clients: int, n_dropped: int,
+                               n_colluding: int, epsilon: float, *, delta: float | None = None,
+                               calibration: str | None = None, label: str = "") -> Spend:
+    """Privacy map of the distributed Gaussian mechanism (Heikkilä et al. 2017, Thm 1): each of N clients adds
+    N(0, σ_c²) to its share of a sum of L2 sensitivity Δ₂; the noise that protects a record is that of the clients
+    that neither dropped out nor collude with the adversary, less the target's own client: N − dropped −
+    colluding − 1 clients, σ_eff = σ_c·sqrt(N − dropped − colluding − 1).  Dropouts and colluders count together
+    (the issue's 'against T').  Recorded as ``gaussian_spend(Δ₂, σ_eff, ε)``; ``none`` when no honest noise remains.
+    """
+    honest = int(n_clients) - int(n_dropped) - int(n_colluding) - 1
+    if min(int(n_dropped), int(n_colluding)) < 0:
+        raise UserError(f"dropped and colluding clients must be >= 0, got {n_dropped}, {n_colluding}")
+    if honest < 1:
+        return Spend("distributed gaussian", "none", label=label,
+                     note=f"no honest client noise left (N={n_clients}, dropped={n_dropped}, colluding={n_colluding})")
+    sigma_eff = float(sigma_client) * math.sqrt(honest)
+    return gaussian_spend(sensitivity, sigma_eff, epsilon, delta=delta, calibration=calibration, label=label,
+                          mechanism="distributed gaussian")
+
+
+# ----------------------------------------------------------------------------------------------- Gamma-norm
+def gamma_norm(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
+               size: int | Sequence[int] | None = None, *, scale: Any = None, label: str = "") -> np.ndarray:
+    """value + b with b uniformly random in direction and ‖b‖ ~ Gamma(d, Δ₂/ε): density ∝ exp(−ε‖b‖/Δ₂), ε-DP for a
+    vector query of L2 sensitivity Δ₂ (Chaudhuri et al. 2011, Thm 6; output perturbation).
+
+    ``value`` is the d-vector (last axis).  Draws, in this order, N(0, 1) of shape ``size + (d,)`` (the direction,
+    normalised) then Gamma(d, 1) of shape ``size`` times the scale — exactly ``gamma_norm_noise`` of
+    ``output_perturbation``.  ``scale`` as in ``laplace``: draw with it, record the declared ε (checked).
+    """
+    v = np.asarray(value, dtype=float)
+    if v.ndim != 1:
+        raise ValueError(f"gamma_norm releases one vector (1-D value), got shape {v.shape}")
+    lead = _lead(size)
+    sens = _check_nonneg(sensitivity, "sensitivity")
+    if epsilon is not None:
+        _check_eps(epsilon)
+    if scale is None:
+        if epsilon is None:
+            raise UserError("gamma_norm needs epsilon or scale")
+        sc = sens / float(epsilon)
+        eps_rec = float(epsilon)
+    else:
+        sc = _check_nonneg(scale, "scale")
+        implied = _ratio_max(sens, sc)
+        if epsilon is not None and implied > float(epsilon) * (1 + _REL):
+            raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale implies epsilon = {implied:g} > the "
+                                         f"declared {epsilon:g}")
+        eps_rec = float(epsilon) if epsilon is not None else implied
+    d = v.shape[0]
+    noise = as_noise(rng)
+    g = noise.normal(size=lead + (d,))
+    g /= np.linalg.norm(g, axis=-1, keepdims=True)
+    s = _per_trial(np.asarray(sc), lead, 0, "scale")
+    r = noise.gamma(shape=d, scale=1.0, size=lead) * s
+    _record(rng, Spend("gamma-norm", "pure", epsilon=eps_rec, delta=0.0, sensitivity=_max(sens), scale=_min(sc),
+                       label=label))
+    return v + g * np.asarray(r)[..., None]
+
+
+# ----------------------------------------------------------------------------------------------- exponential
+def gumbel_max(log_weights: np.ndarray, rng: Any, size: int | None = None) -> np.ndarray:
     """Index sampled with probability ∝ exp(log_weights) via the Gumbel-max trick (exponential mechanism).
 
-    ``log_weights`` may contain -inf. With ``size`` returns that many independent indices.
+    ``log_weights`` may contain -inf. With ``size`` returns that many independent indices.  Draws only (record the
+    spend with ``exponential_spend``, or use ``exponential``).
     """
     lw = np.asarray(log_weights, dtype=float)
     if lw.ndim != 1 or lw.size == 0 or not np.any(np.isfinite(lw)):
         raise ValueError("log_weights must be a non-empty 1-D array with a finite entry")
     shape = (lw.size,) if size is None else (int(size), lw.size)
-    return np.argmax(lw + rng.gumbel(size=shape), axis=-1)
+    return np.argmax(lw + as_noise(rng).gumbel(size=shape), axis=-1)
 
 
-def gumbel_max_rows(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Row-wise Gumbel-max: for every row of ``log_weights`` (…, M) one index sampled with probability ∝ exp(row)
-    (the exponential mechanism's sampler, one independent draw per row; rows may hold -inf and differ from each
-    other, e.g. one utility vector per trial).  ``gumbel_max`` is the special case of one weight vector."""
-    g = rng.gumbel(size=np.shape(log_weights))
+def gumbel_argmax(log_weights: np.ndarray, rng: Any) -> np.ndarray:
+    """Row-wise argmax of log_weights + standard Gumbel noise (one independent draw per row of a (…, M) array):
+    the index i of each row with probability ∝ exp(log_weights[…, i]).  Draws ``gumbel(size=log_weights.shape)``,
+    adds in place, argmax over the last axis — the same calls as ``dp_median._gumbel_argmax``.  Draws only."""
+    g = as_noise(rng).gumbel(size=np.shape(log_weights))
     g += log_weights
     return np.argmax(g, axis=-1)
+
+
+def exponential_spend(coefficient: float, utility_sensitivity: float, *, monotone: bool = False,
+                      label: str = "") -> Spend:
+    """Privacy map of the exponential mechanism P(r) ∝ μ(r)·exp(c·u(r)) with a utility of sensitivity Δu:
+    ε = 2cΔu (McSherry & Talwar 2007, Thm 6; Dwork & Roth 2014, Thm 3.10), ε = cΔu for monotone utilities.
+    ``coefficient`` is the c actually used (e.g. the ε/2 of Alabi et al. Alg. 3's exp(ε·u/2))."""
+    if not (np.isfinite(coefficient) and coefficient >= 0):
+        raise UserError(f"coefficient must be >= 0 and finite, got {coefficient}")
+    if not (np.isfinite(utility_sensitivity) and utility_sensitivity > 0):
+        raise UserError(f"utility sensitivity must be > 0 and finite, got {utility_sensitivity}")
+    eps = (1.0 if monotone else 2.0) * float(coefficient) * float(utility_sensitivity)
+    return Spend("exponential", "pure", epsilon=eps, delta=0.0, sensitivity=float(utility_sensitivity),
+                 scale=float(coefficient), label=label)
+
+
+def exponential(utility: np.ndarray, utility_sensitivity: float, epsilon: float, rng: Any,
+                size: int | Sequence[int] | None = None, *, base_log_weights: np.ndarray | None = None,
+                monotone: bool = False, label: str = "") -> np.ndarray:
+    """Exponential mechanism over M candidates: index i with probability ∝ μ_i·exp(ε·u_i/(2Δu)) (ε·u_i/Δu when
+    monotone), μ_i = exp(base_log_weights_i) (e.g. interval lengths), by Gumbel-max; ε-DP (``exponential_spend``).
+    Returns an index, or indices of shape ``size``."""
+    _check_eps(epsilon)
+    if not (np.isfinite(utility_sensitivity) and utility_sensitivity > 0):
+        raise UserError(f"utility sensitivity must be > 0 and finite, got {utility_sensitivity}")
+    u = np.asarray(utility, dtype=float)
+    if u.ndim != 1 or u.size == 0:
+        raise ValueError("utility must be a non-empty 1-D array")
+    c = float(epsilon) / ((1.0 if monotone else 2.0) * float(utility_sensitivity))
+    lw = c * u if base_log_weights is None else np.asarray(base_log_weights, dtype=float) + c * u
+    idx = gumbel_argmax(np.broadcast_to(lw, _lead(size) + lw.shape), as_noise(rng))
+    _record(rng, exponential_spend(c, utility_sensitivity, monotone=monotone, label=label))
+    return idx
+
+
+# ----------------------------------------------------------------------------------------------- smooth sensitivity
+def student_t_spend(t: float, s: float, df: float, *, label: str = "") -> Spend:
+    """Privacy map of value + (S/s)·T_df with S a t-smooth upper bound on the local sensitivity:
+    ε = |t|(df + 1) + |s|(df + 1)/(2 sqrt(df)) (Bun & Steinke 2019, Thms 31 and 46; Alabi et al. 2020, App. E)."""
+    if not (df > 0 and np.isfinite(t) and np.isfinite(s) and s != 0):
+        raise UserError(f"student_t needs df > 0 and finite t, s != 0, got t={t}, s={s}, df={df}")
+    eps = abs(t) * (df + 1.0) + abs(s) * (df + 1.0) / (2.0 * math.sqrt(df))
+    return Spend("smooth sensitivity, Student t", "pure", epsilon=eps, delta=0.0, scale=float(s), label=label)
+
+
+def smooth_sensitivity_t(value: Any, smooth_bound: Any, t: float, s: float, df: float, rng: Any,
+                         size: int | Sequence[int] | None = None, *, label: str = "") -> Any:
+    """value + (S/s)·T_df, T_df ~ Student's t(df): ε-DP when S is a t-smooth upper bound on the local sensitivity of
+    the released function (the caller's proof; e.g. Alabi et al. Lemma 7), ε from ``student_t_spend``.  Draws
+    ``standard_t(df, size + value.shape)`` and computes ``value + (S / s) * draw`` in that order."""
+    spend = student_t_spend(t, s, df, label=label)
+    if np.any(np.asarray(smooth_bound, dtype=float) < 0):
+        raise UserError(f"smooth sensitivity bound must be >= 0, got {smooth_bound}")
+    out = value + (smooth_bound / s) * as_noise(rng).standard_t(df, size=_shape(value, size))
+    _record(rng, dataclasses.replace(spend, sensitivity=_max(smooth_bound)))
+    return out

@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import gumbel_max_rows
+from dpexp.privacy.mechanisms import gumbel_argmax
 
 #: below this many (size x intervals) entries a single-level Gumbel-max is used
 _SMALL = 1 << 18
@@ -117,7 +117,7 @@ def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.
     """``size`` independent indices i with P(i) ∝ exp(lw_i): exact Gumbel-max, two-level for large inputs."""
     M = lw.size
     if M * size <= _SMALL or M <= 64:
-        return gumbel_max_rows(np.broadcast_to(lw, (size, M)), rng)
+        return gumbel_argmax(np.broadcast_to(lw, (size, M)), rng)
     B = int(math.ceil(math.sqrt(M)))
     nb = -(-M // B)
     full = M // B
@@ -128,11 +128,11 @@ def sample_intervals(lw: np.ndarray, rng: np.random.Generator, size: int) -> np.
         blse[a:b] = _logsumexp_rows(lw[a * B:b * B].reshape(b - a, B))
     if nb > full:
         blse[full] = _logsumexp_rows(lw[full * B:][None, :])[0]
-    blocks = gumbel_max_rows(np.broadcast_to(blse, (size, nb)), rng)
+    blocks = gumbel_argmax(np.broadcast_to(blse, (size, nb)), rng)
     idx = blocks[:, None] * B + np.arange(B)[None, :]
     inside = idx < M
     sub = np.where(inside, lw[np.minimum(idx, M - 1)], -np.inf)
-    j = gumbel_max_rows(sub, rng)
+    j = gumbel_argmax(sub, rng)
     return blocks * B + j
 
 
@@ -189,13 +189,13 @@ def sample_intervals_structured(zs: np.ndarray, r_l: float, r_u: float, c: float
             lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
             mx = lw.max()
             logw[k] = mx + np.log(np.exp(lw - mx).sum()) if np.isfinite(mx) else -np.inf
-        blocks = gumbel_max_rows(np.broadcast_to(logw, (size, nb)), rng)
+        blocks = gumbel_argmax(np.broadcast_to(logw, (size, nb)), rng)
         out = np.empty(size, dtype=np.int64)
         for k in np.unique(blocks):
             rows = np.flatnonzero(blocks == k)
             i = np.arange(starts[k], ends[k])
             lw = np.log(interval_lengths(zs, r_l, r_u, starts[k], ends[k])) - c * (np.abs(i - half) + off)
-            out[rows] = i[gumbel_max_rows(np.broadcast_to(lw, (rows.size, i.size)), rng)]
+            out[rows] = i[gumbel_argmax(np.broadcast_to(lw, (rows.size, i.size)), rng)]
     return out
 
 
@@ -248,7 +248,7 @@ def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.r
         lw = np.log(L)
     i = np.arange(P + 1)[None, :]
     lw -= (0.5 * eps) * _dist(i, Nt[:, None])
-    k = gumbel_max_rows(lw, rng)
+    k = gumbel_argmax(lw, rng)
     rows = np.arange(T)
     left, right = b[rows, k], b[rows, k + 1]
     return left + rng.random(T) * (right - left)

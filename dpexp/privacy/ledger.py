@@ -1,0 +1,100 @@
+"""The privacy ledger of one run: a noise source plus the spends its mechanisms recorded.
+
+The runner makes one ``PrivacyLedger`` per (cell, split) and hands it to the algorithm in place of the bare
+generator; every mechanism in ``dpexp.privacy.mechanisms`` accepts it where it accepts a generator, draws from
+``ledger.noise`` and appends a ``Spend``.  At the end the algorithm puts ``ledger.guarantee()`` on its ``Output``.
+
+Trials: a mechanism called once with ``size=trials`` makes ``trials`` independent releases, one per run, and is
+recorded once (a run pays once).  A release drawn inside a per-trial loop is recorded inside
+``with ledger.for_trial(t):`` so that it is charged to trial t only; the guarantee is then the worst trial's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Iterator
+
+import numpy as np
+
+from dpexp.privacy import accounting
+from dpexp.privacy.guarantee import Guarantee, Spend
+from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise
+
+
+class PrivacyLedger:
+    """Spends of one run, and the noise source its mechanisms draw from.
+
+    ``noise``: a ``SeededNoise``/``SecureNoise`` (or anything with the ``NoiseSource`` API); a
+    ``numpy.random.Generator`` is wrapped in ``SeededNoise``.
+    """
+
+    def __init__(self, noise: Any) -> None:
+        if isinstance(noise, np.random.Generator):
+            noise = SeededNoise(noise)
+        self.noise = as_noise(noise)
+        self.spends: list[Spend] = []
+        self._trial: int | None = None
+
+    # ---- recording
+    def record(self, spend: Spend) -> Spend:
+        """Append ``spend`` (tagged with the current ``for_trial`` index, if any) and return it."""
+        if self._trial is not None and spend.trial is None:
+            spend = dataclasses.replace(spend, trial=self._trial)
+        self.spends.append(spend)
+        return spend
+
+    def not_dp(self, reason: str, label: str = "") -> Spend:
+        """Declare that this run is not DP, with a one-line reason (e.g. 'clipping σ from private rows').  The whole
+        guarantee becomes ``none`` with that reason, whatever else was spent."""
+        return self.record(Spend("not DP", "none", label=label, note=reason))
+
+    def public_only(self, label: str = "no private rows released") -> Spend:
+        """Declare that this run released nothing computed from private rows: a 0-DP spend."""
+        return self.record(Spend("public only", "pure", epsilon=0.0, delta=0.0, label=label))
+
+    @contextlib.contextmanager
+    def for_trial(self, t: int) -> Iterator["PrivacyLedger"]:
+        """Charge the spends recorded inside the block to trial ``t`` only (per-trial loops)."""
+        if self._trial is not None:
+            raise RuntimeError("for_trial blocks do not nest")
+        self._trial = int(t)
+        try:
+            yield self
+        finally:
+            self._trial = None
+
+    # ---- reading
+    def guarantee(self, approx_delta: float | None = None) -> Guarantee:
+        """The run's guarantee (``accounting.compose`` per trial, then ``accounting.worst`` over trials).
+
+        ``approx_delta``: convert a zCDP total to (ε, approx_delta)-DP (needed when zCDP and (ε, δ) releases without
+        a zCDP form are mixed; optional otherwise, e.g. an algorithm that reports (ε, δ) from zCDP steps).
+        """
+        common = [s for s in self.spends if s.trial is None]
+        trials = sorted({s.trial for s in self.spends if s.trial is not None})
+        if not trials:
+            return accounting.compose(common, approx_delta)
+        return accounting.worst([accounting.compose(common + [s for s in self.spends if s.trial == t], approx_delta)
+                                 for t in trials])
+
+    @property
+    def secure(self) -> bool:
+        return bool(getattr(self.noise, "secure", False))
+
+    def summary(self) -> list[dict[str, Any]]:
+        """The spends as plain dicts (for manifests and debugging)."""
+        return [s.to_dict() for s in self.spends]
+
+    def __repr__(self) -> str:
+        return f"PrivacyLedger({self.noise!r}, {len(self.spends)} spends)"
+
+
+def as_ledger(source: Any) -> PrivacyLedger:
+    """The ledger an algorithm works with: ``source`` itself if it is one, else a fresh ledger around it (a
+    ``numpy.random.Generator`` — e.g. from the audit or an old test — or a noise source)."""
+    if isinstance(source, PrivacyLedger):
+        return source
+    if isinstance(source, (np.random.Generator, SeededNoise, SecureNoise)):
+        return PrivacyLedger(source)
+    return PrivacyLedger(as_noise(source))
