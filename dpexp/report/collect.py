@@ -186,7 +186,9 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
             "drawn by `dpexp report` (no up-to-date figures were found)"
     else:
         exp.figure_source = f"from {folder}"
-    order = [s for s in stems if s in images] + sorted(s for s in images if s not in stems)
+    # the experiment's figures only: a stale image of a plot since renamed or removed is not shown
+    order = [s for s in stems if s in images] + sorted(s for s in images if s not in stems
+                                                       and any(s.startswith(f"{e}_") for e in stems))
     target.mkdir(parents=True, exist_ok=True)
     for stem in order:
         src = images[stem]

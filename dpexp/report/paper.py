@@ -221,8 +221,9 @@ def _column(d: pd.DataFrame, key: str) -> pd.Series | None:
         return d[key]
     from dpexp.plotting_slr import parse_params  # k=v,k2=v2 strings of dataset_params/params
 
-    dp = d["dataset_params"].map(lambda s: parse_params(s).get(key))
-    ap = d["params"].map(lambda s: parse_params(s).get(key))
+    # parse each distinct string once (a results table has few distinct parameter strings and many rows)
+    dp = d["dataset_params"].map({s: parse_params(s).get(key) for s in d["dataset_params"].unique()})
+    ap = d["params"].map({s: parse_params(s).get(key) for s in d["params"].unique()})
     col = dp.where(dp.notna(), ap)
     return None if col.isna().all() else col
 

@@ -204,3 +204,42 @@ def test_help_lists_the_command():
     r = CliRunner().invoke(main, ["report", "--help"])
     assert r.exit_code == 0 and "--figures" in r.output and "--paper-values" in r.output
     assert CliRunner().invoke(main, ["report"]).exit_code == 2  # RESULTS is required
+
+
+def test_per_row_guarantee_columns_are_shown(runs, tmp_path):
+    """The privacy issue's columns (guarantee, *_spent, privacy_note) win over the manifest's declaration."""
+    import pandas as pd
+
+    res = tmp_path / "results" / "demo"
+    shutil.copytree(runs.root / "results" / "demo", res)
+    shutil.copytree(runs.root / "figures" / "demo", tmp_path / "figures" / "demo")
+    df = pd.read_csv(res / "results.csv", keep_default_na=False, dtype=str)
+    plr = df["algorithm"] == "plr"
+    df["guarantee"] = ["none" if p else ("pure" if a == "lr_public" else "none") for p, a in zip(plr, df["algorithm"])]
+    df["epsilon_spent"] = ["" if p else ("0.0" if a == "lr_public" else "") for p, a in zip(plr, df["algorithm"])]
+    df["delta_spent"] = ""
+    df["rho_spent"] = ""
+    df["privacy_note"] = ["bound taken from private rows" if p else "" for p in plr]
+    df.to_csv(res / "results.csv", index=False)
+    for p in (tmp_path / "figures" / "demo").iterdir():  # still newer than the rewritten results
+        os.utime(p)
+    code, output = report([str(res), "--out", str(tmp_path / "r")])
+    assert code == 0 and "warning" not in output, output
+    page = Page((tmp_path / "r" / "index.html").read_text())
+    rows = {r[0]: r for r in page.table_with("guarantee")[0][1:]}
+    assert rows["plr (private LR, no projection) †"][2] == "not DP"
+    assert rows["plr (private LR, no projection) †"][7] == "bound taken from private rows"
+    assert rows["LR, 10 public rows only"][2] == "ε-DP (pure)" and rows["LR, 10 public rows only"][3] == "0"
+    assert "From the per-row guarantee columns of results.csv" in "".join(page.text)
+
+
+def test_images_of_other_plots_in_the_figure_folder_are_not_shown(runs, tmp_path):
+    res = tmp_path / "results" / "demo"
+    shutil.copytree(runs.root / "results" / "demo", res)
+    figs = tmp_path / "figures" / "demo"
+    shutil.copytree(runs.root / "figures" / "demo", figs)
+    shutil.copyfile(figs / "demo_spearman.png", figs / "renamed_long_ago.png")
+    code, output = report([str(res), "--out", str(tmp_path / "r")])
+    assert code == 0 and "warning" not in output, output
+    page = Page((tmp_path / "r" / "index.html").read_text())
+    assert sorted(page.imgs) == ["figures/demo/demo_mae.png", "figures/demo/demo_spearman.png"]
