@@ -271,6 +271,8 @@ def _summaries(e: Experiment, not_dp: set[str]) -> Html:
     assert df is not None
     plotted = {p.get("metric") for p in (e.manifest.get("config") or {}).get("plots") or []}
     metrics = list(dict.fromkeys(df["metric"]))
+    if not plotted & set(metrics):  # plots that pick their metric themselves: open the first
+        plotted = {metrics[0]}
     blocks = []
     for metric in metrics:
         x = _plot_x(e, metric)
