@@ -8,6 +8,7 @@ FAST    ?=
 EXTRAS  ?= test,dask,crypto,pymc
 OUTROOT := results$(if $(FAST),/fast)
 FIGROOT := figures$(if $(FAST),/fast)
+REPORT  ?= report
 CONFIGS := $(sort $(wildcard configs/*.yaml))
 
 .PHONY: install demo test test-fast figures audit bench clean
@@ -31,13 +32,16 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
 ## figures: run every config into results/<name> and plot into figures/<name>; FAST=1 applies each config's
-## `fast:` section (2 repeats by default) and writes to results/fast, figures/fast
+## `fast:` section (2 repeats by default) and writes to results/fast, figures/fast; ends with the HTML report
+## of all of them in $(REPORT)/index.html
 figures: $(STAMP)
 	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
 	  echo "== $$n"; \
 	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
 	  $(BIN)/dpexp plot $(OUTROOT)/$$n --out $(FIGROOT)/$$n || failed="$$failed $$n(plot)"; \
-	done; if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+	done; \
+	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --out $(REPORT) || failed="$$failed report"; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 ## audit: statistical privacy audit of every registered algorithm
 audit: $(STAMP)
@@ -48,4 +52,4 @@ bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit $$?; done
 
 clean:
-	rm -rf results/* figures build *.egg-info .pytest_cache
+	rm -rf results/* figures report build *.egg-info .pytest_cache

@@ -256,6 +256,31 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     click.echo(results.to_markdown(table), nl=False)
 
 
+@main.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--out", "out", type=click.Path(file_okay=False), default="report", show_default=True,
+              help="Report folder (index.html + figures/); a previous report there is replaced.")
+@click.option("--figures", "figures", type=click.Path(file_okay=False), default=None,
+              help="Figure folder with one sub-folder per results directory (e.g. figures/fast); missing figures "
+                   "are drawn there. Default: figures/<X> beside results/<X>, missing ones drawn into OUT.")
+@click.option("--paper-values", "paper_values", type=click.Path(dir_okay=False), default=None,
+              help="Reference values quoted from the papers (default docs/paper_values.yaml).")
+@click.option("--title", default=None, help="Page title (default 'dpexp report').")
+def report(results: tuple[str, ...], out: str, figures: str | None, paper_values: str | None,
+           title: str | None) -> None:
+    """Write one static HTML page (OUT/index.html) for RESULTS: results directories or folders of them.
+
+    Shows every figure, the privacy guarantee of every curve, the papers' values next to ours, the summary tables
+    and the provenance of each run; opens from disk, no server or JavaScript needed.
+    """
+    from dpexp.report import build_report
+
+    index = build_report([Path(r) for r in results], Path(out), Path(figures) if figures else None,
+                         Path(paper_values) if paper_values else None, title,
+                         warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+    click.echo(str(index))
+
+
 @main.group()
 def data() -> None:
     """Locate and download datasets."""

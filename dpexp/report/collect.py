@@ -1,0 +1,220 @@
+"""Which experiments a report covers, and their figures.
+
+An input is a results directory (``manifest.json`` + ``results.csv[.gz]``) or a folder whose direct sub-folders are
+results directories (``results/``, ``results/fast/``).  Figures are looked up where ``make figures`` and
+``dpexp plot`` put them (``results/fast/X`` -> ``figures/fast/X``; ``figures/X`` for ``results/X``; with
+``--figures DIR``: ``DIR/X``); an experiment whose figures are missing or older than its results is drawn again
+with the same entry ``dpexp plot`` uses.  The images shown are copied into the report folder,
+so the page keeps working when the folder is moved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+
+from dpexp.errors import UserError
+
+IMAGE_SUFFIXES = (".png", ".svg")          # shown in the page (PNG preferred)
+LINK_SUFFIXES = (".pdf", ".svg", ".csv", ".md")  # linked beside the image when a file of the same stem exists
+DRAW_FORMATS = "png,pdf"
+
+
+@dataclass
+class Figure:
+    stem: str
+    image: str                              # path relative to the report folder
+    links: dict[str, str] = field(default_factory=dict)  # suffix -> path relative to the report folder
+
+
+@dataclass
+class Experiment:
+    slug: str                               # unique within the report; used for anchors and the figure folder
+    results_dir: Path
+    manifest: dict[str, Any]
+    df: pd.DataFrame | None                 # None when the run has no results yet
+    problems: list[str] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    figure_source: str = ""                 # where the figures came from, in words
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest.get("experiment") or self.results_dir.name)
+
+
+def find_results_dirs(inputs: list[Path]) -> list[Path]:
+    """The results directories named by ``inputs`` (each one, or its direct sub-folders), in a stable order."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for p in inputs:
+        if not p.exists():
+            raise UserError(f"{p}: no such directory")
+        if not p.is_dir():
+            raise UserError(f"{p}: not a directory (give a results directory or a folder of them)")
+        if (p / "manifest.json").is_file():
+            here = [p]
+        else:
+            here = sorted(c for c in p.iterdir() if c.is_dir() and (c / "manifest.json").is_file())
+        if not here:
+            raise UserError(f"{p}: no dpexp results directories (no manifest.json in it or in its sub-folders; "
+                            "run `dpexp run CONFIG --out DIR` first)")
+        for d in here:
+            key = d.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(d)
+    return found
+
+
+def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | None,
+                     warn: Callable[[str], None], shown_as: Path | None = None) -> list[Experiment]:
+    """Read every manifest and results table, find (or draw) the figures and copy them into ``report_dir``
+    (a temporary folder that becomes ``shown_as``, the name used in messages)."""
+    from dpexp import results
+
+    exps = []
+    for d, slug in zip(dirs, _slugs(dirs)):
+        try:
+            manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{d / 'manifest.json'}: not readable as JSON ({exc})") from None
+        if not isinstance(manifest, dict):
+            raise UserError(f"{d / 'manifest.json'}: not a dpexp manifest (expected a JSON object)")
+        exp = Experiment(slug, d, manifest, None)
+        try:
+            exp.df = results.read_results(d)
+        except UserError:
+            exp.problems.append(f"no results table yet (run status: {manifest.get('status', 'unknown')})")
+        exps.append(exp)
+    for exp in exps:
+        if exp.df is not None:
+            _figures(exp, report_dir, figures_root, warn, shown_as or report_dir)
+    return exps
+
+
+def _slugs(dirs: list[Path]) -> list[str]:
+    """Folder names made safe and unique (``demo``, ``fast-demo`` when two inputs hold a ``demo``)."""
+    safe = [re.sub(r"[^A-Za-z0-9_.-]+", "_", d.name).strip(".") or "experiment" for d in dirs]
+    out = []
+    for d, s in zip(dirs, safe):
+        if safe.count(s) > 1:
+            s = re.sub(r"[^A-Za-z0-9_.-]+", "_", d.parent.name).strip(".") + "-" + s
+        while s in out:
+            s += "_"
+        out.append(s)
+    return out
+
+
+def expected_stems(manifest: dict[str, Any]) -> list[str]:
+    """File stems ``dpexp plot`` gives the experiment's figures (named plots only; unnamed ones are numbered)."""
+    name = str(manifest.get("experiment", ""))
+    plots = (manifest.get("config") or {}).get("plots") or [{}]
+    return [str(p.get("name") or (name if len(plots) == 1 else f"{name}_{i + 1}")) for i, p in enumerate(plots)]
+
+
+def figure_candidates(results_dir: Path, name: str, figures_root: Path | None) -> list[Path]:
+    """Folders that may hold the figures of ``results_dir``, most specific first.
+
+    ``figures/<experiment>`` (the default of ``dpexp plot``) is only trusted when the results folder has the
+    experiment's name: ``results/fast/X`` must not borrow the figures of the full run ``results/X``.
+    """
+    if figures_root is not None:
+        return [figures_root / results_dir.name]
+    parts = list(results_dir.parts)
+    cands = []
+    if "results" in parts:  # results/fast/X -> figures/fast/X (the layout of `make figures`)
+        i = len(parts) - 1 - parts[::-1].index("results")
+        cands.append(Path(*parts[:i], "figures", *parts[i + 1:]))
+    if results_dir.name == name:
+        cands.append(Path("figures") / name)
+    return list(dict.fromkeys(cands))
+
+
+def _images(folder: Path) -> dict[str, Path]:
+    """stem -> image file (PNG preferred over SVG) in ``folder``."""
+    out: dict[str, Path] = {}
+    if folder.is_dir():
+        for suffix in reversed(IMAGE_SUFFIXES):
+            for p in sorted(folder.glob(f"*{suffix}")):
+                if p.is_file():
+                    out[p.stem] = p
+    return out
+
+
+def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn: Callable[[str], None],
+             shown_as: Path) -> None:
+    from dpexp.results import results_file
+
+    stems = expected_stems(exp.manifest)
+    newest_result = results_file(exp.results_dir).stat().st_mtime
+    folder, images, why = None, {}, "no figures found"
+    for cand in figure_candidates(exp.results_dir, exp.name, figures_root):
+        imgs = _images(cand)
+        if not imgs:
+            continue
+        missing = [s for s in stems if s not in imgs]
+        if missing:
+            why = f"{cand} lacks {', '.join(missing)}"
+            continue
+        if min(imgs[s].stat().st_mtime for s in stems) < newest_result:
+            why = f"the figures in {cand} are older than the results"
+            continue
+        folder, images = cand, imgs
+        break
+    target = report_dir / "figures" / exp.slug
+    if folder is None:
+        draw_dir = (figures_root / exp.results_dir.name) if figures_root is not None else target
+        shown = draw_dir if draw_dir != target else shown_as / target.relative_to(report_dir)
+        warn(f"{exp.name}: {why}; drawing them into {shown}")
+        try:
+            draw_figures(exp.results_dir, draw_dir)
+        except Exception as exc:  # one experiment's figure must not hide the others; shown in its section
+            msg = f"figures could not be drawn: {type(exc).__name__}: {exc}"
+            exp.problems.append(msg)
+            warn(f"{exp.name}: {msg}")
+            return
+        folder, images = draw_dir, _images(draw_dir)
+        exp.figure_source = f"drawn by `dpexp report` into {draw_dir}" if draw_dir != target else \
+            "drawn by `dpexp report` (no up-to-date figures were found)"
+    else:
+        exp.figure_source = f"from {folder}"
+    # the experiment's figures only: a stale image of a plot since renamed or removed is not shown
+    order = [s for s in stems if s in images] + sorted(s for s in images if s not in stems
+                                                       and any(s.startswith(f"{e}_") for e in stems))
+    target.mkdir(parents=True, exist_ok=True)
+    for stem in order:
+        src = images[stem]
+        fig = Figure(stem, _copy(src, target, report_dir))
+        for suffix in LINK_SUFFIXES:
+            other = src.with_suffix(suffix)
+            if other.is_file() and other != src:
+                fig.links[suffix.lstrip(".")] = _copy(other, target, report_dir)
+        exp.figures.append(fig)
+    if not exp.figures:
+        exp.problems.append("the plot command wrote no image")
+
+
+def _copy(src: Path, target: Path, report_dir: Path) -> str:
+    dst = target / src.name
+    if src.resolve() != dst.resolve():
+        shutil.copyfile(src, dst)
+    return dst.relative_to(report_dir).as_posix()
+
+
+def draw_figures(results_dir: Path, fig_dir: Path) -> None:
+    """Draw an experiment's figures through the ``dpexp plot`` command itself, so names and styles are the same.
+
+    (When ``dpexp plot`` gets a reusable function for one results directory, call that instead.)
+    """
+    from dpexp.cli import plot
+
+    with contextlib.redirect_stdout(io.StringIO()):  # plot lists the files it wrote; the report says it once
+        plot.callback(results_dir=str(results_dir), out=str(fig_dir), formats=DRAW_FORMATS)

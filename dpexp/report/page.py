@@ -1,0 +1,382 @@
+"""The report's HTML: one self-contained page, no JavaScript, every text escaped, the same bytes for the same input.
+
+Only :class:`Html` strings are inserted unescaped; everything else (config titles, labels, parameters, paths, error
+messages) goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import quote
+
+
+from dpexp import __version__
+from dpexp.report.collect import Experiment
+from dpexp.report.formatting import fmt, signed
+from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
+from dpexp.report.privacy import CurvePrivacy, curve_privacy
+
+DAGGER = "†"
+DAGGER_NOTE = ("† not differentially private: a non-private baseline, a heuristic without a formal guarantee, or a "
+               "computation that touches private rows without paying (the reason is in the privacy table).")
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1500px;
+padding:0 1.2em 3em;color:#1b1b1b;line-height:1.45}
+h1{margin:.8em 0 .2em}h2{margin-top:2.2em;padding-top:.6em;border-top:2px solid #ccc}h3{margin:1.4em 0 .4em}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:.88em}
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.figs{display:flex;flex-wrap:wrap;gap:1em}
+figure{margin:0;flex:1 1 560px;max-width:760px;border:1px solid #ddd;padding:.5em;background:#fff}
+figure img{max-width:100%;height:auto;display:block}
+figcaption{font-size:.85em;color:#333;margin-top:.3em}
+.problem{background:#fff3cd;border:1px solid #e0c36a;padding:.4em .6em}
+.muted{color:#555;font-size:.9em}.notdp{color:#a00000;font-weight:600}
+.holds{color:#075e07}.fails{color:#a00000}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:.82em;max-height:40em}
+dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:.15em 1em;font-size:.9em}
+dl.kv dt{font-weight:600}dl.kv dd{margin:0;overflow-wrap:anywhere}
+details{margin:.3em 0}summary{cursor:pointer}
+nav table td:first-child{white-space:nowrap}
+"""
+
+
+class Html(str):
+    """Markup that is already safe (built by this module)."""
+
+
+def esc(x: Any) -> Html:
+    return x if isinstance(x, Html) else Html(html.escape(str(x), quote=True))
+
+
+def tag(name: str, body: Any = "", **attrs: Any) -> Html:
+    a = "".join(f' {k.rstrip("_").replace("_", "-")}="{esc(v)}"' for k, v in attrs.items() if v is not None)
+    return Html(f"<{name}{a}>{esc(body)}</{name}>")
+
+
+def join(parts: Iterable[Any], sep: str = "") -> Html:
+    return Html(sep.join(esc(p) for p in parts))
+
+
+def table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> Html:
+    numeric = numeric or set()
+    head = tag("tr", join(tag("th", h) for h in headers))
+    body = [tag("tr", join(tag("td", c, class_="num" if i in numeric else None) for i, c in enumerate(r)))
+            for r in rows]
+    return Html(f"<table>\n<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n")
+
+
+def kv(pairs: list[tuple[str, Any]]) -> Html:
+    return Html('<dl class="kv">' + "".join(f"{tag('dt', k)}{tag('dd', v)}" for k, v in pairs) + "</dl>\n")
+
+
+def url(path: str) -> str:
+    return quote(path, safe="/")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def render(experiments: list[Experiment], refs: PaperValues | None, title: str, inputs: list[Path]) -> str:
+    privacy = {e.slug: curve_privacy(e.df, e.manifest) for e in experiments}
+    entries = {e.slug: (refs.experiments.get(e.name) if refs else None) for e in experiments}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="generator" content="dpexp {esc(__version__)} report">',
+        tag("title", title),
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        tag("h1", title),
+        tag("p", join([f"{len(experiments)} experiment(s) from ", join((tag("code", p.as_posix()) for p in inputs),
+                                                                         ", "),
+                       f"; written by dpexp {__version__}. Every figure, the privacy guarantee of every curve, the "
+                       "papers' values next to ours where the papers' text states them, the summary tables and the "
+                       "provenance of each run."]), class_="muted"),
+        _index(experiments, privacy, entries),
+    ]
+    for e in experiments:
+        parts.append(_section(e, privacy[e.slug], entries[e.slug], refs))
+    parts += [tag("footer", tag("p", DAGGER_NOTE, class_="muted")), "</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def _index(experiments: list[Experiment], privacy: dict[str, list[CurvePrivacy]],
+           entries: dict[str, Any]) -> Html:
+    rows = []
+    for i, e in enumerate(experiments, 1):
+        refs = entries[e.slug]
+        n_cmp = len(refs.entries) if refs else 0
+        not_dp = sum(c.not_dp for c in privacy[e.slug])
+        rows.append([str(i), tag("a", e.name, href=f"#exp-{e.slug}"), e.manifest.get("title", ""),
+                     refs.figure if refs else "", _status(e), str(len(e.figures)),
+                     f"{not_dp} of {len(privacy[e.slug])}", str(n_cmp) if n_cmp else "",
+                     "yes" if fast_mode(e.manifest) else "no"])
+    return tag("nav", Html(tag("h2", "Experiments")
+                          + table(["#", "experiment", "title", "reproduces", "status", "figures", "curves not DP†",
+                                   "paper values", "fast"], rows, numeric={0, 5, 7})))
+
+
+def _status(e: Experiment) -> str:
+    s = str(e.manifest.get("status", "unknown"))
+    n_fail = int((e.manifest.get("failures") or {}).get("count", 0) or 0)
+    return f"{s} ({n_fail} failed cells)" if n_fail else s
+
+
+def _section(e: Experiment, privacy: list[CurvePrivacy], refs: Any, all_refs: PaperValues | None) -> Html:
+    m = e.manifest
+    raw = m.get("raw_config") or {}
+    not_dp = {c.label for c in privacy if c.not_dp}
+    out = [f'<section id="exp-{esc(e.slug)}">',
+           tag("h2", join([e.name, Html(" — ") if m.get("title") else "", m.get("title", "")]))]
+    if raw.get("description"):
+        out.append(tag("p", raw["description"]))
+    for p in e.problems:
+        out.append(tag("p", p, class_="problem"))
+    out.append(kv([("results", e.results_dir.as_posix()), ("status", _status(e)), ("cells", m.get("cells", "")),
+                   ("fast mode", fast_mode(e.manifest) or "no"), ("figures", e.figure_source or "none")]))
+    out.append(_figures(e, not_dp))
+    out.append(_privacy_table(privacy))
+    if refs is not None:
+        out.append(_paper_table(e, refs, all_refs))
+    if e.df is not None:
+        out.append(_summaries(e, not_dp))
+    out.append(_provenance(e))
+    out.append("</section>")
+    return Html("\n".join(out))
+
+
+def _figures(e: Experiment, not_dp: set[str]) -> Html:
+    if not e.figures:
+        return Html(tag("h3", "Figures") + tag("p", "No figures.", class_="muted"))
+    marks = (f" {DAGGER} Curves of this experiment that are not DP: " + ", ".join(sorted(not_dp)) + ".") if not_dp \
+        else ""
+    figs = []
+    for f in e.figures:
+        links = join((tag("a", k.upper(), href=url(v)) for k, v in sorted(f.links.items())), " · ")
+        cap = join([tag("strong", f.stem), " · ", tag("a", "image", href=url(f.image)),
+                    Html(" · ") if f.links else "", links, marks])
+        figs.append(tag("figure", join([Html(f'<img src="{esc(url(f.image))}" alt="{esc(f.stem)}">'),
+                                        tag("figcaption", cap)])))
+    return Html(tag("h3", f"Figures ({len(e.figures)})") + '<div class="figs">\n' + "\n".join(figs) + "\n</div>\n")
+
+
+def _collapse(privacy: list[CurvePrivacy]) -> list[tuple[str, CurvePrivacy]]:
+    """One row per curve, except that the curves of one parameter grid (labels ``name[k=v,...]``) with the same
+    guarantee share a row: a 171-point budget-split search is one line, not 171."""
+    groups: dict[tuple[Any, ...], list[CurvePrivacy]] = {}
+    for c in privacy:
+        base = c.label.split("[", 1)[0] if c.label.endswith("]") and "[" in c.label else c.label
+        key = (base, c.algorithms, c.guarantee, c.epsilon, c.delta, c.rho, c.neighbouring, c.note, c.source)
+        groups.setdefault(key, []).append(c)
+    return [(cs[0].label if len(cs) == 1 else f"{key[0]}[…] ({len(cs)} parameter settings)", cs[0])
+            for key, cs in groups.items()]
+
+
+def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
+    rows = []
+    for shown, c in _collapse(privacy):
+        label = join([shown, tag("span", " " + DAGGER, class_="notdp")]) if c.not_dp else shown
+        words = tag("span", c.words, class_="notdp") if c.not_dp else c.words
+        rows.append([label, c.algorithms, words, c.epsilon, c.delta, c.rho, c.neighbouring, c.note])
+    sources = sorted({c.source for c in privacy})
+    if sources == ["results.csv"]:
+        src = "From the per-row guarantee columns of results.csv (what each row spent)."
+    else:
+        src = ("From the manifest: what each algorithm declares (results.csv has no per-row guarantee columns; "
+               "run again with a newer dpexp to record them).")
+    return Html(tag("h3", "Privacy of each curve")
+                + table(["curve", "algorithm", "guarantee", "ε spent", "δ spent", "ρ spent", "neighbouring",
+                         "note"], rows)
+                + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else ""]), class_="muted"))
+
+
+def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html:
+    out = [tag("h3", "The paper's values next to ours")]
+    intro = [f"Reproduces: {refs.figure}."]
+    if not refs.numbers_in_text:
+        intro.append(" The paper gives this figure's values only in the plot image (not in text); the rows below "
+                     "are what its text states." if refs.entries else
+                     " The paper gives this figure's values only in the plot image (not in text): nothing to "
+                     "compare numerically.")
+    out.append(tag("p", "".join(intro)))
+    if refs.entries:
+        rows = [_paper_row(e, entry, all_refs) for entry in refs.entries]
+        out.append(table(["quantity", "paper (as written)", "source", "ours", "difference", "check (our reading)",
+                          "note"], rows, numeric={3, 4}))
+    return Html("".join(out))
+
+
+def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None) -> list[Any]:
+    paper = all_refs.papers[entry.paper].citation if all_refs else entry.paper
+    source = f"{paper}, {entry.source}"
+    quote_ = f"“{entry.as_written}”"
+    if entry.ours is None or e.df is None:
+        why = "not computed from our results" if entry.ours is None else "no results"
+        return [entry.quantity, quote_, source, tag("span", why, class_="muted"), "", "", entry.note]
+    r = compute(e.df, entry.ours)
+    if r.problem:
+        return [entry.quantity, quote_, source, tag("span", f"not in this run: {r.problem}", class_="muted"), "",
+                "", entry.note]
+    if isinstance(r.value, str):  # argmax_params
+        verdict = ""
+        if isinstance(entry.value, dict):
+            ok = params_match(entry.value, r.value)
+            verdict = tag("span", "same" if ok else "differs", class_="holds" if ok else "fails")
+        return [entry.quantity, quote_, source, r.value, verdict, "", entry.note]
+    assert r.value is not None
+    ours = fmt(r.value)
+    if r.parts is not None:
+        ours = f"{ours} ({fmt(r.parts[0])} − {fmt(r.parts[1])})"
+    diff = ""
+    if isinstance(entry.value, float) and entry.compare in ("difference", "ratio"):
+        diff = signed(r.value - entry.value)
+        if entry.compare == "ratio" and r.value != 0:
+            diff += f" (paper ÷ ours = {fmt(entry.value / r.value)}×)"
+    check = ""
+    if entry.check is not None:
+        ok = check_holds(entry.check, float(r.value))
+        op = {"<=": "≤", ">=": "≥", "==": "="}.get(entry.check.op, entry.check.op)
+        check = tag("span", f"ours {op} {fmt(entry.check.value)}: {'holds' if ok else 'does not hold'}",
+                    class_="holds" if ok else "fails")
+    return [entry.quantity, quote_, source, ours, diff, check, entry.note]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+
+
+def _plot_x(e: Experiment, metric: str) -> str:
+    from dpexp.results import X_CHOICES, default_x
+
+    for p in (e.manifest.get("config") or {}).get("plots") or []:
+        if p.get("metric") == metric and p.get("x") in X_CHOICES:
+            return str(p["x"])
+    return default_x(e.df[e.df["metric"] == metric])
+
+
+def _summaries(e: Experiment, not_dp: set[str]) -> Html:
+    """Per metric, the table of ``dpexp summarize`` (dpexp.results.aggregate); the plotted metrics open."""
+    from dpexp.results import GRID_COLUMNS, aggregate
+
+    df = e.df
+    assert df is not None
+    plotted = {p.get("metric") for p in (e.manifest.get("config") or {}).get("plots") or []}
+    metrics = list(dict.fromkeys(df["metric"]))
+    if not plotted & set(metrics):  # plots that pick their metric themselves: open the first
+        plotted = {metrics[0]}
+    blocks = []
+    for metric in metrics:
+        x = _plot_x(e, metric)
+        try:
+            agg = aggregate(df, x, metric)
+        except Exception as exc:  # a metric that cannot be summarised must not hide the others
+            blocks.append(tag("p", f"{metric}: {exc}", class_="problem"))
+            continue
+        extra = [c for c in GRID_COLUMNS if c in agg.columns and c != x]
+        cols = ["label", *extra, x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
+        if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
+            cols = ["dataset", "dataset_params"] + cols
+        numeric = {i for i, c in enumerate(cols) if c in ("mean", "std", "median", "q25", "q75", "iqr", "repeats",
+                                                          "failed_rows") or c == x or c in extra}
+        rows = []
+        for rec in agg[cols].itertuples(index=False):
+            row = []
+            for c, v in zip(cols, rec):
+                if c == "label" and v in not_dp:
+                    row.append(join([v, tag("span", " " + DAGGER, class_="notdp")]))
+                elif isinstance(v, float):
+                    row.append(fmt(v))
+                else:
+                    row.append(str(v))
+            rows.append(row)
+        summary = tag("summary", f"{metric} against {x} ({len(rows)} rows)")
+        blocks.append(Html(f"<details{' open' if metric in plotted else ''}>{summary}\n"
+                           + table(cols, rows, numeric) + "</details>"))
+    return Html(tag("h3", "Summary tables")
+                + tag("p", "Mean, std, median and IQR over Monte Carlo repeats of the value averaged over subsets "
+                           "within a repeat (as dpexp summarize).", class_="muted")
+                + "\n".join(blocks))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+
+KNOWN_MANIFEST_KEYS = {"experiment", "title", "config_file", "config", "raw_config", "overrides", "repeats_override",
+                       "fingerprint", "root_seed", "versions", "git", "started", "finished", "status", "cells",
+                       "chunks", "jobs", "algorithms", "failures", "skipped_grid_points", "rows", "results_file",
+                       "seconds_this_invocation"}
+
+
+def fast_mode(manifest: dict[str, Any]) -> str:
+    """'' unless the run applied the config's ``fast:`` section (``dpexp run --fast`` records it as overrides)."""
+    fast = (manifest.get("raw_config") or {}).get("fast")
+    if not isinstance(fast, dict):
+        return ""
+    fast_set = [str(s) for s in fast.get("set") or []]
+    overrides = [str(s) for s in manifest.get("overrides") or []]
+    if fast_set and overrides[:len(fast_set)] == fast_set:
+        return "yes (the config's fast: section)"
+    if not fast_set and manifest.get("repeats_override") == fast.get("repeats", 2):
+        return "probably (repeats equal the fast: section's)"
+    return ""
+
+
+def _duration(m: dict[str, Any]) -> str:
+    try:
+        a = _dt.datetime.fromisoformat(str(m["started"]))
+        b = _dt.datetime.fromisoformat(str(m["finished"]))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return f"{(b - a).total_seconds():,.0f} s"
+
+
+def _provenance(e: Experiment) -> Html:
+    import yaml
+
+    m = e.manifest
+    git = m.get("git") or {}
+    commit = git.get("commit") or "unknown (not a git checkout)"
+    dirty = {True: "yes (uncommitted changes)", False: "no", None: "unknown"}.get(git.get("dirty"),
+                                                                                 str(git.get("dirty")))
+    versions = m.get("versions") or {}
+    failures = m.get("failures") or {}
+    pairs: list[tuple[str, Any]] = [
+        ("config file", m.get("config_file", "")),
+        ("root seed", m.get("root_seed", "")),
+        ("git commit", commit), ("uncommitted changes", dirty),
+        ("versions", ", ".join(f"{k} {v}" for k, v in versions.items())),
+        ("started", m.get("started", "")), ("finished", m.get("finished") or "not finished"),
+        ("duration", _duration(m)),
+        ("overrides (--set, --fast)", "; ".join(str(o) for o in m.get("overrides") or []) or "none"),
+        ("repeats override", m.get("repeats_override") if m.get("repeats_override") is not None else "none"),
+        ("fast mode", fast_mode(m) or "no"),
+        ("cells / rows / chunks", f"{m.get('cells', '')} / {m.get('rows', '')} / {m.get('chunks', '')}"),
+        ("failed cells", failures.get("count", 0) if failures else 0),
+        ("jobs", m.get("jobs", "")), ("config fingerprint", m.get("fingerprint", "")),
+    ]
+    skipped = m.get("skipped_grid_points") or {}
+    if skipped:
+        pairs.append(("skipped grid points", json.dumps(skipped, sort_keys=True)))
+    out = [tag("h3", "Provenance"), kv(pairs)]
+    for f in (failures.get("first") or [])[:5]:
+        out.append(tag("p", f"failed: {json.dumps(f, sort_keys=True)}", class_="problem"))
+    raw = m.get("raw_config")
+    if raw is not None:
+        text = yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=110)
+        out.append(Html(f"<details>{tag('summary', 'config as written')}{tag('pre', text)}</details>"))
+    if m.get("config") is not None:
+        text = json.dumps(m["config"], indent=1, sort_keys=True, ensure_ascii=False, default=str)
+        out.append(Html(f"<details>{tag('summary', 'resolved config (after overrides)')}{tag('pre', text)}</details>"))
+    other = {k: v for k, v in m.items() if k not in KNOWN_MANIFEST_KEYS}
+    if other:
+        text = json.dumps(other, indent=1, sort_keys=True, ensure_ascii=False, default=str)
+        out.append(Html(f"<details>{tag('summary', 'other manifest fields')}{tag('pre', text)}</details>"))
+    return Html("\n".join(out))

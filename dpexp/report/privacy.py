@@ -1,0 +1,124 @@
+"""The privacy guarantee of every curve (algorithm label) of an experiment.
+
+Preferred source: the per-row columns of ``results.csv`` (``guarantee`` in {pure, approx, zcdp, none},
+``epsilon_spent``, ``delta_spent``, ``rho_spent``, ``privacy_note``), which state what each row actually cost.
+Results written before those columns existed fall back to the manifest's per-algorithm record (``private``,
+``formally_dp``, ``neighbouring``, ``privacy_spent``) — what the algorithm class declares, not a derivation, and the
+page says so.  A curve whose guarantee is ``none`` is not differentially private and is marked with a dagger.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dpexp.report.formatting import fmt
+
+GUARANTEE_WORDS = {
+    "pure": "ε-DP (pure)",
+    "approx": "(ε, δ)-DP",
+    "zcdp": "ρ-zCDP",
+    "none": "not DP",
+}
+ROW_COLUMNS = ("guarantee", "epsilon_spent", "delta_spent", "rho_spent", "privacy_note")
+
+
+@dataclass
+class CurvePrivacy:
+    label: str
+    algorithms: str            # registry name(s) behind the label
+    guarantee: str             # pure | approx | zcdp | none | unknown (several joined by " / ")
+    epsilon: str
+    delta: str
+    rho: str
+    neighbouring: str
+    note: str
+    source: str                # "results.csv" or "manifest"
+
+    @property
+    def not_dp(self) -> bool:
+        return "none" in self.guarantee.split(" / ")
+
+    @property
+    def words(self) -> str:
+        return " / ".join(GUARANTEE_WORDS.get(g, g) for g in self.guarantee.split(" / "))
+
+
+def curve_privacy(df: pd.DataFrame | None, manifest: dict[str, Any]) -> list[CurvePrivacy]:
+    """One entry per label, in the order of the config's algorithms."""
+    algos = [a for a in (manifest.get("algorithms") or []) if isinstance(a, dict)]
+    order = list(dict.fromkeys([str(a.get("label", a.get("name", ""))) for a in algos]
+                               + ([str(v) for v in df["label"].unique()] if df is not None else [])))
+    by_label: dict[str, list[dict[str, Any]]] = {}
+    for a in algos:
+        by_label.setdefault(str(a.get("label", a.get("name", ""))), []).append(a)
+    rows_known = df is not None and "guarantee" in df.columns
+    out = []
+    for label in order:
+        entries = by_label.get(label, [])
+        neighbouring = _join(str(a["neighbouring"]) for a in entries if a.get("neighbouring"))
+        if rows_known:
+            d = df[df["label"] == label]
+            if not d.empty:
+                out.append(_from_rows(label, d, neighbouring))
+                continue
+        out.append(_from_manifest(label, entries, neighbouring))
+    return out
+
+
+def _from_rows(label: str, d: pd.DataFrame, neighbouring: str) -> CurvePrivacy:
+    d = d[d["error"].astype(str) == ""] if "error" in d.columns and (d["error"].astype(str) == "").any() else d
+    note = _join(str(v) for v in d["privacy_note"]) if "privacy_note" in d.columns else ""
+    guarantee = _join(str(v) for v in d["guarantee"]) or "unknown"
+    return CurvePrivacy(label, _join(str(v) for v in d["algorithm"]), guarantee,
+                        _range(d.get("epsilon_spent")), _range(d.get("delta_spent")), _range(d.get("rho_spent")),
+                        neighbouring, note, "results.csv")
+
+
+def _from_manifest(label: str, entries: list[dict[str, Any]], neighbouring: str) -> CurvePrivacy:
+    kinds, notes, eps, dl, rho = [], [], [], [], []
+    for a in entries:
+        spent = [s for s in (a.get("privacy_spent") or []) if isinstance(s, dict)]
+        if a.get("private") is False:
+            kinds.append("none")
+            notes.append("non-private baseline: uses the data without any privacy protection")
+        elif a.get("formally_dp") is False:
+            kinds.append("none")
+            notes.append("declared not formally DP by the algorithm (heuristic noise)")
+        elif any("rho" in s for s in spent):
+            kinds.append("zcdp")
+            notes.append("ρ-zCDP, converted to the (ε, δ) shown")
+        elif any(float(s.get("delta") or 0) > 0 for s in spent):
+            kinds.append("approx")
+        elif spent:
+            kinds.append("pure")
+        else:
+            kinds.append("unknown")
+        if kinds[-1] != "none":
+            eps += [s.get("epsilon") for s in spent]
+            dl += [s.get("delta") for s in spent]
+            rho += [s.get("rho") for s in spent]
+    return CurvePrivacy(label, _join(str(a.get("name", "")) for a in entries), _join(kinds) or "unknown",
+                        _range(eps), _range(dl), _range(rho), neighbouring, _join(notes), "manifest")
+
+
+def _join(values) -> str:
+    return " / ".join(dict.fromkeys(v for v in values if v and v != "nan"))
+
+
+def _range(values) -> str:
+    """'2', '1 … 31.62' or '' for the finite numbers among ``values``."""
+    if values is None:
+        return ""
+    nums = sorted({float(v) for v in pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce")
+                   if not (v is None or math.isnan(float(v)))})
+    if not nums:
+        return ""
+    if len(nums) == 1:
+        return fmt(nums[0])
+    if len(nums) <= 4:
+        return ", ".join(fmt(v) for v in nums)
+    return f"{fmt(nums[0])} … {fmt(nums[-1])} ({len(nums)} values)"
