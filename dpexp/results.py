@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -147,3 +148,36 @@ def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     for row in df.itertuples(index=False):
         lines.append("| " + " | ".join(cell(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
+
+
+_KV = re.compile(r"(?:^|,)([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def parse_params(s: Any) -> dict[str, Any]:
+    """Parse a ``k=v,k2=v2`` params string (values may contain commas inside brackets) into a dict."""
+    if not isinstance(s, str) or not s:
+        return {}
+    out: dict[str, Any] = {}
+    parts, depth, cur = [], 0, ""
+    for ch in s:
+        depth += ch in "[("
+        depth -= ch in "])"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    merged: list[str] = []
+    for p in parts:  # a part without '=' continues the previous value
+        if "=" in p.split("[")[0] or not merged:
+            merged.append(p)
+        else:
+            merged[-1] += "," + p
+    for p in merged:
+        k, _, v = p.partition("=")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    return out

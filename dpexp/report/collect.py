@@ -155,17 +155,17 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
 
     stems = expected_stems(exp.manifest)
     newest_result = results_file(exp.results_dir).stat().st_mtime
-    folder, images, why = None, {}, "no figures found"
+    folder, images, why = None, {}, ""
     for cand in figure_candidates(exp.results_dir, exp.name, figures_root):
         imgs = _images(cand)
         if not imgs:
             continue
         missing = [s for s in stems if s not in imgs]
         if missing:
-            why = f"{cand} lacks {', '.join(missing)}"
+            why = why or f"{cand} lacks {', '.join(missing)}"  # the most specific folder's reason
             continue
         if min(imgs[s].stat().st_mtime for s in stems) < newest_result:
-            why = f"the figures in {cand} are older than the results"
+            why = why or f"the figures in {cand} are older than the results"
             continue
         folder, images = cand, imgs
         break
@@ -173,7 +173,7 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
     if folder is None:
         draw_dir = (figures_root / exp.results_dir.name) if figures_root is not None else target
         shown = draw_dir if draw_dir != target else shown_as / target.relative_to(report_dir)
-        warn(f"{exp.name}: {why}; drawing them into {shown}")
+        warn(f"{exp.name}: {why or 'no figures found'}; drawing them into {shown}")
         try:
             draw_figures(exp.results_dir, draw_dir)
         except Exception as exc:  # one experiment's figure must not hide the others; shown in its section

@@ -219,7 +219,7 @@ def select(d: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
 def _column(d: pd.DataFrame, key: str) -> pd.Series | None:
     if key in d.columns:
         return d[key]
-    from dpexp.plotting_slr import parse_params  # k=v,k2=v2 strings of dataset_params/params
+    from dpexp.results import parse_params  # k=v,k2=v2 strings of dataset_params/params
 
     # parse each distinct string once (a results table has few distinct parameter strings and many rows)
     dp = d["dataset_params"].map({s: parse_params(s).get(key) for s in d["dataset_params"].unique()})
@@ -245,7 +245,7 @@ def check_holds(check: Check, value: float) -> bool:
 
 
 def params_match(paper: dict[str, float], ours: str) -> bool:
-    from dpexp.plotting_slr import parse_params
+    from dpexp.results import parse_params
 
     got = parse_params(ours)
     return all(isinstance(got.get(k), float) and math.isclose(got[k], v, rel_tol=1e-9) for k, v in paper.items())

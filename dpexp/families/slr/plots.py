@@ -33,6 +33,7 @@ from dpexp.errors import UserError
 from dpexp.plotting.base import PlotOptions, axis_label, decorate, panels, save_with_title
 from dpexp.plotting.ecdf import ecdf
 from dpexp.registry import register_plot
+from dpexp.results import parse_params
 
 SLR_LABELS = {
     "error_bound": "Ĉ(68) of |p̃25 − p̂25|  (y units, y ∈ [0, 1])",
@@ -52,39 +53,6 @@ SLR_LABELS = {
 
 def _label(name: str) -> str:
     return SLR_LABELS.get(name) or axis_label(name)
-
-
-_KV = re.compile(r"(?:^|,)([A-Za-z_][A-Za-z0-9_]*)=")
-
-
-def parse_params(s: Any) -> dict[str, Any]:
-    """Parse a ``k=v,k2=v2`` params string (values may contain commas inside brackets) into a dict."""
-    if not isinstance(s, str) or not s:
-        return {}
-    out: dict[str, Any] = {}
-    parts, depth, cur = [], 0, ""
-    for ch in s:
-        depth += ch in "[("
-        depth -= ch in "])"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    merged: list[str] = []
-    for p in parts:  # a part without '=' continues the previous value
-        if "=" in p.split("[")[0] or not merged:
-            merged.append(p)
-        else:
-            merged[-1] += "," + p
-    for p in merged:
-        k, _, v = p.partition("=")
-        try:
-            out[k] = float(v)
-        except ValueError:
-            out[k] = v
-    return out
 
 
 def _not_dp(manifest: dict[str, Any]) -> set[str]:
