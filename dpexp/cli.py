@@ -208,23 +208,17 @@ def _describe(kind: str, name: str, obj: object) -> None:
 @click.option("--format", "formats", default="png,pdf", show_default=True, help="Comma-separated formats.")
 def plot(results_dir: str, out: str | None, formats: str) -> None:
     """Draw the experiment's figures from RESULTS_DIR (results table + manifest only)."""
-    from dpexp import registry, results
-    from dpexp.spec import PlotSpec
+    from dpexp import results
+    from dpexp.plotting.draw import FORMATS, draw_experiment
 
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
-    bad = [f for f in fmts if f not in ("png", "pdf", "svg")]
+    bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
         _fail(f"--format must be a comma-separated subset of png, pdf, svg, got {formats!r}")
     manifest = results.read_manifest(Path(results_dir))
-    df = results.read_results(Path(results_dir))
     name = manifest.get("experiment", Path(results_dir).name)
     fig_dir = Path(out) if out else Path("figures") / name
-    plots = [PlotSpec.model_validate(p) for p in manifest.get("config", {}).get("plots") or []] or [PlotSpec()]
-    written = []
-    for i, p in enumerate(plots):
-        fn = registry.get("plot", p.kind)
-        stem = fig_dir / (p.name or (name if len(plots) == 1 else f"{name}_{i + 1}"))
-        written += fn(df, p, manifest, stem, fmts)
+    written = draw_experiment(Path(results_dir), fig_dir, fmts)
     for w in written:
         click.echo(str(w))
 

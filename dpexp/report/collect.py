@@ -10,8 +10,6 @@ so the page keeps working when the folder is moved.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import shutil
@@ -114,10 +112,11 @@ def _slugs(dirs: list[Path]) -> list[str]:
 
 
 def expected_stems(manifest: dict[str, Any]) -> list[str]:
-    """File stems ``dpexp plot`` gives the experiment's figures (named plots only; unnamed ones are numbered)."""
-    name = str(manifest.get("experiment", ""))
+    """File stems ``dpexp plot`` gives the experiment's figures (``dpexp.plotting.draw.figure_stem``)."""
+    from dpexp.plotting.draw import figure_stem
+
     plots = (manifest.get("config") or {}).get("plots") or [{}]
-    return [str(p.get("name") or (name if len(plots) == 1 else f"{name}_{i + 1}")) for i, p in enumerate(plots)]
+    return [figure_stem(manifest, i, len(plots), p.get("name")) for i, p in enumerate(plots)]
 
 
 def figure_candidates(results_dir: Path, name: str, figures_root: Path | None) -> list[Path]:
@@ -210,11 +209,7 @@ def _copy(src: Path, target: Path, report_dir: Path) -> str:
 
 
 def draw_figures(results_dir: Path, fig_dir: Path) -> None:
-    """Draw an experiment's figures through the ``dpexp plot`` command itself, so names and styles are the same.
+    """Draw an experiment's figures with the function ``dpexp plot`` uses, so names and styles are the same."""
+    from dpexp.plotting.draw import draw_experiment
 
-    (When ``dpexp plot`` gets a reusable function for one results directory, call that instead.)
-    """
-    from dpexp.cli import plot
-
-    with contextlib.redirect_stdout(io.StringIO()):  # plot lists the files it wrote; the report says it once
-        plot.callback(results_dir=str(results_dir), out=str(fig_dir), formats=DRAW_FORMATS)
+    draw_experiment(results_dir, fig_dir, list(DRAW_FORMATS.split(",")))
