@@ -299,7 +299,8 @@ def _t_opt(q: np.ndarray, P: _Problem, ctx: dict, sel=slice(None)) -> tuple[np.n
     lam, v, k = ctx["lam"][sel], ctx["vyy"][sel], P.k[sel]
     beta = q - P.zyy[sel] + 0.5 * lam * v
     disc = np.sqrt(beta * beta + 4.0 * k * v)
-    R = np.where(beta > 0, 2.0 * k * v / (beta + disc), 0.5 * (disc - beta))
+    pos = beta > 0
+    R = np.where(pos, 2.0 * k * v / np.where(pos, beta + disc, 1.0), 0.5 * (disc - beta))  # no cancellation
     R = np.maximum(R, 1e-300)
     return q + R, 1.0 / (k / (R * R) + 1.0 / v)
 
