@@ -1,4 +1,4 @@
-"""Prior of the private Gram matrix A = Σ clip(x)clip(x)ᵀ for the noise-aware model (public facts only).
+"""Priors of the noise-aware model from public facts: the private Gram matrix, and precisions scaled to clipped data.
 
 The noise-aware model (``dpexp.models.noise_aware``) treats the unreleased A as a latent matrix whose unique
 entries have independent normal priors, A_jk ~ N(m_jk, s²_jk).  Where the Laplace noise on the released XᵀX is
@@ -72,3 +72,21 @@ def clipped_gaussian_gram_prior(n: np.ndarray | float, d: int, B_x: np.ndarray |
     var_off = n * sx2**2 * m2**2 + (n * sx2 * m2 * corr_sd) ** 2
     var = np.where(eye, var_diag, var_off)
     return GramPrior(mean, var)
+
+
+def clipping_scaled_prior(omega_x: np.ndarray | float, omega_y: np.ndarray | float,
+                          base: tuple[float, float, float, float] = (2.0, 2.0, 2.0, 2.0)
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Gamma priors of (λ, λ0) that say about the clipped data what ``base`` (the paper's Gamma(2, 2), Eq. 6) says
+    about unclipped data.
+
+    Clipping at B = ω σ shrinks the RMS of a normal variable by c(ω) = √E[clip_ω(Z)²], so the clipped-data
+    coefficients are ≈ β c_y/c_x and the residual precision ≈ λ/c_y² (exact in scale for independent features).
+    The rates are rescaled accordingly: λ ~ Gamma(a, b c_y²), λ0 ~ Gamma(a0, b0 c_y²/c_x²).  With ω → ∞ this is
+    ``base``.  Only the public multipliers ω enter (no data, no budget).  Arrays broadcast to a batch.
+    """
+    cx2, _ = clipped_moments(np.asarray(omega_x, dtype=float))
+    cy2, _ = clipped_moments(np.asarray(omega_y, dtype=float))
+    a, b, a0, b0 = (float(p) for p in base)
+    shape = np.broadcast_shapes(cx2.shape, cy2.shape)
+    return (np.full(shape, a), b * np.broadcast_to(cy2, shape), np.full(shape, a0), b0 * cy2 / cx2)

@@ -218,7 +218,7 @@ class _Problem:
     """Inputs flattened to a batch (B,) with every derived constant of the model."""
 
     def __init__(self, stats: NoisyStats, public: ExactStats | None, gram_prior: GramPrior | None,
-                 prior: tuple[float, float, float, float]) -> None:
+                 prior: tuple) -> None:
         Z = _sym(np.asarray(stats.XX, dtype=float))
         d = Z.shape[-1]
         public = public if public is not None else ExactStats.empty(d)
@@ -230,6 +230,8 @@ class _Problem:
             "Ap": (_sym(np.asarray(public.XX, float)), 2), "cp": (np.asarray(public.Xy, float), 1),
             "tp": (np.asarray(public.yy, float), 0), "np": (np.asarray(public.n, float), 0),
             "m": (np.asarray(gram_prior.mean, float), 2), "s2": (np.asarray(gram_prior.var, float), 2),
+            "a": (np.asarray(prior[0], float), 0), "b": (np.asarray(prior[1], float), 0),
+            "a0": (np.asarray(prior[2], float), 0), "b0": (np.asarray(prior[3], float), 0),
         }
         for name, (a, core) in arrs.items():
             if core and a.shape[-1] != d:
@@ -250,7 +252,8 @@ class _Problem:
             if np.any(b > 0) and np.any(b == 0):
                 raise ValueError(f"{name}: a batch must have all scales > 0 or all = 0 (exact release), got a mix")
         self.noisy_xx, self.noisy_xy, self.noisy_yy = (bool(np.all(getattr(self, k) > 0)) for k in ("bxx", "bxy", "byy"))
-        self.a, self.b, self.a0, self.b0 = (float(p) for p in prior)
+        if min(np.min(getattr(self, k)) for k in ("a", "b", "a0", "b0")) <= 0:
+            raise ValueError("prior shapes and rates must be > 0")
         self.k = 0.5 * (self.n - d) - 1.0
         self.K = plugin_gram(self.Z, GramPrior(self.m, self.s2), self.bxx)
         self.Kinv = np.linalg.inv(self.K)
@@ -535,8 +538,7 @@ def _init_state(P: _Problem) -> dict:
 
 
 def sample_posterior(stats: NoisyStats, rng: np.random.Generator, public: ExactStats | None = None,
-                     gram_prior: GramPrior | None = None,
-                     prior: tuple[float, float, float, float] = PAPER_PRIOR, n_draws: int = 200,
+                     gram_prior: GramPrior | None = None, prior: tuple = PAPER_PRIOR, n_draws: int = 200,
                      burn_in: int = 300, thin: int = 2, n_newton: int = 3, n_mh: int = 2,
                      n_ridge: int = 2) -> PosteriorDraws:
     """Posterior draws of (w, λ, λ0) of the noise-aware model (module docstring) for a batch of problems.
@@ -547,7 +549,8 @@ def sample_posterior(stats: NoisyStats, rng: np.random.Generator, public: ExactS
     rng : the only source of randomness.
     public : exact public statistics (``ExactStats``), broadcast against ``…``; None = no public rows.
     gram_prior : entry prior of the private Gram matrix (``dpexp.models.gram_prior``); None = flat.
-    prior : (a, b, a0, b0) Gamma shape/rate of λ and λ0 (the paper's Gamma(2, 2)).
+    prior : (a, b, a0, b0) Gamma shape/rate of λ and λ0 (the paper's Gamma(2, 2)); each may be an array
+        broadcast against ``…`` (``dpexp.models.gram_prior.clipping_scaled_prior`` rescales them to clipped data).
     n_draws, burn_in, thin : kept draws, discarded sweeps, sweeps per kept draw.
     n_newton, n_mh, n_ridge : Newton steps and MH attempts of the (c, t) step; ridge (pCN) moves per sweep.
     """

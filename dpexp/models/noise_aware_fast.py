@@ -27,7 +27,9 @@ noisy z_yy can make it negative.  E[A K⁻¹ A] = μ_A K⁻¹ μ_A + (T-terms) i
 In the noise-free limit (b = 0: T = 0, μ_A = K = Z) these are exactly the updates of ``dpexp.models.vb.fit_vb`` on
 the summed statistics, so both give the same posterior.  With noise the approximation is validated against the
 Gibbs sampler in tests/models/test_noise_aware_fast.py and docs/noise_aware.md.  Cost: a few d×d solves per
-iteration, batched.
+iteration, batched.  The λ update is a damped step in log λ whose length halves for a problem each time its
+direction flips: undamped, the λ ↔ R̂ feedback 2-cycles on some noisy releases (6 % of the n = 100, ε = 1 releases
+of the coverage study); the fixed point is the same.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def _expected_AKA(muA: np.ndarray, T: np.ndarray, Kinv: np.ndarray) -> np.ndarra
 
 
 def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
-                 prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-8,
+                 prior: tuple = PAPER_PRIOR, tol: float = 1e-8,
                  max_iter: int = 500) -> GaussianPosterior:
     """The errors-in-variables Gaussian approximation of the noise-aware posterior (module docstring), batched
     over the leading axes of the inputs (same arguments as ``noise_aware.sample_posterior`` without the sampler
@@ -101,7 +103,8 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     batch = np.broadcast_shapes(Z.shape[:-2], zxy.shape[:-1], np.shape(stats.yy), np.shape(stats.n),
                                 np.shape(stats.b_xx), np.shape(stats.b_xy), np.shape(stats.b_yy),
                                 np.shape(public.XX)[:-2], np.shape(public.Xy)[:-1], np.shape(public.yy),
-                                np.shape(public.n), np.shape(gram_prior.mean)[:-2], np.shape(gram_prior.var)[:-2])
+                                np.shape(public.n), np.shape(gram_prior.mean)[:-2], np.shape(gram_prior.var)[:-2],
+                                *(np.shape(p) for p in prior))
 
     def bc(x, core):
         x = np.asarray(x, dtype=float)
@@ -111,7 +114,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     bxx, bxy = bc(stats.b_xx, 0), bc(stats.b_xy, 0)
     Ap, cp, tp, n_p = bc(_sym(np.asarray(public.XX, float)), 2), bc(public.Xy, 1), bc(public.yy, 0), bc(public.n, 0)
     m0, s2 = bc(gram_prior.mean, 2), bc(gram_prior.var, 2)
-    a, b, a0, b0 = (float(p) for p in prior)
+    a, b, a0, b0 = (bc(p, 0) for p in prior)
 
     v = 2.0 * bxx[..., None, None] ** 2
     ip = 1.0 / s2
@@ -126,11 +129,12 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
     q_lam = a + 0.5 * (n + n_p)
     q_lam0 = a0 + 0.5 * d
-    E_lam = np.full(batch, a / b)
-    E_lam0 = np.full(batch, a0 / b0)
+    E_lam = np.broadcast_to(a / b, batch).copy()
+    E_lam0 = np.broadcast_to(a0 / b0, batch).copy()
     m = np.zeros(batch + (d,))
-    S = np.broadcast_to(eye / (a0 / b0), batch + (d, d)).copy()
+    S = eye / E_lam0[..., None, None]
     converged = np.zeros(batch, dtype=bool)
+    alpha, prev_step = np.ones(batch), np.zeros(batch)
     it = 0
     for it in range(1, max_iter + 1):
         Eww = S + m[..., :, None] * m[..., None, :]
@@ -148,7 +152,12 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         R_hat = zyy - 2.0 * np.einsum("...i,...ij,...j->...", m_new, muA @ Kinv, zxy) + np.sum(EAKA * Eww, (-1, -2))
         R_hat = np.maximum(R_hat, R_min)
         pub = tp - 2.0 * np.einsum("...i,...i->...", m_new, cp) + np.sum(Ap * Eww, (-1, -2))
-        new_lam = q_lam / (b + 0.5 * (R_hat + pub))
+        # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
+        # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
+        step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
+        alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
+        prev_step = step
+        new_lam = E_lam * np.exp(alpha * step)
         new_lam0 = q_lam0 / (b0 + 0.5 * (np.einsum("...i,...i->...", m_new, m_new) + np.trace(S, axis1=-2, axis2=-1)))
         change = np.maximum.reduce([np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0,
                                     np.max(np.abs(m_new - m), -1) / (np.max(np.abs(m_new), -1) + 1e-300)])

@@ -41,13 +41,24 @@ def test_expected_AKA_matches_monte_carlo():
     np.testing.assert_allclose(_expected_AKA(mu, T, Kinv), mc, atol=0.02 * np.abs(mc).max())
 
 
-def _rplr_release(n, d, eps, split, wx, wy, B, seed):
-    """B independent Eq. (10) data sets, clipped and released exactly as rplr (dpexp.algorithms.robust_private_lr)."""
+def _rplr_release(n, d, eps, split, wx, wy, B, seed, n_pub=0):
+    """B independent Eq. (10) data sets, clipped and released exactly as rplr (dpexp.algorithms.robust_private_lr);
+    with ``n_pub`` also the exact statistics of that many public rows clipped alike."""
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(B, n, d))
+    X = rng.normal(size=(B, n + n_pub, d))
     beta = rng.normal(size=(B, d))
-    y = np.einsum("bnd,bd->bn", X, beta) + rng.normal(size=(B, n))
-    Bx, By = wx * X.std(axis=(1, 2)), wy * y.std(axis=1)
+    y = np.einsum("bnd,bd->bn", X, beta) + rng.normal(size=(B, n + n_pub))
+    Bx0, By0 = wx * X.std(axis=(1, 2)), wy * y.std(axis=1)
+    public = ExactStats.of(np.clip(X[:, n:], -Bx0[:, None, None], Bx0[:, None, None]),
+                           np.clip(y[:, n:], -By0[:, None], By0[:, None]))
+    X, y = X[:, :n], y[:, :n]
+    if n_pub:
+        return (*_release(X, y, Bx0, By0, n, d, eps, split, rng, wx), public)
+    return _release(X, y, Bx0, By0, n, d, eps, split, rng, wx)
+
+
+def _release(X, y, Bx, By, n, d, eps, split, rng, wx):
+    B = X.shape[0]
     sxx, sxy, syy = sensitivities(d, Bx, By)
     rel = [perturbed_stats(X[b], y[b], Bx[b], By[b], split[0] * eps, split[1] * eps, split[2] * eps, rng, 1)
            for b in range(B)]
@@ -85,3 +96,11 @@ def test_intervals_and_predictions():
     np.testing.assert_allclose(phi - mu, 0.6744897501960817 * np.sqrt(np.einsum("md,de,me->m", Xt, g.cov, Xt)))
     with pytest.raises(ValueError, match="level"):
         g.interval(0.0)
+
+
+def test_converges_on_very_noisy_releases():
+    """Regression test: on rplr's releases at n = 100, ε = 1 (tuned split and thresholds) the undamped λ update
+    2-cycled for some problems; with damping every problem converges."""
+    stats, prior, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=60, seed=7, n_pub=10)
+    g = fit_gaussian(stats, public=public, gram_prior=prior, max_iter=1000)
+    assert np.all(g.converged) and np.all(np.isfinite(g.cov))
