@@ -89,7 +89,7 @@ def _expected_AKA(muA: np.ndarray, T: np.ndarray, Kinv: np.ndarray) -> np.ndarra
 
 
 def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
-                 prior: tuple = PAPER_PRIOR, tol: float = 1e-8,
+                 prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
                  max_iter: int = 500) -> GaussianPosterior:
     """The errors-in-variables Gaussian approximation of the noise-aware posterior (module docstring), batched
     over the leading axes of the inputs (same arguments as ``noise_aware.sample_posterior`` without the sampler
@@ -124,6 +124,9 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     K = plugin_gram(Z, GramPrior(m0, s2), bxx)
     Kinv = np.linalg.inv(K)
     EAKA = _expected_AKA(muA, T, Kinv)
+    kz = ((muA @ Kinv) @ zxy[..., None])[..., 0]          # μ_A K⁻¹ z_xy (constant)
+    muAT = np.swapaxes(muA, -1, -2)
+    Tdiag = np.diagonal(T, axis1=-2, axis2=-1)
     Vxy = 2.0 * bxy[..., None] ** 2
     eye = np.eye(d)
     R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
@@ -137,28 +140,25 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     alpha, prev_step = np.ones(batch), np.zeros(batch)
     it = 0
     for it in range(1, max_iter + 1):
-        Eww = S + m[..., :, None] * m[..., None, :]
-        ewtw = _w_op_cov(T, m) + T * S + (np.einsum("...jk,...k->...j", T, np.diagonal(S, axis1=-2, axis2=-1))
-                                          - np.diagonal(T, axis1=-2, axis2=-1) * np.diagonal(S, axis1=-2, axis2=-1)
-                                          )[..., :, None] * eye
+        Sd = np.diagonal(S, axis1=-2, axis2=-1)
+        ewtw = _w_op_cov(T, m) + T * S + ((T @ Sd[..., None])[..., 0] - Tdiag * Sd)[..., :, None] * eye
         Sig = K / E_lam[..., None, None] + Vxy[..., :, None] * eye + ewtw
         G = np.linalg.solve(_sym(Sig), muA)                       # Σ̄⁻¹ μ_A
-        Prec = E_lam0[..., None, None] * eye + np.swapaxes(muA, -1, -2) @ G + E_lam[..., None, None] * Ap
-        S = np.linalg.inv(_sym(Prec))
-        S = _sym(S)
-        h = np.einsum("...kj,...k->...j", G, zxy) + E_lam[..., None] * cp
-        m_new = np.einsum("...ij,...j->...i", S, h)
+        Prec = E_lam0[..., None, None] * eye + muAT @ G + E_lam[..., None, None] * Ap
+        S = _sym(np.linalg.inv(_sym(Prec)))
+        h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
+        m_new = (S @ h[..., None])[..., 0]
         Eww = S + m_new[..., :, None] * m_new[..., None, :]
-        R_hat = zyy - 2.0 * np.einsum("...i,...ij,...j->...", m_new, muA @ Kinv, zxy) + np.sum(EAKA * Eww, (-1, -2))
+        R_hat = zyy - 2.0 * np.sum(m_new * kz, -1) + np.sum(EAKA * Eww, (-1, -2))
         R_hat = np.maximum(R_hat, R_min)
-        pub = tp - 2.0 * np.einsum("...i,...i->...", m_new, cp) + np.sum(Ap * Eww, (-1, -2))
+        pub = tp - 2.0 * np.sum(m_new * cp, -1) + np.sum(Ap * Eww, (-1, -2))
         # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
         # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
         step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
         alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
         prev_step = step
         new_lam = E_lam * np.exp(alpha * step)
-        new_lam0 = q_lam0 / (b0 + 0.5 * (np.einsum("...i,...i->...", m_new, m_new) + np.trace(S, axis1=-2, axis2=-1)))
+        new_lam0 = q_lam0 / (b0 + 0.5 * (np.sum(m_new * m_new, -1) + np.trace(S, axis1=-2, axis2=-1)))
         change = np.maximum.reduce([np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0,
                                     np.max(np.abs(m_new - m), -1) / (np.max(np.abs(m_new), -1) + 1e-300)])
         m, E_lam, E_lam0 = m_new, new_lam, new_lam0
