@@ -24,10 +24,12 @@ Gibbs sweep (all conditionals exact; MH steps are exact MH):
 
 1. (c, t) | A, λ, λ0, v, public, w integrated out (partially collapsed):  c ~ N(A m_w, A S_w Aᵀ + K/λ) with
    S_w = (λ0 I + λA_p)⁻¹, m_w = λ S_w c_p, times R^k e^{−λR/2} (k = (n − d)/2 − 1), times the noise terms
-   N(z_xy; c, diag v_xy) N(z_yy; t, v_yy).  Independence MH from a Laplace approximation at the mode found by a
-   fixed number of damped Newton steps from a start that does not depend on the current (c, t).
+   N(z_xy; c, diag v_xy) N(z_yy; t, v_yy).  Independence MH with a proposal that follows the curved ridge
+   t ≈ cᵀK⁻¹c + R: c' from a Laplace approximation of the profile max_t f(c, t) (a fixed number of damped Newton
+   steps from a start that does not depend on the current (c, t)), then t' | c' from the 1-D Laplace approximation.
 2. w | c, t, A, λ, λ0 ~ N(P⁻¹h, P⁻¹), P = λ0 I + λ(A K⁻¹ A + A_p), h = λ(A K⁻¹ c + c_p).
-3. λ | … ~ Gamma(a + (n + n_p)/2, b + ½[(c − Aw)ᵀK⁻¹(c − Aw) + R + wᵀA_p w − 2wᵀc_p + t_p]).
+3. λ | … ~ Gamma(a + (n + n_p)/2, b + ½[(c − Aw)ᵀK⁻¹(c − Aw) + R + wᵀA_p w − 2wᵀc_p + t_p]);
+   then a non-centred MH move of λ with R̃ = λR fixed (t' = cᵀK⁻¹c + R̃/λ'), which mixes where R pins λ.
 4. λ0 | w ~ Gamma(a0 + d/2, b0 + ½‖w‖²).
 5. A | w, c, λ, v_xx: the entries' prior × noise is N(μ0, diag τ²) (τ⁻² = s⁻² + v⁻¹, μ0 = τ²(m/s² + Z/v)), and
    c = A w + g, g ~ N(0, K/λ) is a linear-Gaussian observation of A; an exact draw by Matheron's rule.
@@ -37,7 +39,8 @@ Gibbs sweep (all conditionals exact; MH steps are exact MH):
 7. v | residuals: 1/v ~ InverseGaussian(mean 1/(b|z − s|), shape 1/b²) for every released scalar.
 
 Statistics released without noise (b = 0 for a whole family in a batch) are observed exactly: their latent block is
-fixed to the release.  Everything is vectorised over a batch of independent problems (leading axes of the inputs),
+fixed to the release.  Correctness checks (noise-free and public-only limits, simulation-based calibration, PyMC
+NUTS on the same model) are in tests/models/ and docs/noise_aware.md.  Everything is vectorised over a batch of independent problems (leading axes of the inputs),
 all randomness comes from the Generator passed in.
 """
 
