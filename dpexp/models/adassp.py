@@ -13,7 +13,8 @@ share of the budget, Wang: a third each):
 s_xx √(d log(2d²/ρ)) bounds the spectral norm of the symmetric noise matrix N_2 with probability ≥ 1 − ρ (Gaussian
 case; Wang, Algorithm 2 step 3), so λ is the ridge that keeps XᵀX + N_2 + λI ⪰ λ_min-sized curvature: data with a
 large smallest eigenvalue get no ridge ("adaptive").  The shift in step 1 makes λ̃_min ≤ λ_min with high probability:
-shift = σ_1 √(log(6/δ)) (Gaussian, as in Wang) or b_1 log(1/ρ) (Laplace: P(N_1 > shift) = ρ/2).
+shift = σ_1 √(log(6/δ)) (Gaussian, Wang's form as we recall it) or b_1 log(1/ρ) (Laplace: P(N_1 > shift) = ρ/2).
+The shift and the ridge affect accuracy only, never the privacy guarantee.
 
 Neighbouring relation: replace-one (bounded DP, as rplr; Honkela et al. 2018, Methods 4.2).  Sensitivities with
 ‖x‖₂ ≤ B_X, |y| ≤ B_Y (x, y the replaced row, x', y' the new one):
@@ -29,8 +30,9 @@ Noise (``noise=``):
 
 * ``"gaussian"`` (Wang's mechanism): each release is the Gaussian mechanism calibrated by the *analytic* Gaussian
   mechanism (Balle & Wang 2018; ``dpexp.privacy.mechanisms.analytic_gaussian_sigma``) to (p_i ε, δ/3) for its L2
-  sensitivity; basic composition gives (ε, δ)-DP.  Wang's Algorithm 2 prints the closed-form scale
-  √(log(6/δ))/(ε/3) · bound; we use the exact calibration instead (smaller noise, guarantee checkable for any ε).
+  sensitivity; basic composition gives (ε, δ)-DP.  Wang's Algorithm 2 uses a closed-form scale (as we recall it,
+  √(log(6/δ))/(ε/3) · bound; not checked against the paper's text, which we did not have); we use the exact
+  calibration instead, whose guarantee is checkable for any ε.
 * ``"laplace"`` (pure ε, comparable with rplr): each release is the Laplace mechanism with its L1 sensitivity at
   p_i ε; sequential composition gives ε-DP (δ = 0).
 
