@@ -1,0 +1,168 @@
+"""Fast Gaussian approximation of the noise-aware posterior (errors-in-variables variational Bayes).
+
+Same model as ``dpexp.models.noise_aware`` (model G), two approximations that make it closed form:
+
+1. each Laplace(b) noise variable is replaced by a normal of the same variance 2b²;
+2. mean-field q(w) q(λ) q(λ0) with q(w) = N(m, S), Gamma q(λ), q(λ0), as in ``dpexp.models.vb``, after integrating
+   the latent private statistics out *given w*.
+
+Integrating A and c out.  With normal noise the entries of A given the release are N(μ_A, T) independently
+(T = (s⁻² + (2b_xx²)⁻¹)⁻¹, μ_A = T(m/s² + Z/(2b_xx²)); μ_A before flooring is the plug-in K of the sampler), and
+c = A w + g, g ~ N(0, K/λ), z_xy = c + N(0, 2b_xy² I).  For fixed w, A w is linear in A, so
+
+    z_xy | w, λ ~ N(μ_A w, Σ_z(w)),   Σ_z(w) = K/λ + 2b_xy² I + W(w) T W(w)ᵀ
+
+(errors in variables: W(w)TW(w)ᵀ is the covariance of A w over the uncertainty of A; ``_w_op_cov``).  The
+coordinate updates, with E over q (E[WTWᵀ] uses E[wwᵀ] = mmᵀ + S):
+
+    S = (E[λ0] I + μ_Aᵀ Σ̄⁻¹ μ_A + E[λ] A_p)⁻¹,  m = S(μ_Aᵀ Σ̄⁻¹ z_xy + E[λ] c_p),  Σ̄ = K/E[λ] + 2b_xy² I + E[WTWᵀ]
+    q(λ0) = Gamma(a0 + d/2, b0 + ½(mᵀm + tr S))
+    q(λ)  = Gamma(a + (n + n_p)/2, b + ½(R̂ + t_p − 2mᵀc_p + tr(A_p(S + mmᵀ))))
+    R̂ = max(z_yy − 2mᵀμ_A K⁻¹ z_xy + tr(E[A K⁻¹ A](S + mmᵀ)), R_min)
+
+R̂ is the expected private residual (c − Aw)ᵀK⁻¹(c − Aw) + R of the sampler's λ-conditional with the released
+values in place of (c, t); it is floored at R_min = 2(a + n/2)/λ_max·… (see :func:`fit_gaussian`) because a
+noisy z_yy can make it negative.  E[A K⁻¹ A] = μ_A K⁻¹ μ_A + (T-terms) is exact for independent entries.
+
+In the noise-free limit (b = 0: T = 0, μ_A = K = Z) these are exactly the updates of ``dpexp.models.vb.fit_vb`` on
+the summed statistics, so both give the same posterior.  With noise the approximation is validated against the
+Gibbs sampler in tests/models/test_noise_aware_fast.py and docs/noise_aware.md.  Cost: a few d×d solves per
+iteration, batched.  The λ update is a damped step in log λ whose length halves for a problem each time its
+direction flips: undamped, the λ ↔ R̂ feedback 2-cycles on some noisy releases (6 % of the n = 100, ε = 1 releases
+of the coverage study); the fixed point is the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from dpexp.models.gram_prior import GramPrior, flat_gram_prior
+from dpexp.models.noise_aware import ExactStats, NoisyStats, _sym, _w_op_cov, plugin_gram
+from dpexp.models.vb import PAPER_PRIOR
+
+
+@dataclass
+class GaussianPosterior:
+    """q(w) = N(mean, cov) (…, d), (…, d, d) and the means of q(λ), q(λ0) (…)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    E_lam: np.ndarray
+    E_lam0: np.ndarray
+    n_iter: int
+    converged: np.ndarray
+
+    def sd(self) -> np.ndarray:
+        return np.sqrt(np.diagonal(self.cov, axis1=-2, axis2=-1))
+
+    def interval(self, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed normal credible interval of every coefficient (lower, upper), each (…, d)."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1), got {level}")
+        z = float(special.ndtri(0.5 + level / 2))
+        return self.mean - z * self.sd(), self.mean + z * self.sd()
+
+    def predict_interval(self, X: np.ndarray, level: float = 0.9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(mean, lower, upper) of the regression function xᵀw at rows X (…, m, d) or (m, d), each (…, m)."""
+        X = np.asarray(X, dtype=float)
+        z = float(special.ndtri(0.5 + level / 2))
+        if X.ndim > 2:
+            mu = np.einsum("...md,...d->...m", X, self.mean)
+            var = np.einsum("...md,...de,...me->...m", X, self.cov, X)
+        else:
+            mu = self.mean @ X.T
+            var = np.einsum("md,...de,me->...m", X, self.cov, X)
+        sd = np.sqrt(np.maximum(var, 0.0))
+        return mu, mu - z * sd, mu + z * sd
+
+
+def _expected_AKA(muA: np.ndarray, T: np.ndarray, Kinv: np.ndarray) -> np.ndarray:
+    """E[A K⁻¹ A] for independent entries A_jk ~ N(μ_jk, T_jk) (j ≤ k, mirrored):
+    μK⁻¹μ + K⁻¹ ∘ T + diag(Σ_m K⁻¹_mm T_jm) − diag(K⁻¹_jj T_jj)."""
+    kd = np.diagonal(Kinv, axis1=-2, axis2=-1)
+    extra = Kinv * T
+    diag = np.einsum("...jm,...m->...j", T, kd) - kd * np.diagonal(T, axis1=-2, axis2=-1)
+    return muA @ Kinv @ muA + extra + diag[..., :, None] * np.eye(muA.shape[-1])
+
+
+def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
+                 prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
+                 max_iter: int = 500) -> GaussianPosterior:
+    """The errors-in-variables Gaussian approximation of the noise-aware posterior (module docstring), batched
+    over the leading axes of the inputs (same arguments as ``noise_aware.sample_posterior`` without the sampler
+    settings).  The residual floor is R_min = 1e-3 · (n − d) · b/a (a thousandth of the residual sum of squares the
+    prior mean of λ implies)."""
+    Z = _sym(np.asarray(stats.XX, dtype=float))
+    d = Z.shape[-1]
+    public = public if public is not None else ExactStats.empty(d)
+    gram_prior = gram_prior if gram_prior is not None else flat_gram_prior(d)
+    zxy = np.asarray(stats.Xy, float)
+    batch = np.broadcast_shapes(Z.shape[:-2], zxy.shape[:-1], np.shape(stats.yy), np.shape(stats.n),
+                                np.shape(stats.b_xx), np.shape(stats.b_xy), np.shape(stats.b_yy),
+                                np.shape(public.XX)[:-2], np.shape(public.Xy)[:-1], np.shape(public.yy),
+                                np.shape(public.n), np.shape(gram_prior.mean)[:-2], np.shape(gram_prior.var)[:-2],
+                                *(np.shape(p) for p in prior))
+
+    def bc(x, core):
+        x = np.asarray(x, dtype=float)
+        return np.broadcast_to(x, batch + x.shape[x.ndim - core:] if core else batch)
+
+    Z, zxy, zyy, n = bc(Z, 2), bc(zxy, 1), bc(stats.yy, 0), bc(stats.n, 0)
+    bxx, bxy = bc(stats.b_xx, 0), bc(stats.b_xy, 0)
+    Ap, cp, tp, n_p = bc(_sym(np.asarray(public.XX, float)), 2), bc(public.Xy, 1), bc(public.yy, 0), bc(public.n, 0)
+    m0, s2 = bc(gram_prior.mean, 2), bc(gram_prior.var, 2)
+    a, b, a0, b0 = (bc(p, 0) for p in prior)
+
+    v = 2.0 * bxx[..., None, None] ** 2
+    ip = 1.0 / s2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        T = np.where(v > 0, 1.0 / (ip + 1.0 / np.where(v > 0, v, 1.0)), 0.0)
+        muA = np.where(v > 0, T * (ip * m0 + Z / np.where(v > 0, v, 1.0)), Z)
+    K = plugin_gram(Z, GramPrior(m0, s2), bxx)
+    Kinv = np.linalg.inv(K)
+    EAKA = _expected_AKA(muA, T, Kinv)
+    kz = ((muA @ Kinv) @ zxy[..., None])[..., 0]          # μ_A K⁻¹ z_xy (constant)
+    muAT = np.swapaxes(muA, -1, -2)
+    Tdiag = np.diagonal(T, axis1=-2, axis2=-1)
+    Vxy = 2.0 * bxy[..., None] ** 2
+    eye = np.eye(d)
+    R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
+    q_lam = a + 0.5 * (n + n_p)
+    q_lam0 = a0 + 0.5 * d
+    E_lam = np.broadcast_to(a / b, batch).copy()
+    E_lam0 = np.broadcast_to(a0 / b0, batch).copy()
+    m = np.zeros(batch + (d,))
+    S = eye / E_lam0[..., None, None]
+    converged = np.zeros(batch, dtype=bool)
+    alpha, prev_step = np.ones(batch), np.zeros(batch)
+    it = 0
+    for it in range(1, max_iter + 1):
+        Sd = np.diagonal(S, axis1=-2, axis2=-1)
+        ewtw = _w_op_cov(T, m) + T * S + ((T @ Sd[..., None])[..., 0] - Tdiag * Sd)[..., :, None] * eye
+        Sig = K / E_lam[..., None, None] + Vxy[..., :, None] * eye + ewtw
+        G = np.linalg.solve(_sym(Sig), muA)                       # Σ̄⁻¹ μ_A
+        Prec = E_lam0[..., None, None] * eye + muAT @ G + E_lam[..., None, None] * Ap
+        S = _sym(np.linalg.inv(_sym(Prec)))
+        h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
+        m_new = (S @ h[..., None])[..., 0]
+        Eww = S + m_new[..., :, None] * m_new[..., None, :]
+        R_hat = zyy - 2.0 * np.sum(m_new * kz, -1) + np.sum(EAKA * Eww, (-1, -2))
+        R_hat = np.maximum(R_hat, R_min)
+        pub = tp - 2.0 * np.sum(m_new * cp, -1) + np.sum(Ap * Eww, (-1, -2))
+        # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
+        # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
+        step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
+        alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
+        prev_step = step
+        new_lam = E_lam * np.exp(alpha * step)
+        new_lam0 = q_lam0 / (b0 + 0.5 * (np.sum(m_new * m_new, -1) + np.trace(S, axis1=-2, axis2=-1)))
+        change = np.maximum.reduce([np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0,
+                                    np.max(np.abs(m_new - m), -1) / (np.max(np.abs(m_new), -1) + 1e-300)])
+        m, E_lam, E_lam0 = m_new, new_lam, new_lam0
+        converged = change < tol
+        if np.all(converged):
+            break
+    return GaussianPosterior(mean=m, cov=S, E_lam=E_lam, E_lam0=E_lam0, n_iter=it, converged=converged)
