@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpexp.algorithms.robust_private_lr import perturbed_stats, sensitivities  # noqa: E402
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities  # noqa: E402
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior  # noqa: E402
 from dpexp.models.noise_aware import NoisyStats, sample_posterior  # noqa: E402
 from dpexp.models.noise_aware_fast import fit_gaussian  # noqa: E402

@@ -3,7 +3,7 @@
     python scripts/noise_aware_study.py coverage [--reps 100] [--seed 15]
     python scripts/noise_aware_study.py split [--reps 200]
 
-``coverage``: Eq. (10)-style data (x ~ N(0, I_10), β ~ N(0, I), y = xᵀβ + N(0, 1), as ``dpexp.tuning.aux_data``),
+``coverage``: Eq. (10)-style data (x ~ N(0, I_10), β ~ N(0, I), y = xᵀβ + N(0, 1), as ``dpexp.models.bayes_lr.sample_data``),
 10 public and n_private private rows clipped as rplr clips them (B = ω σ̂ with rplr's split and its tuned ω for
 the case), released with rplr's own ``perturbed_stats``.  For every (n_private, ε) it prints the coverage of
 nominal 50 % and 90 % intervals — for every coefficient and for 20 test predictions — of the noise-aware sampler,
@@ -11,7 +11,7 @@ its fast approximation and rplr's naive posterior (VB with and without the noise
 the test Spearman of the posterior means.  The target is the clipped-data regression w̃ (see the doc); coverage of
 the unclipped β is printed for the sampler as a reminder of what clipping does.
 
-``split``: the analytic budget split (dpexp.models.budget_split) at the paper's case next to dpexp.tuning's
+``split``: the analytic budget split (dpexp.models.budget_split) at the paper's case next to dpexp.families.gdsc.tuning's
 auxiliary-data choice, their agreement over the 171 splits of Fig. 5, and a held-out check on fresh data.
 
 Randomness: ``dpexp.rng.stream(seed, "noise_aware_study", …)``; results are deterministic for a seed.
@@ -29,7 +29,7 @@ from scipy import special, stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpexp.algorithms.robust_private_lr import perturbed_stats, sensitivities  # noqa: E402
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities  # noqa: E402
 from dpexp.models.budget_split import analytic_split, expected_correlation  # noqa: E402
 from dpexp.models.clipped_normal import clipped_regression_coef  # noqa: E402
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior, clipping_scaled_prior  # noqa: E402
@@ -37,7 +37,7 @@ from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior  #
 from dpexp.models.noise_aware_fast import fit_gaussian  # noqa: E402
 from dpexp.models.vb import PAPER_PRIOR, fit_vb, noise_ridge, ridge_stabilised  # noqa: E402
 from dpexp.rng import stream  # noqa: E402
-from dpexp.tuning import spearman_rows, tune_split, tune_thresholds  # noqa: E402
+from dpexp.families.gdsc.tuning import spearman_rows, tune_split, tune_thresholds  # noqa: E402
 
 D, N_PUB, N_TEST = 10, 10, 20
 SIZES = (100, 200, 300, 400, 500, 600, 700, 800)
@@ -174,7 +174,7 @@ def split_study(args):
         choices[rel] = a
         print(f"| analytic ({time.perf_counter() - t0:.1f} s) | {rel:g}, {rel:g} | {a['p1']:.2f} | {a['p2']:.2f} | "
               f"{a['p3']:.2f} | {a['omega_x']:g} | {a['omega_y']:g} | {a['score']:.3f} |")
-    print(f"| dpexp.tuning (aux data, 5×5 + 20×20) | – | {ts['p1']:.2f} | {ts['p2']:.2f} | {ts['p3']:.2f} | "
+    print(f"| dpexp.families.gdsc.tuning (aux data, 5×5 + 20×20) | – | {ts['p1']:.2f} | {ts['p2']:.2f} | {ts['p3']:.2f} | "
           f"{tt['omega_x']:g} | {tt['omega_y']:g} | Spearman {ts['score']:.3f} |")
     # agreement over the Fig. 5 grid: J (best ω per split) vs the auxiliary-data score of each split
     table = np.asarray(ts["table"])

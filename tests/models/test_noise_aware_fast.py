@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.algorithms.robust_private_lr import perturbed_stats, sensitivities
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import _expected_AKA, fit_gaussian
@@ -42,7 +42,7 @@ def test_expected_AKA_matches_monte_carlo():
 
 
 def _rplr_release(n, d, eps, split, wx, wy, B, seed, n_pub=0):
-    """B independent Eq. (10) data sets, clipped and released exactly as rplr (dpexp.algorithms.robust_private_lr);
+    """B independent Eq. (10) data sets, clipped and released exactly as rplr (dpexp.families.gdsc.stats);
     with ``n_pub`` also the exact statistics of that many public rows clipped alike."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(B, n + n_pub, d))
