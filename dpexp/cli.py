@@ -83,8 +83,11 @@ def main() -> None:
 @click.option("--fast", is_flag=True,
               help="Quick look: apply the config's `fast:` section (few repeats, smaller grids); recorded as overrides.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--noise", type=click.Choice(["seeded", "secure"]), default=None,
+              help="Privacy noise: seeded (reproducible from the manifest; experiments only) or secure (OS CSPRNG, "
+                   "never recorded). Default: the config's `noise:` (seeded). Recorded as the override noise=MODE.")
 def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides: tuple[str, ...], seed: int | None,
-        resume: bool, dry_run: bool, fast: bool, quiet: bool) -> None:
+        resume: bool, dry_run: bool, fast: bool, quiet: bool, noise: str | None) -> None:
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
     import json
 
@@ -98,6 +101,8 @@ def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides:
         fast_set, fast_repeats = spec.fast_settings(raw, config)
         all_overrides = fast_set + all_overrides
         repeats = repeats if repeats is not None else fast_repeats
+    if noise is not None:
+        all_overrides.append(f"noise={noise}")
     exp = spec.resolve(raw, config, all_overrides, repeats)
     if dry_run:
         chunks = runner.plan_chunks(exp)
@@ -154,13 +159,28 @@ def list_(kind: str | None, name: str | None) -> None:
             desc = getattr(obj, "description", "") or _first_paragraph(obj.__doc__)
             tags = []
             if k == "algorithms":
-                if not getattr(obj, "private", True):
-                    tags.append("non-private")
-                elif not getattr(obj, "formally_dp", True):
-                    tags.append("NOT formally DP")
-                else:
-                    tags.append(f"DP, {getattr(obj, 'neighbouring', '?')}")
+                text = getattr(obj, "guarantee_text", "")
+                tags.append(text.split("; ")[0] if text else "guarantee not stated")
             click.echo(f"  {nm:24s} {desc}" + (f" [{'; '.join(tags)}]" if tags else ""))
+
+
+def _describe_dataset_privacy(cls: type) -> None:
+    """The dataset's preprocessing statement (with its default parameters) and what one row's ε covers."""
+    import textwrap
+
+    def show(head: str, text: str) -> None:
+        click.echo(textwrap.fill(text, 116, initial_indent=f"  {head}: ", subsequent_indent="    "))
+
+    try:
+        pre = cls().preprocessing()
+    except Exception as exc:  # noqa: BLE001 — a dataset that cannot be built without data still lists its docs
+        click.echo(f"  preprocessing: (not available: {type(exc).__name__}: {exc})")
+    else:
+        d = pre.to_dict()
+        show(f"preprocessing (default parameters; {d['treated_as']})", d["detail"])
+    rule = getattr(cls, "release_point", "")
+    if rule:
+        show("one row's epsilon covers", rule.replace("{n}", "N"))
 
 
 def _first_paragraph(doc: str | None) -> str:
@@ -172,9 +192,16 @@ def _describe(kind: str, name: str, obj: object) -> None:
     import textwrap
 
     click.echo(f"{kind[:-1]} {name}")
-    for attr in ("family", "private", "formally_dp", "neighbouring", "requires_delta", "shared_split"):
+    for attr in ("family", "private", "neighbouring", "requires_delta", "shared_split"):
         if hasattr(obj, attr):
             click.echo(f"  {attr}: {getattr(obj, attr)}")
+    if kind == "algorithms":
+        import textwrap
+
+        click.echo(textwrap.fill(getattr(obj, "guarantee_text", "") or "not stated", 116,
+                                 initial_indent="  guarantee: ", subsequent_indent="    "))
+    if kind == "datasets":
+        _describe_dataset_privacy(obj)
     doc = textwrap.dedent((obj.__doc__ or "").strip("\n"))
     if doc:
         click.echo("")

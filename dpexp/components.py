@@ -7,12 +7,14 @@ parameters go to the constructor, data only to ``run``/``split``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from dpexp.privacy.guarantee import Guarantee
 from dpexp.types import Output, Sizes, Split
 
 
@@ -49,7 +51,13 @@ class Algorithm:
     * ``formally_dp``: False for heuristics that use noise but carry no DP guarantee (e.g. ``oi_mos``).
     * ``neighbouring``: "replace-one" (bounded DP) or "add-remove" (unbounded DP); None when not private.
     * ``requires_delta``: True for (ε, δ) mechanisms that need δ > 0 (validation rejects δ = 0 for them).
+    * ``guarantee_text``: the guarantee as a function of the parameters, for ``dpexp list algorithms NAME``, in the
+      grammar of ``dpexp.privacy.guarantee_text`` (e.g. "pure ε-DP, replace-one; sigma: data → not DP"); a test runs
+      every clause on a probe split and compares it with the ``Output.guarantee`` the code derives.
     * ``Params``: the pydantic parameter model.
+
+    What a run spent is never declared here: it is ``Output.guarantee``, derived by the ledger from the mechanisms
+    the run called (``dpexp.privacy``).
     """
 
     name: ClassVar[str] = ""
@@ -60,6 +68,7 @@ class Algorithm:
     formally_dp: ClassVar[bool] = True
     neighbouring: ClassVar[str | None] = "replace-one"
     requires_delta: ClassVar[bool] = False
+    guarantee_text: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, **params: Any) -> None:
@@ -69,44 +78,44 @@ class Algorithm:
     def params_str(self) -> str:
         return format_params(self.params)
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        """Fit on ``split``'s private (+ public) rows and predict its test rows, ``trials`` independent times."""
+    def run(self, split: Split, epsilon: float, delta: float, ledger: Any, trials: int = 1) -> Output:
+        """Fit on ``split``'s private (+ public) rows and predict its test rows, ``trials`` independent times.
+
+        ``ledger`` is the cell's ``dpexp.privacy.PrivacyLedger`` (a numpy Generator or noise source is accepted too:
+        ``as_ledger`` wraps it).  Privacy noise is drawn only through ``dpexp.privacy.mechanisms`` with the ledger as
+        source; other randomness from ``ledger.noise.generator``.  The returned ``Output.guarantee`` is
+        ``ledger.guarantee()``: derived from the mechanisms called, never from the config.
+        """
         raise NotImplementedError
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
                  trials: int = 1) -> list[Output | Exception]:
-        """Run on several splits (e.g. all drugs of a chunk) with one generator each.
+        """Run on several splits (e.g. all drugs of a chunk) with one ledger each.
 
         Override to batch the linear algebra; the default loops.  Must draw each split's randomness only from its own
-        generator so results do not depend on how cells are grouped.  Return an ``Exception`` in place of an
+        ledger so results do not depend on how cells are grouped.  Return an ``Exception`` in place of an
         ``Output`` for a split that failed.
         """
         out: list[Output | Exception] = []
-        for split, rng in zip(splits, rngs):
+        for split, ledger in zip(splits, ledgers):
             try:
-                out.append(self.run(split, epsilon, delta, rng, trials))
+                out.append(self.run(split, epsilon, delta, ledger, trials))
             except Exception as exc:  # recorded per cell by the runner
                 out.append(exc)
         return out
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        """What one run spends (the privacy map): keys ``epsilon``, ``delta`` and optionally ``rho`` (zCDP)."""
-        if not self.private:
-            return {"epsilon": 0.0, "delta": 0.0}
-        return {"epsilon": float(epsilon), "delta": float(delta)}
 
 
 class BatchedAlgorithm(Algorithm):
     """An algorithm written as ``run_many`` (batched over the subsets of a chunk); ``run`` delegates to it and
     raises the exception a failed split returns."""
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        out = self.run_many([split], epsilon, delta, [rng], trials)[0]
+    def run(self, split: Split, epsilon: float, delta: float, ledger: Any, trials: int = 1) -> Output:
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
         if isinstance(out, Exception):
             raise out
         return out
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
                  trials: int = 1) -> list[Output | Exception]:
         raise NotImplementedError
 
@@ -118,6 +127,37 @@ class Reference(Algorithm):
 
     private: ClassVar[bool] = False
     neighbouring: ClassVar[str | None] = None
+    guarantee_text: ClassVar[str] = "not DP (non-private baseline)"
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """What a dataset computed from *all* its rows (private ones included) before the split, and how dpexp treats it.
+
+    * ``note``: one short line added to every row's ``privacy_note`` (kept short: it is repeated on every row);
+    * ``detail``: the full statement (``dpexp list datasets NAME``, the manifest's privacy summary);
+    * ``leaks``: False — *public by assumption*: the quantity is treated as a public fact (stated, with the reason,
+      in the dataset's docstring) and the algorithm's guarantee stands, with the note; True — it *leaks*: private
+      rows move what is released at no cost, so the runner downgrades every row's guarantee to ``none``.
+    """
+
+    note: str
+    detail: str = ""
+    leaks: bool = False
+
+    def apply(self, guarantee: Guarantee) -> Guarantee:
+        """``guarantee`` with this statement: a note (public by assumption) or downgraded to ``none`` (leaks)."""
+        if not self.note:
+            return guarantee
+        return guarantee.not_dp(self.note) if self.leaks else guarantee.with_note(self.note)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"note": self.note, "detail": self.detail or self.note,
+                "treated_as": "leaks (guarantee none)" if self.leaks else "public by assumption"}
+
+
+#: the statement of a dataset that reads no row but its own (generators drawing independent rows)
+NOTHING_SHARED = Preprocessing("", "nothing is computed across rows: each row is drawn or read on its own")
 
 
 class Dataset:
@@ -126,12 +166,17 @@ class Dataset:
     * ``shared_split``: if True the split stream is keyed by (dataset, repeat) only, so every subset of a repeat
       uses the same random split (GDSC protocol); otherwise by (dataset, subset, repeat).
     * ``download_hint``: the command that fetches missing files (shown in "data not found" errors).
+    * ``release_point``: what one row's ε covers for this dataset and what composes on top, in plain words (the
+      manifest's privacy summary; ``{n}`` is replaced by the number of subsets of the run), e.g. GDSC: per drug.
+    * ``preprocessing()``: what was computed from all rows before the split (``Preprocessing``): every dataset
+      states it, and the runner adds it to every row's guarantee.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     shared_split: ClassVar[bool] = False
     download_hint: ClassVar[str | None] = None
+    release_point: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, data_dir: Path | None = None, **params: Any) -> None:
@@ -152,6 +197,11 @@ class Dataset:
 
     def check(self) -> None:
         """Raise ``DataNotFoundError``/``UserError`` if the data cannot be used (called during validation)."""
+
+    def preprocessing(self) -> Preprocessing:
+        """What this dataset (with its parameters) computed from all rows before splitting; see ``Preprocessing``.
+        Every registered dataset overrides it (a registry-wide test checks)."""
+        raise NotImplementedError(f"dataset {self.name!r} does not state its preprocessing")
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         raise NotImplementedError

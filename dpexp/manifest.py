@@ -68,26 +68,82 @@ def write(out: Path, manifest: dict[str, Any]) -> None:
     cache.write_atomic(Path(out) / FILE, json.dumps(manifest, indent=2, default=str).encode())
 
 
+#: what each noise mode means for the numbers of a run (written into the manifest)
+NOISE_STATEMENTS = {
+    "seeded": "privacy noise drawn from streams derived from the root seed recorded here: anyone with this manifest "
+              "can regenerate (and subtract) every noise value of every row — fine for experiments and "
+              "reproduction, never for releasing statistics about real people (use --noise secure)",
+    "secure": "privacy noise drawn from the OS CSPRNG (os.urandom); no seed that regenerates it exists or is recorded "
+              "(seed_key is empty): results are not reproducible by design; the root seed regenerates only the data "
+              "splits and non-privacy randomness; textbook floating-point samplers (Mironov 2012) except snapped "
+              "scalar Laplace releases (docs/privacy.md)",
+}
+
+
 def algorithm_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
-    """What the manifest says about each algorithm variant, including its privacy map at every (ε, δ)."""
+    """What the manifest says about each algorithm variant: what its class declares (relation, the guarantee as a
+    function of its parameters).  What the run *spent* is in ``privacy_summary``, derived from the rows."""
     return [{"name": a.name, "label": a.label, "params": a.params,
              "private": bool(getattr(a.instance, "private", True)),
              "formally_dp": bool(getattr(a.instance, "formally_dp", True)),
              "neighbouring": getattr(a.instance, "neighbouring", None),
-             "privacy_spent": [a.instance.privacy_spent(e, d) for e in exp.epsilons for d in exp.deltas]}
+             "guarantee_text": getattr(a.instance, "guarantee_text", "")}
             for a in exp.algorithms]
+
+
+def dataset_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
+    """Per dataset variant: its preprocessing statement (public by assumption or leaks) and what one row's ε covers
+    (its release point, with the number of subsets of this run)."""
+    out = []
+    for dv in exp.datasets:
+        n = len(dv.subsets)
+        rule = getattr(dv.instance, "release_point", "") or "one run of the algorithm on the split (one subset)"
+        out.append({"name": dv.name, "params": dv.params, "subsets": n,
+                    "preprocessing": dv.instance.preprocessing().to_dict(),
+                    "release_point": rule.replace("{n}", str(n))})
+    return out
+
+
+def _num(v: str) -> float | None:
+    return float(v) if v not in ("", "nan") else None
+
+
+def privacy_summary(exp: ResolvedExperiment, spent: dict[tuple[str, ...], int]) -> dict[str, Any]:
+    """The run's privacy summary, derived from its rows (``spent``: the distinct guarantee fields of the rows, from
+    ``runner.merge_parts``, with their row counts): the distinct guarantees per algorithm and requested (ε, δ), the
+    per-release-point rule and preprocessing statement of each dataset, and the noise mode."""
+    rows = []
+    for key, count in sorted(spent.items()):
+        ds, dsp, alg, label, params, eps, delta, kind, e_s, d_s, r_s, note = key
+        rows.append({"dataset": ds, "dataset_params": dsp, "algorithm": alg, "label": label, "params": params,
+                     "epsilon": _num(eps), "delta": _num(delta), "guarantee": kind, "epsilon_spent": _num(e_s),
+                     "delta_spent": _num(d_s), "rho_spent": _num(r_s), "privacy_note": note, "rows": count})
+    return {
+        "row_meaning": "a row's epsilon_spent/delta_spent/rho_spent is the guarantee of ONE run of the algorithm on "
+                       "the private rows of ONE release point (see each dataset's release_point), for the "
+                       "algorithm's neighbouring relation; trials are independent runs and are not added; "
+                       "guarantee 'none' means not differentially private (privacy_note says why)",
+        "noise": exp.spec.noise, "noise_statement": NOISE_STATEMENTS[exp.spec.noise],
+        "datasets": dataset_records(exp),
+        "guarantees": rows,
+    }
 
 
 def started(exp: ResolvedExperiment, raw: dict[str, Any], fingerprint: str, root_seed: int, jobs: int,
             repeats_override: int | None, n_chunks: int, started_at: str | None = None) -> dict[str, Any]:
     """The manifest of a run that starts now (``started_at``: the first start of a resumed run)."""
+    from dpexp.results import SCHEMA_VERSION
+
     return {
         "experiment": exp.spec.name, "title": exp.spec.title, "config_file": exp.source,
         "config": exp.to_json(), "raw_config": raw, "overrides": exp.overrides, "repeats_override": repeats_override,
-        "fingerprint": fingerprint, "root_seed": root_seed, "versions": versions(), "git": git_info(),
+        "fingerprint": fingerprint, "root_seed": root_seed, "results_schema": SCHEMA_VERSION,
+        "noise": exp.spec.noise, "noise_statement": NOISE_STATEMENTS[exp.spec.noise],
+        "versions": versions(), "git": git_info(),
         "started": started_at or now(), "finished": None,
         "status": "running", "cells": exp.n_cells, "chunks": n_chunks, "jobs": jobs,
         "algorithms": algorithm_records(exp),
+        "datasets": dataset_records(exp),
         "failures": None,
         "skipped_grid_points": {f"algorithms[{k}]": v for k, v in exp.skipped_grid_points.items()},
     }

@@ -14,12 +14,21 @@ import pandas as pd
 from dpexp.errors import UserError
 
 
+#: version of the results format; a run directory written with another version is never resumed into
+#: (1: before the guarantee columns; 2: ``guarantee`` … ``privacy_note`` after ``delta``)
+SCHEMA_VERSION = 2
+
+
 class Row(NamedTuple):
     """One row of ``results.csv``: one metric of one cell (tidy long format).
 
-    ``n_*`` and ``d`` are the sizes the algorithm actually saw; the ``*_requested`` fields hold the grid values asked
-    for ("all" for whole datasets).  ``value`` is NaN and ``error`` holds the message when the cell (or this metric)
-    failed; ``seed_key`` identifies the cell's noise stream (``dpexp.rng.key_hex``).
+    ``epsilon``/``delta`` are the budget the cell *asked for*; ``guarantee`` (pure, approx, zcdp or none),
+    ``epsilon_spent``, ``delta_spent``, ``rho_spent`` (NaN where not applicable) and ``privacy_note`` are what the
+    run *spent*, derived from the mechanisms it called (``Output.guarantee``, docs/privacy.md), with the dataset's
+    preprocessing statement; a ``none`` row says why in ``privacy_note``.  ``n_*`` and ``d`` are the sizes the
+    algorithm actually saw; the ``*_requested`` fields hold the grid values asked for ("all" for whole datasets).
+    ``value`` is NaN and ``error`` holds the message when the cell (or this metric) failed; ``seed_key`` identifies
+    the cell's noise stream (``dpexp.rng.key_hex``; empty in secure noise mode, where no seed regenerates it).
     """
 
     experiment: str
@@ -31,6 +40,11 @@ class Row(NamedTuple):
     params: str
     epsilon: float
     delta: float
+    guarantee: str
+    epsilon_spent: float
+    delta_spent: float
+    rho_spent: float
+    privacy_note: str
     n_private: int
     n_public: int
     n_test: int
@@ -79,12 +93,15 @@ def results_file(results_dir: Path) -> Path:
 def read_results(results_dir: Path) -> pd.DataFrame:
     """The tidy results table with typed columns (``value`` NaN for failed cells)."""
     path = results_file(results_dir)
+    spent = [c for c in ("epsilon_spent", "delta_spent", "rho_spent")]
     df = pd.read_csv(path, dtype={"dataset_params": str, "params": str, "subset": str, "error": str,
-                                  "label": str, "n_private_requested": str}, keep_default_na=False,
-                     na_values={"value": [""]})
+                                  "label": str, "n_private_requested": str, "guarantee": str, "privacy_note": str},
+                     keep_default_na=False, na_values={c: [""] for c in ["value", *spent]})
     if not (df["n_private_requested"] == "all").any():
         df["n_private_requested"] = pd.to_numeric(df["n_private_requested"])
-    df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    for c in ["value", *spent]:
+        if c in df.columns:   # results written before the guarantee columns (schema 1) have none
+            df[c] = pd.to_numeric(df[c], errors="coerce")
     return df
 
 

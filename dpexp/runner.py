@@ -25,7 +25,10 @@ import numpy as np
 
 from dpexp import cache, manifest
 from dpexp.errors import UserError
-from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, Row, cell_of
+from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
+from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.privacy.noise import make_noise
+from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
 from dpexp.rng import data_stream, key_hex, new_root_seed, noise_names, noise_stream
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
 from dpexp.types import Sizes
@@ -68,10 +71,13 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
     """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures).
 
     Per size of the grid: the splits of the chunk's subsets (one data stream each), then per algorithm variant and
-    privacy budget the outputs of all subsets at once (``run_many``, one noise stream each) and their metric rows.
+    privacy budget the outputs of all subsets at once (``run_many``, one ``PrivacyLedger`` each: its noise source is
+    the cell's named stream in seeded mode, the OS CSPRNG in secure mode) and their metric rows, each carrying the
+    cell's guarantee (``cell_guarantee``) with the dataset's preprocessing statement.
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
+    statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
     rows: list[Row] = []
     for n_test, n_public, n_private in exp.size_grid:
@@ -82,14 +88,37 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
             for eps, delta in runs:
                 names = [(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta) for subset in chunk.subsets]
-                outputs = _outputs(exp, av, splits, [noise_stream(root_seed, *n) for n in names],
+                ledgers = [cell_ledger(exp.spec.noise, root_seed, n) for n in names]
+                outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for split, subset, out, n in zip(splits, chunk.subsets, outputs, names):
-                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split,
-                                    key_hex(*noise_names(*n)))
+                    seed_key = "" if exp.spec.noise == "secure" else key_hex(*noise_names(*n))
+                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split, seed_key,
+                                    statement.apply(cell_guarantee(av.instance, out)))
                     rows += cell.rows(_metric_values(exp, out, split), targets)
     return rows
+
+
+def cell_ledger(noise: str, root_seed: int, names: tuple[Any, ...]) -> PrivacyLedger:
+    """The ledger of one cell: seeded mode draws from the cell's named noise stream (reproducible from the
+    manifest), secure mode from the OS CSPRNG (no stream is created, nothing that regenerates it is recorded)."""
+    if noise == "secure":
+        return PrivacyLedger(make_noise("secure"))
+    return PrivacyLedger(make_noise("seeded", noise_stream(root_seed, *names)))
+
+
+def cell_guarantee(algorithm: Any, out: Any) -> Guarantee:
+    """The guarantee written on a cell's rows: the output's own (derived by its ledger); for a failed cell
+    ``none`` ("cell failed: nothing released"); an output without one is ``NON_PRIVATE`` for a non-private
+    algorithm and ``none`` otherwise (a registry-wide test forbids the latter)."""
+    if isinstance(out, Exception):
+        return Guarantee.none("cell failed: nothing released")
+    if out.guarantee is not None:
+        return out.guarantee
+    if not getattr(algorithm, "private", True):
+        return NON_PRIVATE
+    return Guarantee.none("algorithm reported no guarantee")
 
 
 def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int) -> list[Any]:
@@ -106,14 +135,14 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
     return splits
 
 
-def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], rngs: list[np.random.Generator],
+def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledgers: list[PrivacyLedger],
              epsilon: float, delta: float) -> list[Any]:
     """The algorithm's output (or exception) for every split, one ``run_many`` call over the splits that exist."""
     outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
     good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
     if good:
         try:
-            got = av.instance.run_many([splits[i] for i in good], epsilon, delta, [rngs[i] for i in good],
+            got = av.instance.run_many([splits[i] for i in good], epsilon, delta, [ledgers[i] for i in good],
                                        exp.spec.trials)
         except Exception as exc:  # a bug in run_many itself: fail every cell of this group
             got = [exc] * len(good)
@@ -135,6 +164,7 @@ class CellRows:
     sizes: Sizes
     split: Any
     seed_key: str
+    guarantee: Guarantee
 
     def rows(self, values: list[tuple[str, float, str]], targets: list[tuple[Any, Any]]) -> list[Row]:
         if isinstance(self.split, _SplitFailure):
@@ -143,9 +173,10 @@ class CellRows:
             seen = (len(self.split.y_private), len(self.split.y_public), len(self.split.y_test), self.split.d)
         s, av = self.sizes, self.av
         requested = "all" if s.n_private < 0 else s.n_private
+        g = self.guarantee.row()
         return [Row(self.exp.spec.name, self.dataset, self.dataset_params, self.subset, av.name, av.label,
-                    av.params_str, e, d, *seen, self.repeat, self.exp.spec.trials, requested, s.n_public, s.n_test,
-                    metric, value, self.seed_key, err)
+                    av.params_str, e, d, *g, *seen, self.repeat, self.exp.spec.trials, requested, s.n_public,
+                    s.n_test, metric, value, self.seed_key, err)
                 for e, d in targets for metric, value, err in values]
 
 
@@ -254,6 +285,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     fingerprint = manifest.config_fingerprint(raw, exp.overrides, repeats_override)
     old = manifest.read(out)
     if resume and old is not None:
+        _check_schema(out, old)
         root_seed = _resumed_seed(out, old, fingerprint, seed)
         done = _already_complete(out, old, exp, start)
         if done is not None:
@@ -272,10 +304,19 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     _compute(exp, chunks, todo, parts, root_seed, jobs, progress,
              {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
               "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")})
-    results_path, n_rows, failures = merge_parts(out, chunks)
+    results_path, n_rows, failures, spent = merge_parts(out, chunks)
+    record = {**record, "privacy_summary": manifest.privacy_summary(exp, spent)}
     manifest.write(out, manifest.finished(record, results_path, n_rows, failures, time.time() - start))
     shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
     return RunReport(out, results_path, exp.n_cells, len(failures), len(chunks) - len(todo), time.time() - start)
+
+
+def _check_schema(out: Path, old: dict[str, Any]) -> None:
+    """Refuse to resume into (or report complete) a run directory written with another results schema."""
+    found = int(old.get("results_schema", 1))
+    if found != SCHEMA_VERSION:
+        raise UserError(f"{out} holds results of results schema {found} (this dpexp writes schema {SCHEMA_VERSION}, "
+                        "with the guarantee columns); use --force to recompute or choose another --out")
 
 
 def _resumed_seed(out: Path, old: dict[str, Any], fingerprint: str, seed: int | None) -> int:
@@ -329,12 +370,21 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
             bar.close()
 
 
-def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[str, str]]]:
-    """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells."""
+#: the fields of a row that the manifest's privacy summary groups by (from ``Row``)
+SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "epsilon", "delta", "guarantee",
+                  "epsilon_spent", "delta_spent", "rho_spent", "privacy_note")
+_SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
+
+
+def merge_parts(out: Path, chunks: list[Chunk]
+                ) -> tuple[Path, int, list[dict[str, str]], dict[tuple[str, ...], int]]:
+    """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells and the
+    distinct guarantees of the rows (``SUMMARY_FIELDS`` -> number of rows) for the manifest's privacy summary."""
     parts = out / PARTS
     sizes = [(parts / c.file_name).stat().st_size for c in chunks]
     n_rows = 0
     failures: dict[tuple[str, ...], str] = {}
+    spent: dict[tuple[str, ...], int] = {}
     big = sum(sizes) > GZIP_BYTES
     path = out / ("results.csv.gz" if big else "results.csv")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -345,12 +395,14 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
         for c in chunks:
             data = (parts / c.file_name).read_bytes()
             fh.write(data)
-            lines = data.count(b"\n")
-            n_rows += lines
-            if data.count(b",\n") != lines:  # some row has a non-empty error column
-                for line in csv.reader(io.StringIO(data.decode("utf-8"))):
-                    if line and line[-1]:
-                        failures.setdefault(cell_of(line), line[-1])
+            n_rows += data.count(b"\n")
+            for line in csv.reader(io.StringIO(data.decode("utf-8"))):
+                if not line:
+                    continue
+                key = tuple(line[i] for i in _SUMMARY_INDEX)
+                spent[key] = spent.get(key, 0) + 1
+                if line[-1]:  # a non-empty error column
+                    failures.setdefault(cell_of(line), line[-1])
         if big:
             fh.close()
         raw_fh.flush()
@@ -368,7 +420,7 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
         cache.write_atomic(out / "failures.csv", buf.getvalue().encode())
     else:
         (out / "failures.csv").unlink(missing_ok=True)
-    return path, n_rows, fail_list
+    return path, n_rows, fail_list, spent
 
 
 def sample_cells(exp: ResolvedExperiment, k: int = 5) -> list[dict[str, Any]]:

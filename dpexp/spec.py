@@ -140,6 +140,9 @@ class ExperimentSpec(_Strict):
     repeats: int = Field(1, ge=1, le=100_000)
     trials: int = Field(1, ge=1, le=10_000_000)
     chunk_work: int = Field(4000, ge=1, description="target cells x trials per chunk (fixed: independent of --jobs)")
+    noise: Literal["seeded", "secure"] = Field(
+        "seeded", description="privacy noise from the cell's seeded stream (reproducible: anyone with the manifest "
+                              "can regenerate it; experiments only) or from the OS CSPRNG (secure: never recorded)")
     datasets: list[DatasetSpec] = Field(min_length=1)
     sizes: SizesSpec
     privacy: PrivacySpec

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from dpexp.privacy.guarantee import Guarantee
+
 
 @dataclass(frozen=True)
 class Sizes:
@@ -59,11 +61,14 @@ class Output:
     split.  NaN rows mark trials where the algorithm failed (e.g. NoisyStats), never a made-up number.
     ``extras`` are scalar diagnostics written as additional metric rows (e.g. the chosen threshold ``omega_x``).
     ``coef`` optionally holds fitted coefficients with shape (trials, d).
+    ``guarantee`` is what the run spent, derived from the mechanisms it called (``ledger.guarantee()``,
+    ``dpexp.privacy``); the runner writes it on every row of the cell (docs/privacy.md).
     """
 
     predictions: np.ndarray
     extras: dict[str, float] = field(default_factory=dict)
     coef: np.ndarray | None = None
+    guarantee: Guarantee | None = None
 
     def __post_init__(self) -> None:
         p = np.asarray(self.predictions, dtype=float)

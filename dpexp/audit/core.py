@@ -7,7 +7,9 @@
    in chunks), seeded by named streams (``dpexp.rng.stream``) so results do not depend on ``--jobs``;
 4. events chosen on the first half of those runs, evaluated on the second half with Clopper–Pearson bounds
    (``events.audit_samples``) → ε̂_lb;
-5. PASS if ε̂_lb ≤ the claimed ε (from ``privacy_spent``), else FAIL with the witnessing event and counts.
+5. PASS if ε̂_lb ≤ the claimed ε, else FAIL with the witnessing event and counts.  The claim is the worst
+   ``Output.guarantee`` of probe runs on the first candidate pair (derived by the algorithm's ledger from the
+   mechanisms it called, never from the config); a ``none`` guarantee is reported NOT-DP with its reason.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from dpexp.audit.events import EventResult, audit_samples
 from dpexp.audit.neighbours import Design, NeighbourPair, candidate_pairs
 from dpexp.components import Algorithm
-from dpexp.privacy.accounting import zcdp_to_approx_dp
+from dpexp.privacy.accounting import zcdp_to_approx_dp_best
 from dpexp.rng import stream
 from dpexp.types import Output, Split
 
@@ -52,20 +54,31 @@ class AuditResult:
     extras: dict[str, float] = field(default_factory=dict)
 
 
-def claimed_budget(alg: Algorithm, epsilon: float, delta: float) -> tuple[float, float]:
-    """The (ε, δ) the algorithm claims for one run, from its privacy map.
+def claimed_budget(alg: Algorithm, epsilon: float, delta: float, splits: list[Split] | None = None,
+                   seed: int = 0, name: str = "") -> tuple[float, float, str]:
+    """The (ε, δ) the algorithm claims for one run and, when it claims none, the reason (else "").
 
-    A zCDP claim (``rho`` in ``privacy_spent``) without a δ is converted with Bun & Steinke 2016, Prop. 1.3 at the
-    requested δ (or 1e-6 when none was requested).
+    The claim is what the algorithm's ledger derives: the worst ``Output.guarantee`` of one probe run on each of
+    ``splits`` (the first candidate pair).  A zCDP guarantee is converted to (ε, δ) with
+    ``accounting.zcdp_to_approx_dp_best`` at the requested δ (1e-6 when none was requested).
     """
-    spent = alg.privacy_spent(epsilon, delta)
-    eps = float(spent.get("epsilon", epsilon))
-    dl = float(spent.get("delta", delta))
-    rho = spent.get("rho")
-    if rho is not None and dl <= 0:
+    from dpexp.privacy.accounting import worst
+
+    gs = []
+    for i, split in enumerate(splits or []):
+        out = alg.run(split, epsilon, delta, stream(seed, "audit", name, "claim", i), 1)
+        if out.guarantee is None:
+            return math.nan, math.nan, "the algorithm reported no guarantee"
+        gs.append(out.guarantee)
+    if not gs:
+        raise ValueError("claimed_budget needs the probe splits")
+    g = worst(gs)
+    if g.kind == "none":
+        return math.nan, math.nan, g.reason
+    if g.kind == "zcdp":
         dl = delta if delta > 0 else 1e-6
-        eps = zcdp_to_approx_dp(float(rho), dl)
-    return eps, dl
+        return zcdp_to_approx_dp_best(g.rho, dl), dl, ""
+    return float(g.epsilon), float(g.delta), ""
 
 
 Projection = tuple[str, Callable[[Output], np.ndarray]]
@@ -105,8 +118,12 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
                     chunk: int = 25_000, top_k: int = 2) -> AuditResult:
     """Run steps 1–5 for ``alg`` (see the module docstring) and return its table row."""
     t0 = time.perf_counter()
-    claimed_eps, claimed_delta = claimed_budget(alg, epsilon, delta)
     pairs = candidate_pairs(design, relation)
+    claimed_eps, claimed_delta, not_dp = claimed_budget(alg, epsilon, delta, [pairs[0].D, pairs[0].Dprime], seed,
+                                                        name)
+    if not_dp:
+        return AuditResult(name, NOT_DP, seconds=time.perf_counter() - t0, relation=relation,
+                           note=f"not DP: {not_dp}")
     pilot = int(pilot_trials if pilot_trials is not None else max(2_000, min(5_000, trials // 20)))
     chunk = max(1, int(chunk))
 

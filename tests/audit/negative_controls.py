@@ -28,8 +28,15 @@ from __future__ import annotations
 import numpy as np
 
 from dpexp.components import Algorithm
+from dpexp.privacy.guarantee import Guarantee
 from dpexp.privacy.mechanisms import analytic_gaussian_sigma, laplace_scale
 from dpexp.types import Output, Split
+
+
+def claimed(epsilon: float, delta: float) -> Guarantee:
+    """What a control claims, as a buggy implementation with a wrong privacy map would: the (ε, δ) it was asked
+    for, whatever its noise (controls draw from the generator on purpose; they are not registered algorithms)."""
+    return Guarantee.pure(epsilon) if delta <= 0 else Guarantee("approx", epsilon, delta)
 
 VARIANTS = ("correct", "half_noise", "lower_bound_twice", "data_dependent")
 
@@ -91,7 +98,7 @@ class SSPControl(Algorithm):
         b = X.T @ y + rng.laplace(0.0, 1.0, size=(trials, d)) * b_xy
         with np.errstate(all="ignore"):
             w = np.linalg.solve(A, b[..., None])[..., 0]
-        return Output(predictions=w @ split.X_test.T, coef=w)
+        return Output(predictions=w @ split.X_test.T, coef=w, guarantee=claimed(epsilon, delta))
 
 
 class NoisyMeanControl(Algorithm):
@@ -114,7 +121,8 @@ class NoisyMeanControl(Algorithm):
         else:
             noise = rng.laplace(0.0, laplace_scale(sens, epsilon), size=trials)
         m = y.mean() + self.noise_factor * noise
-        return Output(predictions=np.repeat(m[:, None], split.X_test.shape[0], axis=1))
+        return Output(predictions=np.repeat(m[:, None], split.X_test.shape[0], axis=1),
+                      guarantee=claimed(epsilon, delta))
 
 
 class FailsOnDegenerateData(Algorithm):
@@ -130,11 +138,9 @@ class FailsOnDegenerateData(Algorithm):
         self.inner = inner
         self.neighbouring = inner.neighbouring
 
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return self.inner.privacy_spent(epsilon, delta)
-
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
         out = self.inner.run(split, epsilon, delta, rng, trials)
         if np.ptp(split.X_private, axis=0).max() == 0.0:
-            return Output(predictions=np.full_like(np.asarray(out.predictions, dtype=float), np.nan))
+            return Output(predictions=np.full_like(np.asarray(out.predictions, dtype=float), np.nan),
+                          guarantee=out.guarantee)
         return out

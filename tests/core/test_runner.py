@@ -129,7 +129,14 @@ def test_manifest_provenance_and_overrides(cfg, tmp_path):
     assert {"dpexp", "python", "numpy", "scipy"} <= set(man["versions"])
     assert "commit" in man["git"] and "dirty" in man["git"]
     rplr = [a for a in man["algorithms"] if a["name"] == "rplr"][0]
-    assert rplr["privacy_spent"] == [{"epsilon": 3.0, "delta": 0.0}] and rplr["neighbouring"] == "replace-one"
+    assert rplr["neighbouring"] == "replace-one" and rplr["guarantee_text"].startswith("pure ε-DP")
+    assert "privacy_spent" not in rplr   # what a run spent comes from the rows, never from the config
+    # the privacy summary is derived from the rows: rplr (default sigma: dp) spent exactly the ε asked for
+    summary = man["privacy_summary"]
+    spent = {(g["algorithm"], g["guarantee"], g["epsilon_spent"]) for g in summary["guarantees"]}
+    assert ("rplr", "pure", 3.0) in spent and all(g["epsilon"] == 3.0 for g in summary["guarantees"])
+    assert summary["noise"] == "seeded" and "regenerate" in summary["noise_statement"]
+    assert man["results_schema"] == 2 and summary["datasets"][0]["release_point"]
 
 
 def test_dry_run_writes_nothing(cfg, tmp_path):

@@ -12,6 +12,7 @@ from dpexp.families.gdsc import tuning
 from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR, _dp_sigmas
 from dpexp.models.vb import fit_vb
+from dpexp.privacy.ledger import as_ledger
 from dpexp.types import Split
 
 SMALL = dict(tune_reps=(2, 2), split_reps=(1, 1))
@@ -52,18 +53,24 @@ def test_gamma_prior_fit_is_vb_on_released_statistics():
 
     s = _split(1)
     n = len(s.y_private) + len(s.y_public)
-    alg = RobustPrivateLR(stabilize="none", **EXPLICIT)
-    XX, Xy, yy, ex = alg._release(s, 2.0, np.random.default_rng(3), 2)
+    alg = RobustPrivateLR(stabilize="none", sigma="data", **EXPLICIT)
+    XX, Xy, yy, ex, _ = alg._release(s, 2.0, as_ledger(np.random.default_rng(3)), 2)
     out = alg.run(s, 2.0, 0.0, np.random.default_rng(3), trials=2)
     np.testing.assert_allclose(out.coef, fit_vb(XX, Xy, yy, n).mean, rtol=1e-10)
-    alg = RobustPrivateLR(**EXPLICIT)
-    XX, Xy, yy, ex = alg._release(s, 2.0, np.random.default_rng(3), 2)
+    alg = RobustPrivateLR(sigma="data", **EXPLICIT)
+    XX, Xy, yy, ex, ridge = alg._release(s, 2.0, as_ledger(np.random.default_rng(3)), 2)
     d = s.d
     b_xx = d * (d + 1) * ex["B_x"] ** 2 / (0.35 * 2.0)
-    assert ex["ridge"] == pytest.approx(2 * np.sqrt(2 * d) * b_xx)
+    assert ex["ridge"] == ridge == pytest.approx(2 * np.sqrt(2 * d) * b_xx)
     out = alg.run(s, 2.0, 0.0, np.random.default_rng(3), trials=2)
     np.testing.assert_allclose(out.coef, fit_vb(ridge_stabilised(XX, ex["ridge"]), Xy, yy, n).mean, rtol=1e-10)
     assert noise_ridge(4, 1.0) == pytest.approx(2 * np.sqrt(8))
+    # sigma: dp (default): σ̂, hence B and the ridge, are drawn per trial; the fit uses each trial's own ridge
+    alg = RobustPrivateLR(**EXPLICIT)
+    XX, Xy, yy, ex, ridge = alg._release(s, 2.0, as_ledger(np.random.default_rng(3)), 2)
+    assert np.shape(ridge) == (2,) and ridge[0] != ridge[1]
+    out = alg.run(s, 2.0, 0.0, np.random.default_rng(3), trials=2)
+    np.testing.assert_allclose(out.coef, fit_vb(ridge_stabilised(XX, ridge), Xy, yy, n).mean, rtol=1e-10)
 
 
 def test_noise_ridge_restores_regularisation_on_synthetic_data():
@@ -92,12 +99,15 @@ def test_auto_split_and_thresholds_reported_as_extras():
     out = alg.run(s, 2.0, 0.0, np.random.default_rng(0))
     ex = out.extras
     assert math.isclose(ex["p1"] + ex["p2"] + ex["p3"], 1.0)
-    sp = tuning.tune_split(70, 3, 2.0, n_aux=1, n_noise=1)  # tuned at the *requested* n (cache hit)
+    eps = alg.stats_epsilon(2.0)   # sigma: dp (default) leaves 0.9 ε for the statistics: the tuning's budget
+    sp = tuning.tune_split(70, 3, eps, n_aux=1, n_noise=1)  # tuned at the *requested* n (cache hit)
     assert sp["cache_hit"] and (ex["p1"], ex["p2"], ex["p3"]) == (sp["p1"], sp["p2"], sp["p3"])
-    th = tuning.tune_thresholds(70, 3, 2.0, (sp["p1"], sp["p2"], sp["p3"]), n_aux=2, n_noise=2)
+    th = tuning.tune_thresholds(70, 3, eps, (sp["p1"], sp["p2"], sp["p3"]), n_aux=2, n_noise=2)
     assert th["cache_hit"] and (ex["omega_x"], ex["omega_y"]) == (th["omega_x"], th["omega_y"])
-    assert ex["B_x"] == pytest.approx(ex["omega_x"] * s.meta["sigma_x"])
+    assert ex["B_x"] == pytest.approx(ex["omega_x"] * ex["sigma_x_dp"])   # sigma: dp, the default
     assert np.all(np.isfinite(out.predictions))
+    data = RobustPrivateLR(split_tuning="case", sigma="data", **SMALL).run(s, 2.0, 0.0, np.random.default_rng(0))
+    assert data.extras["B_x"] == pytest.approx(data.extras["omega_x"] * s.meta["sigma_x"])
 
 
 def test_no_private_rows_uses_public_only():
@@ -114,7 +124,7 @@ def test_dp_sigma_noise_scale_drawn():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(n, d))
     y = 3 * rng.normal(size=n)
-    sx, sy = _dp_sigmas(X, y, Bx, By, ex, ey, np.random.default_rng(9))
+    sx, sy = _dp_sigmas(X, y, Bx, By, ex, ey, as_ledger(np.random.default_rng(9)))
     g = np.random.default_rng(9)
     Sx = np.sum(np.clip(X, -Bx, Bx) ** 2) + g.laplace(0.0, d * Bx * Bx / ex)
     Sy = np.sum(np.clip(y, -By, By) ** 2) + g.laplace(0.0, By * By / ey)
@@ -123,9 +133,14 @@ def test_dp_sigma_noise_scale_drawn():
     # P(noise > 0) = 1/2 and E[noise | noise > 0] = b.  Tolerance 5 standard errors (failure prob. < 1e-5).
     b = 1 * Bx * Bx / ex
     gen = np.random.default_rng(11)
-    v = np.array([_dp_sigmas(np.zeros((1, 1)), np.zeros(1), Bx, By, ex, ey, gen)[0] ** 2 for _ in range(4000)])
+    v = _dp_sigmas(np.zeros((1, 1)), np.zeros(1), Bx, By, ex, ey, as_ledger(gen), trials=4000)[0] ** 2
     pos = v[v > 0]
     assert abs(pos.mean() / b - 1) < 5 / math.sqrt(pos.size)
+    # what the ledger records: two Laplace releases at (ε_x, ε_y), composed to ε_x + ε_y (pure)
+    ledger = as_ledger(np.random.default_rng(12))
+    _dp_sigmas(X, y, Bx, By, ex, ey, ledger, trials=3)
+    g = ledger.guarantee()
+    assert (g.kind, g.epsilon) == ("pure", pytest.approx(ex + ey))
 
 
 def test_sigma_dp_spends_share_and_reports_estimates():
@@ -134,7 +149,22 @@ def test_sigma_dp_spends_share_and_reports_estimates():
     out = alg.run(s, 2.0, 0.0, np.random.default_rng(1))
     assert "sigma_x_dp" in out.extras and out.extras["B_x"] == pytest.approx(out.extras["sigma_x_dp"])
     assert alg.stats_epsilon(2.0) == pytest.approx(1.6)
-    assert alg.privacy_spent(2.0, 0.0)["epsilon"] == 2.0
+    # the guarantee is derived from the five Laplace releases (σ_x, σ_y at 0.2 each, X'X, X'y, y'y at 1.6 split)
+    assert (out.guarantee.kind, out.guarantee.epsilon) == ("pure", 2.0)
+    assert RobustPrivateLR().params.sigma == "dp"   # private by default
+
+
+def test_sigma_drawn_per_trial():
+    """Trials are independent runs: σ̂ (hence B) is released again in every trial, and the run's ε is that of one
+    trial (not the sum over trials)."""
+    s = _split(5, n=200)
+    ledger = as_ledger(np.random.default_rng(2))
+    XX, Xy, yy, ex, ridge = RobustPrivateLR(**EXPLICIT)._release(s, 2.0, ledger, 4)
+    assert len(set(np.round(ridge, 12))) == 4
+    assert ledger.guarantee().epsilon == pytest.approx(2.0)
+    one = RobustPrivateLR(**EXPLICIT).run(s, 2.0, 0.0, np.random.default_rng(2), trials=1)
+    many = RobustPrivateLR(**EXPLICIT).run(s, 2.0, 0.0, np.random.default_rng(2), trials=4)
+    assert one.guarantee == many.guarantee
 
 
 def test_parameter_validation():

@@ -113,15 +113,15 @@ def test_fmlr_without_noise_is_least_squares():
 def test_lr_public_ignores_private_rows_and_rlr_clips():
     a, b = make_split(n_priv=50, seed=2), make_split(n_priv=200, seed=2)
     b = Split(b.X_private, b.y_private, a.X_public, a.y_public, a.X_test, a.y_test, a.meta)
-    pa = PublicOnlyLR().run(a, 1.0, 0.0, None).predictions
-    pb = PublicOnlyLR().run(b, 1.0, 0.0, None).predictions
+    pa = PublicOnlyLR().run(a, 1.0, 0.0, np.random.default_rng(0)).predictions
+    pb = PublicOnlyLR().run(b, 1.0, 0.0, np.random.default_rng(0)).predictions
     np.testing.assert_allclose(pa, pb)
     XX = a.X_public.T @ a.X_public
     w = np.linalg.solve(np.eye(4) + XX, a.X_public.T @ a.y_public)
     np.testing.assert_allclose(pa[0], a.X_test @ w)
     with pytest.raises(Exception, match="no view"):
-        PublicOnlyLR(d=7).run(a, 1.0, 0.0, None)
-    out = RobustLR(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05, prior="fixed").run(a, 1.0, 0.0, None)
+        PublicOnlyLR(d=7).run(a, 1.0, 0.0, np.random.default_rng(0))
+    out = RobustLR(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05, prior="fixed").run(a, 1.0, 0.0, np.random.default_rng(0))
     Bx, By = 0.5 * a.meta["sigma_x"], 0.5 * a.meta["sigma_y"]
     assert out.extras == pytest.approx({"B_x": Bx, "B_y": By})
     X = np.vstack([a.X_public, np.clip(a.X_private, -Bx, Bx)])

@@ -105,7 +105,8 @@ def test_provenance_summary_and_privacy(runs, built):
     rows = {r[0]: r for r in priv[1:]}
     assert rows["LR (non-private, all data) †"][2] == "not DP"
     plr = rows["plr (private LR, no projection)"]
-    assert plr[2] == "ε-DP (pure)" and plr[3] == "2" and plr[6] == "replace-one"
+    # ε spent is derived from the rows: 2 where private rows were released, 0 at n_private = 0 (nothing private)
+    assert plr[2] == "ε-DP (pure)" and plr[3] == "0, 2" and plr[6] == "replace-one"
     assert "† not differentially private" in text
 
 

@@ -121,6 +121,7 @@ def test_all_pair_estimates_drops_vertical_pairs():
 
 # ----------------------------------------------------------------------------------------------------- NoisyStats
 
+@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_noisy_stats_draws_the_stated_scales():
     split = make_split(n=25, seed=4)
     x, y = split.X_private[:, 0], split.y_private
@@ -134,6 +135,7 @@ def test_noisy_stats_draws_the_stated_scales():
     np.testing.assert_allclose(pred, np.tile([alpha * 0.25 + beta, alpha * 0.75 + beta], (3, 1)), rtol=1e-12)
 
 
+@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_noisy_intercept_scale():
     split = make_split(n=25, seed=4)
     pred = NoisyIntercept().run(split, 0.5, 0.0, OnesRNG(), trials=2).predictions
@@ -255,6 +257,7 @@ def _brute_ls(x, y, x0):
     return worst
 
 
+@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_oi_mos_sensitivity_and_noise_scale(monkeypatch):
     r = np.random.default_rng(9)
     tracts = [(r.random(n), r.random(n)) for n in (12, 20, 35)]

@@ -20,7 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import laplace_scale
+from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import laplace
 from dpexp.types import Split
 
 
@@ -57,7 +58,8 @@ def noise_scales(d: int, B_x, B_y, split: tuple[float, float, float], epsilon: f
 
 def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scales=(1.0, 1.0, 1.0),
                   with_yy: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The noise of one release of (XᵀX, Xᵀy, yᵀy), ``size`` independent times: shapes size + (d, d), size + (d,)
+    """*Simulated* noise for the auxiliary-data tuning (``tuning.py``: public data, no release, nothing spent):
+    the noise of one release of (XᵀX, Xᵀy, yᵀy), ``size`` independent times: shapes size + (d, d), size + (d,)
     and size (None when ``with_yy`` is False), drawn in that order from ``rng``.
 
     XᵀX noise is Laplace on the d(d+1)/2 upper-triangular entries, mirrored (the diagonal once), so the release stays
@@ -74,19 +76,44 @@ def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scale
     return N_xx, N_xy, N_yy
 
 
-def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float, eps_xx: float, eps_xy: float,
-                    eps_yy: float | None, rng: np.random.Generator, trials: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def clipped_stats(X: np.ndarray, y: np.ndarray, B_x, B_y, trials: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | float]:
+    """(XᵀX, Xᵀy, yᵀy) of the rows clipped to [−B_x, B_x], [−B_y, B_y]: shapes (d, d), (d,), scalar for scalar
+    bounds; (trials, d, d), (trials, d), (trials,) for bounds given per trial (arrays of shape (trials,))."""
+    if np.ndim(B_x) == 0 and np.ndim(B_y) == 0:
+        Xc, yc = clip(X, y, B_x, B_y)
+        return sufficient_stats(Xc, yc)
+    bx = np.broadcast_to(np.asarray(B_x, dtype=float), (trials,))
+    by = np.broadcast_to(np.asarray(B_y, dtype=float), (trials,))
+    Xc = np.clip(X[None], -bx[:, None, None], bx[:, None, None])            # (trials, n, d)
+    yc = np.clip(y[None], -by[:, None], by[:, None])                        # (trials, n)
+    XcT = np.swapaxes(Xc, -1, -2)
+    return XcT @ Xc, (XcT @ yc[..., None])[..., 0], np.einsum("tn,tn->t", yc, yc)
+
+
+def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x, B_y, eps_xx: float, eps_xy: float,
+                    eps_yy: float | None, ledger, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Clip, compute and perturb the statistics ``trials`` times: (trials,d,d), (trials,d), (trials,).
 
-    ``eps_yy=None`` releases no yᵀy (returns NaN), for models that do not need it.
+    The three releases are Laplace mechanisms of ``dpexp.privacy.mechanisms`` recorded in ``ledger`` (a
+    ``PrivacyLedger``; a numpy Generator is wrapped): XᵀX's d(d+1)/2 upper-triangular entries (mirrored, the
+    diagonal once, so the release stays symmetric and each unique entry gets one draw, as its sensitivity counts it)
+    at ``eps_xx``, Xᵀy at ``eps_xy``, yᵀy at ``eps_yy`` (None: no yᵀy is released, NaN returned — for models that
+    do not need it).  Sensitivities in the module docstring.  ``B_x``, ``B_y`` may be arrays of shape (trials,):
+    bounds chosen per trial (rplr's DP σ̂ drawn per trial); the sensitivities and scales are then per trial.
+    Draws in this order: XᵀX, Xᵀy, yᵀy (the order and arithmetic of the pre-ledger code: byte-identical results).
     """
+    ledger = as_ledger(ledger)
     d = X.shape[1]
-    Xc, yc = clip(X, y, B_x, B_y)
-    XX, Xy, yy = sufficient_stats(Xc, yc)
+    XX, Xy, yy = clipped_stats(X, y, B_x, B_y, trials)
     s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
-    b_yy = None if eps_yy is None else laplace_scale(s_yy, eps_yy)
-    N_xx, N_xy, N_yy = laplace_noise(d, rng, (trials,), (laplace_scale(s_xx, eps_xx), laplace_scale(s_xy, eps_xy),
-                                                         b_yy), with_yy=eps_yy is not None)
-    yyn = np.full(trials, np.nan) if N_yy is None else yy + N_yy
-    return XX[None] + N_xx, Xy[None] + N_xy, yyn
+    iu = np.triu_indices(d)
+    N = np.zeros((trials, d, d))
+    N[..., iu[0], iu[1]] = laplace(np.zeros(iu[0].size), s_xx, eps_xx, ledger, size=trials, label="X'X")
+    N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
+    N_xy = laplace(np.zeros(d), s_xy, eps_xy, ledger, size=trials, label="X'y")
+    XXn = (XX[None] if np.ndim(XX) == 2 else XX) + N_xx
+    Xyn = (Xy[None] if np.ndim(Xy) == 1 else Xy) + N_xy
+    if eps_yy is None:
+        return XXn, Xyn, np.full(trials, np.nan)
+    return XXn, Xyn, yy + laplace(0.0, s_yy, eps_yy, ledger, size=trials, label="y'y")

@@ -60,6 +60,7 @@ from dpexp.families.dca.audit import FIXED_OMEGA, bounded_clients
 from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -318,6 +319,7 @@ class _DLRBase(Algorithm):
     project = False
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         p = self.params
         X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
         N, d = X.shape
@@ -387,6 +389,7 @@ class NonPrivateBLR(Reference):
         lam0: float = Field(1.0, gt=0, description="prior precision lambda0")
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
         _, pred = fit_predict(X.T @ X, X.T @ y, split.X_test, self.params.lam, self.params.lam0)
         return Output(predictions=np.repeat(pred[None], trials, axis=0))

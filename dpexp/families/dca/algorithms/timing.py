@@ -24,6 +24,7 @@ from dpexp.components import Algorithm, Params
 from dpexp.families.dca.protocol.backends import InProcessBackend
 from dpexp.families.dca.protocol.dca import DCA, SyntheticClients
 from dpexp.families.dca.protocol.noise import client_sigma, noise_factor, sigma_std
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -66,6 +67,7 @@ class DCATiming(Algorithm):
         threads: int | None = Field(None, ge=1, description="threads of the in-process back-end")
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         N, d = int(split.meta["n_clients"]), int(split.meta["dim"])
         p = self.params
         ex = time_round(N, d, p.n_compute, p.encrypt, epsilon, delta, rng, int(split.meta["client_seed"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Dataset, Params
+from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
@@ -27,6 +27,10 @@ class DCAClients(Dataset):
     name = "dca_clients"
     description = "N synthetic clients with d-dim vectors in [-1,1]^d for DCA timings (Heikkila et al. 2017 Table 1)"
     Params = _ClientsParams
+    release_point = "one DCA round: a row's epsilon/delta covers the round's sum (only timings are reported)"
+
+    def preprocessing(self) -> Preprocessing:
+        return Preprocessing("", "nothing is computed across rows: every client's vector is generated on its own")
 
     def n_rows(self, subset: str) -> int | None:
         return int(self.params.n_clients)

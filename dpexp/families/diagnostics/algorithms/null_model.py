@@ -8,6 +8,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params, Reference
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -30,6 +31,7 @@ class NullModel(Reference):
         noise: float = Field(0.0, ge=0, description="std of N(0, noise^2) added to predictions")
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         p = self.params
         if p.fail:
             raise RuntimeError("null_model asked to fail (fail: true)")

@@ -8,7 +8,10 @@
 * ``rlr``: non-private robust LR — the same clipping as ``rplr`` (same thresholds, tuned the same way) on the
   private rows, exact statistics, no noise (thesis §3.8.1 "non-private version with clipping").
 
-Neither is private (``private = False``): they release nothing under DP and spend no budget.
+Neither is private (``private = False``): they release nothing under DP and spend no budget.  ``lr_public``
+touches no private row: its guarantee is 0-DP on the private rows (``ledger.public_only``), subject to the
+dataset's preprocessing statement (e.g. GDSC centring over all lines, noted on every row); ``rlr`` reads the private
+rows without noise: guarantee ``none``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import Field
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -50,6 +54,7 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
     name = "lr_public"
     family = "gdsc"
     description = "non-private Bayesian LR on the public rows only (baseline; optional other d via the view)"
+    guarantee_text = "0-DP on the private rows (public rows only, subject to the dataset's preprocessing statement)"
     Params = _PublicParams
 
     def _rows(self, split: Split) -> tuple[np.ndarray, np.ndarray]:
@@ -62,9 +67,10 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
                             "no view with another d (only gdsc does)")
         return view(d)
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         p = self.params
+        ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
         for k, s in enumerate(splits):
@@ -81,7 +87,9 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
             W = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
             for (k, _, Xt), w in zip(items, W):
                 pred = np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy()
-                out[k] = Output(predictions=pred, coef=np.broadcast_to(w, (trials, d)).copy())
+                ledgers[k].public_only("public rows only")
+                out[k] = Output(predictions=pred, coef=np.broadcast_to(w, (trials, d)).copy(),
+                                guarantee=ledgers[k].guarantee())
         return out
 
 
@@ -104,7 +112,9 @@ class RobustLR(Reference):
     description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
     Params = _RLRParams
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
+        ledger.not_dp("non-private baseline")
         p = self.params
         kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = RobustPrivateLR(**kw)
@@ -119,4 +129,5 @@ class RobustLR(Reference):
         pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
         return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
                       extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
-                              "B_y": float(B_y) if np.isfinite(B_y) else float("nan")})
+                              "B_y": float(B_y) if np.isfinite(B_y) else float("nan")},
+                      guarantee=ledger.guarantee())

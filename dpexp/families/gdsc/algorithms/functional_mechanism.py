@@ -31,6 +31,8 @@ from pydantic import Field
 from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
+from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -71,18 +73,20 @@ class FunctionalMechanismLR(UnitBoxLR):
 
     name = "fmlr"
     description = "functional mechanism LR: Laplace-perturbed objective coefficients (Zhang et al. 2012)"
+    guarantee_text = "pure ε-DP, replace-one"
     Params = _FMParams
 
     def noise_scale(self, d: int, epsilon: float) -> float:
         """Laplace scale b = (2D² + 4D)/ε with D = d + 1."""
         return fm_sensitivity(d + 1) / epsilon
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         if not (epsilon > 0 and np.isfinite(epsilon)):
             return [UserError(f"fmlr: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
         results: list[Output | Exception] = []
-        for s, rng in zip(splits, rngs):
+        for s, ledger in zip(splits, ledgers):
+            ledger = as_ledger(ledger)
             try:
                 B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
                 D = s.d + 1
@@ -91,13 +95,17 @@ class FunctionalMechanismLR(UnitBoxLR):
                 Zv, Zu = with_bias(Zv), with_bias(Zu)
                 M = np.broadcast_to(Zv.T @ Zv + Zu.T @ Zu, (trials, D, D)).copy()
                 a = np.broadcast_to(-2.0 * (Zv.T @ yv + Zu.T @ yu), (trials, D)).copy()
-                if Zv.shape[0] > 0:
-                    b = self.noise_scale(s.d, epsilon)
-                    M += rng.laplace(0.0, b, size=(trials, D, D))
-                    a += rng.laplace(0.0, b, size=(trials, D))
+                if Zv.shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
+                    dM, da = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledger,
+                                     size=trials, scale=self.noise_scale(s.d, epsilon), label="objective")
+                    M += dM
+                    a += da
+                else:
+                    ledger.public_only()
                 w = trimmed_minimiser(M, a, self.params.reg)
                 Zt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=False)
-                results.append(Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:]))
+                results.append(Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:],
+                                      guarantee=ledger.guarantee()))
             except Exception as exc:  # recorded per cell
                 results.append(exc)
         return results

@@ -11,6 +11,7 @@ from pydantic import Field
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -30,7 +31,7 @@ class BayesLR(Reference, BatchedAlgorithm):
     description = "non-private Bayesian linear regression (fixed precisions or Gamma priors), public + private rows"
     Params = _LRParams
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         p = self.params
         out: list[Output | Exception] = []
@@ -46,5 +47,8 @@ class BayesLR(Reference, BatchedAlgorithm):
         for k, s in enumerate(splits):
             w = res[k]
             pred = np.broadcast_to(s.X_test @ w, (trials, s.X_test.shape[0]))
-            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy()))
+            ledger = as_ledger(ledgers[k])
+            ledger.not_dp("non-private baseline")
+            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy(),
+                              guarantee=ledger.guarantee()))
         return out

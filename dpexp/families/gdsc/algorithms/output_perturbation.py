@@ -34,6 +34,8 @@ from pydantic import Field
 from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
+from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import gamma_norm
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -68,12 +70,10 @@ def ball_constrained_ridge(A: np.ndarray, b: np.ndarray, lam: np.ndarray, R: flo
     return w / np.maximum(nrm / R, 1.0)
 
 
-def gamma_norm_noise(d: int, scale: np.ndarray | float, rng: np.random.Generator, size: int) -> np.ndarray:
-    """``size`` vectors in R^d with uniformly random direction and norm ~ Gamma(d, scale) (density ∝ e^{−‖b‖/scale})."""
-    g = rng.normal(size=(size, d))
-    g /= np.linalg.norm(g, axis=1, keepdims=True)
-    r = rng.gamma(shape=d, scale=1.0, size=size) * scale
-    return g * r[:, None]
+def oplr_sensitivity(R: float, lam: float, n: int) -> float:
+    """The L2 sensitivity the noise is calibrated to, Δ = (12R + 8)/(λ n) (≥ the true 2(R + 1)/(λ n), module
+    docstring)."""
+    return (12.0 * R + 8.0) / (lam * n)
 
 
 class _OPLRParams(Params):
@@ -93,6 +93,7 @@ class OutputPerturbationLR(UnitBoxLR):
 
     name = "oplr"
     description = "output-perturbed ridge LR in the unit ball (Wu et al. 2015 as in Honkela et al. 2018)"
+    guarantee_text = "pure ε-DP, replace-one"
     Params = _OPLRParams
 
     def noise_scale(self, n: int, d: int, epsilon: float) -> tuple[float, float]:
@@ -100,7 +101,7 @@ class OutputPerturbationLR(UnitBoxLR):
         lam = float(np.sqrt(d / (n * epsilon)))
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         if not (epsilon > 0 and np.isfinite(epsilon)):
             err = UserError(f"oplr: epsilon must be > 0 and finite, got {epsilon}")
@@ -134,13 +135,17 @@ class OutputPerturbationLR(UnitBoxLR):
             for j, wj in zip(js, w):
                 W[j] = wj
         for j, k in enumerate(keep):
-            s, rng = splits[k], rngs[k]
+            s, ledger = splits[k], as_ledger(ledgers[k])
             B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
             n = s.X_train.shape[0]
-            _, scale = self.noise_scale(n, s.d, epsilon)
-            w = np.broadcast_to(W[j], (trials, s.d)).copy()
+            lam, scale = self.noise_scale(n, s.d, epsilon)
             if s.X_private.shape[0] > 0:
-                w = w + gamma_norm_noise(s.d, scale, rng, trials)
+                w = gamma_norm(W[j], oplr_sensitivity(self.params.R, lam, n), epsilon, ledger, size=trials,
+                               scale=scale, label="w")
+            else:   # the fit depends on public rows only
+                ledger.public_only()
+                w = np.broadcast_to(W[j], (trials, s.d)).copy()
             Xt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=True)
-            results[k] = Output(predictions=B_y * (w @ Xt.T), coef=w, extras={"lambda_reg": lams[j]})
+            results[k] = Output(predictions=B_y * (w @ Xt.T), coef=w, extras={"lambda_reg": lams[j]},
+                                guarantee=ledger.guarantee())
         return results

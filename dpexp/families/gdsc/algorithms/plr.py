@@ -15,6 +15,7 @@ from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
 from dpexp.families.gdsc.stats import perturbed_stats, sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -42,17 +43,23 @@ class PrivateLR(Algorithm):
     audit = AuditPlan(design=clipped_statistics)
     description = "private LR without projection: whole-range bounds, even split of epsilon"
     neighbouring = "replace-one"
+    guarantee_text = "pure ε-DP, replace-one"
     Params = _PLRParams
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         """The declared whole-range bounds (B_x, B_y) (``stats.Clipping``); they depend on neither split nor ε."""
         return float(self.params.B_x), float(self.params.B_y)
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)   # the cell's PrivacyLedger (a numpy Generator is wrapped)
         p = self.params
         d = split.d
         if split.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
-            return _fit_predict(split, np.zeros((trials, d, d)), np.zeros((trials, d)), p.lam, p.lam0, p.solver)
-        XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
-                                      None, rng, trials)
-        return _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
+            ledger.public_only()
+            XXn, Xyn = np.zeros((trials, d, d)), np.zeros((trials, d))
+        else:
+            XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon,
+                                          0.5 * epsilon, None, ledger, trials)
+        out = _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
+        out.guarantee = ledger.guarantee()   # derived from the two Laplace releases, never from the config
+        return out

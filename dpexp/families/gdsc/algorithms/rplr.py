@@ -5,14 +5,20 @@ Releases Laplace-perturbed sufficient statistics (XᵀX, Xᵀy, yᵀy) of the *p
 exact statistics of the public rows, and fits Bayesian linear regression to the sum.
 
 Neighbouring relation: bounded DP — neighbours replace one private row (replace-one), as in the paper.  Sequential
-composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP.  Clipping bounds B = ω·σ use the dataset's σ
-(``split.meta['sigma_x'|'sigma_y']``), which the paper takes from the data without spending budget.
+composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP.
+
+Clipping bounds B = ω·σ need σ_x, σ_y.  Default ``sigma: dp``: DP estimates σ̂ from the private rows, released
+with the Laplace mechanism at ``sigma_share``·ε (``_dp_sigmas``), drawn per trial (trials are independent runs) —
+the whole run is ε-DP end to end from the split it receives.  ``sigma: data`` (the paper's protocol) takes the data
+std ``split.meta['sigma_x'|'sigma_y']`` computed from rows that include the private ones, at no cost: **not DP**
+(D = 19 zero rows + (1, 1) vs D′ = 20 zero rows: σ = 0 on D′ gives B = 0 and the release 0 with probability 1,
+never on D), and every row of such a run says so (guarantee ``none``, "clipping σ from private rows").
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -25,7 +31,8 @@ from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.models.vb import noise_ridge
-from dpexp.privacy.mechanisms import laplace_scale
+from dpexp.privacy.ledger import PrivacyLedger, as_ledger
+from dpexp.privacy.mechanisms import laplace, laplace_scale
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -56,11 +63,14 @@ class _RPLRParams(FixedPrecisionParams):
                                  "drug; tuning per distinct n would be wasteful) or the rows actually present")
     tune_reps: tuple[int, int] = Field((20, 20), description="auxiliary data sets x noise draws, threshold tuning")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
-    sigma: Literal["data", "dp"] = Field("data", description="sigma_x, sigma_y from the data without budget (paper) "
-                                                             "or DP estimates spending sigma_share of epsilon")
+    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
+                                                           "epsilon, per trial (default), or the data std without "
+                                                           "budget (the paper's protocol: NOT DP)")
     sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
-    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp)")
-    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp)")
+    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
+                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
+    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
+                                                        "values are clipped for the estimate only (docs/privacy.md)")
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":
@@ -96,19 +106,27 @@ class _RPLRParams(FixedPrecisionParams):
         return self.omega_x is None
 
 
-def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float, eps_y: float,
-               rng: np.random.Generator) -> tuple[float, float]:
+def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float, eps_y: float, ledger,
+               trials: int | None = None) -> tuple[np.ndarray | float, np.ndarray | float]:
     """DP estimates of σ_x (over all entries) and σ_y as root mean squares of clipped, centred-by-preprocessing data.
 
-    Releases S_x = Σ_ij clip(x_ij, ±Bx)² + Lap(d Bx²/eps_x) and S_y = Σ_i clip(y_i, ±By)² + Lap(By²/eps_y).
-    Replace-one sensitivity: one row changes S_x by at most d·Bx² (each of its d terms lies in [0, Bx²]) and S_y by
-    By².  σ = sqrt(max(S, 0)/count); counts are public under bounded DP.  The data are assumed centred (GDSC and the
-    Eq. 10 generator are), so the second moment about 0 is the variance.
+    Releases S_x = Σ_ij clip(x_ij, ±Bx)² + Lap(d Bx²/eps_x) and S_y = Σ_i clip(y_i, ±By)² + Lap(By²/eps_y) with the
+    Laplace mechanism (``dpexp.privacy.mechanisms.laplace``, recorded in ``ledger``), ``trials`` independent times
+    (arrays of shape (trials,); None: one release, floats).  Replace-one sensitivity: one row changes S_x by at most
+    d·Bx² (each of its d terms lies in [0, Bx²]) and S_y by By².  σ = sqrt(max(S, 0)/count); counts are public under
+    bounded DP.  The data are assumed centred (GDSC and the Eq. 10 generator are), so the second moment about 0 is
+    the variance.  ε = eps_x + eps_y (sequential composition).
     """
     n, d = X.shape
-    Sx = float(np.sum(np.clip(X, -Bx, Bx) ** 2)) + rng.laplace(0.0, laplace_scale(d * Bx * Bx, eps_x))
-    Sy = float(np.sum(np.clip(y, -By, By) ** 2)) + rng.laplace(0.0, laplace_scale(By * By, eps_y))
-    return math.sqrt(max(Sx, 0.0) / max(n * d, 1)), math.sqrt(max(Sy, 0.0) / max(n, 1))
+    Sx = laplace(float(np.sum(np.clip(X, -Bx, Bx) ** 2)), d * Bx * Bx, eps_x, ledger, size=trials, label="sigma_x")
+    Sy = laplace(float(np.sum(np.clip(y, -By, By) ** 2)), By * By, eps_y, ledger, size=trials, label="sigma_y")
+    sx = np.sqrt(np.maximum(Sx, 0.0) / max(n * d, 1))
+    sy = np.sqrt(np.maximum(Sy, 0.0) / max(n, 1))
+    return (float(sx), float(sy)) if trials is None else (sx, sy)
+
+
+#: the reason written on every row of an rplr run with ``sigma: data``
+SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data, the paper's protocol)"
 
 
 @register_algorithm
@@ -118,16 +136,18 @@ class RobustPrivateLR(BatchedAlgorithm):
     Clip the private rows to B_x = ω_x σ_x, B_y = ω_y σ_y (Eqs. 9, 11), release XᵀX, Xᵀy, yᵀy with the Laplace
     mechanism at budget shares p1, p2, p3 (sensitivities and scales in ``stats``), add the exact public statistics and
     fit Bayesian LR — Gamma(2, 2) priors on λ, λ0 (``prior: gamma``, default, ``vb`` engine) or fixed λ, λ0.
-    ε-DP under replace-one (bounded) neighbours of the private rows: sequential composition of the three releases
-    (+ the σ releases when ``sigma: dp``).
+    With the default ``sigma: dp`` the run is ε-DP under replace-one (bounded) neighbours of the private rows:
+    sequential composition of the two σ releases (``sigma_share``·ε) and the three statistics (the rest); with
+    ``sigma: data`` (the paper) it is not DP (module docstring) and reports guarantee ``none``.
 
     Parameters: ``split: auto`` (default unless p1, p2, p3 are given) chooses the split on auxiliary data
     (``tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper, ``case`` = at the
     test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds per test case
     (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.
-    σ_x, σ_y: ``sigma: data`` takes ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not
-    DP); ``sigma: dp`` spends ``sigma_share`` of ε on Laplace estimates (``_dp_sigmas``; public bounds
-    ``sigma_bound_x|y``) and splits the rest by p1, p2, p3.  Extras: p1, p2, p3, omega_x, omega_y, B_x, B_y.
+    σ_x, σ_y: ``sigma: dp`` (default) spends ``sigma_share`` of ε on Laplace estimates drawn per trial
+    (``_dp_sigmas``; public bounds ``sigma_bound_x|y``) and splits the rest by p1, p2, p3; ``sigma: data`` takes
+    ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not DP).  Extras: p1, p2, p3,
+    omega_x, omega_y, B_x, B_y (means over trials when σ̂ is drawn per trial).
     """
 
     name = "rplr"
@@ -138,6 +158,8 @@ class RobustPrivateLR(BatchedAlgorithm):
                                                               "omega_y": 1.0})
     description = "robust private LR: clipped, Laplace-perturbed sufficient statistics (Honkela et al. 2018)"
     neighbouring = "replace-one"
+    guarantee_text = ("pure ε-DP, replace-one (σ̂ released at sigma_share·ε, per trial); "
+                      "sigma: data → not DP (clipping σ from private rows, the paper's protocol)")
     Params = _RPLRParams
 
     # ------------------------------------------------------------------ choices that depend only on public facts
@@ -181,9 +203,10 @@ class RobustPrivateLR(BatchedAlgorithm):
         return wx * split.meta["sigma_x"], wy * split.meta["sigma_y"]
 
     # ------------------------------------------------------------------------------------------------ running
-    def _release(self, split: Split, epsilon: float, rng: np.random.Generator, trials: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float]]:
-        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras."""
+    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
+        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
+        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
         p = self.params
         d = split.d
         eps = self.stats_epsilon(epsilon)
@@ -193,36 +216,45 @@ class RobustPrivateLR(BatchedAlgorithm):
         extras = {"p1": sp[0], "p2": sp[1], "p3": sp[2]}
         XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
         if n_priv == 0:
+            ledger.public_only()
             return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
-                    np.full(trials, yyp), extras)
+                    np.full(trials, yyp), extras, None)
         if p.sigma == "dp":
             sh = p.sigma_share * epsilon / 2.0
-            sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, rng)
-            sx, sy = max(sx, 1e-12), max(sy, 1e-12)
+            sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
+                                trials)
+            sx, sy = np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
         else:
+            ledger.not_dp(SIGMA_DATA_REASON)
             sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
         B_x, B_y = wx * sx, wy * sy
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
-                                        sp[2] * eps, rng, trials)
-        extras.update({"omega_x": wx, "omega_y": wy, "B_x": B_x, "B_y": B_y})
+                                        sp[2] * eps, ledger, trials)
+        extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
+        ridge = None
         if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
-            extras["ridge"] = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
+            if np.ndim(B_x) == 0:
+                ridge = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
+            else:
+                ridge = np.asarray(noise_ridge(d, sensitivities(d, B_x, B_y)[0] / (sp[0] * eps)), dtype=float)
+            extras["ridge"] = float(np.mean(ridge))
         if p.sigma == "dp":
-            extras.update({"sigma_x_dp": sx, "sigma_y_dp": sy})
-        return XXn + XXp, Xyn + Xyp, yyn + yyp, extras
+            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
+        return XXn + XXp, Xyn + Xyp, yyn + yyp, extras, ridge
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, rngs: list[np.random.Generator],
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Release each split's statistics from its own generator (same draws as ``run``), then fit all splits ×
-        trials of equal d in one batched call."""
+        """Release each split's statistics through its own ledger (same draws as ``run``), then fit all splits ×
+        trials of equal d in one batched call; each output carries its ledger's guarantee."""
         p = self.params
+        ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float, dict[str, float]]]] = {}
-        for k, (s, rng) in enumerate(zip(splits, rngs)):
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float, dict[str, float], Any]]] = {}
+        for k, (s, ledger) in enumerate(zip(splits, ledgers)):
             try:
-                XX, Xy, yy, ex = self._release(s, epsilon, rng, trials)
+                XX, Xy, yy, ex, ridge = self._release(s, epsilon, ledger, trials)
                 n_tot = float(s.X_private.shape[0] + s.X_public.shape[0])
-                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex))
+                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
         for d, items in groups.items():
@@ -232,14 +264,18 @@ class RobustPrivateLR(BatchedAlgorithm):
             n = np.array([it[4] for it in items])[:, None]
             ridge = None
             if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
-                ridge = np.array([it[5].get("ridge", 0.0) for it in items])[:, None]
+                ridge = np.stack([np.broadcast_to(np.asarray(0.0 if it[6] is None else it[6], dtype=float),
+                                                  (trials,)) for it in items])
+                if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
+                    ridge = ridge[:, :1]
             try:
-                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, rngs[items[0][0]], ridge,
-                                p.solver)
+                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, ledgers[items[0][0]].noise.generator,
+                                ridge, p.solver)
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
                 continue
-            for (k, *_, ex), w in zip(items, W):
-                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex))
+            for (k, *_, ex, _ridge), w in zip(items, W):
+                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex),
+                                guarantee=ledgers[k].guarantee())
         return out

@@ -1,12 +1,14 @@
 """One cell of the budget-split search of Honkela et al. 2018 (Fig. 5; Methods 4.3): ``rplr`` at one split of
 the grid, with the auxiliary-data score of that split (``dpexp.families.gdsc.tuning.tune_split``) as an extra.
 
-ε-DP under replace-one neighbours exactly as ``rplr``.
+ε-DP under replace-one neighbours exactly as ``rplr`` with ``sigma: dp`` (the default here too); ``sigma: data``
+(the paper's protocol) is not DP and is reported as such.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
@@ -26,6 +28,11 @@ class _SplitSearchParams(Params):
     tune_d: int = Field(10, ge=1, description="auxiliary data dimension of the split search (paper: 10)")
     tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
+    sigma: Literal["dp", "data"] = Field("dp", description="rplr's sigma: DP estimates per trial (default) or the "
+                                                           "data std without budget (the paper: NOT DP)")
+    sigma_share: float = Field(0.1, gt=0, lt=1, description="rplr's sigma_share (sigma: dp)")
+    sigma_bound_x: float = Field(1.0, gt=0, description="rplr's sigma_bound_x (sigma: dp)")
+    sigma_bound_y: float = Field(5.0, gt=0, description="rplr's sigma_bound_y (sigma: dp)")
 
     @model_validator(mode="after")
     def _on_simplex(self) -> "_SplitSearchParams":
@@ -44,13 +51,15 @@ class SplitSearch(Algorithm):
     thresholds on the cell's own split, so ``spearman`` shows the same split on held-out data.  Off-simplex (p1, p2)
     (p3 < 0.05) are invalid parameters: a config lists the whole p1 × p2 square with ``skip_invalid: true`` and
     those grid points are left out (the heat-map cells stay empty).  ε-DP under replace-one neighbours exactly as
-    ``rplr``."""
+    ``rplr`` (``sigma: dp``, default); ``sigma: data`` is not DP."""
 
     name = "split_search"
     family = "gdsc"
     audit = AuditPlan(design=clipped_statistics)
     description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
     neighbouring = "replace-one"
+    guarantee_text = ("pure ε-DP, replace-one (as rplr with sigma: dp); "
+                      "sigma: data → not DP (clipping σ from private rows, the paper's protocol)")
     Params = _SplitSearchParams
 
     def _row(self) -> list[float]:
@@ -66,13 +75,16 @@ class SplitSearch(Algorithm):
 
     def _rplr(self) -> RobustPrivateLR:
         row = self._row()
-        return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5])
+        p = self.params
+        return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5], sigma=p.sigma,
+                               sigma_share=p.sigma_share, sigma_bound_x=p.sigma_bound_x,
+                               sigma_bound_y=p.sigma_bound_y)
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         return self._rplr().bounds(split, epsilon)
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
         row = self._row()
-        out = self._rplr().run(split, epsilon, delta, rng, trials)
+        out = self._rplr().run(split, epsilon, delta, ledger, trials)   # its Output carries the ledger's guarantee
         out.extras.update({"aux_spearman": row[3], "omega_x": row[4], "omega_y": row[5]})
         return out

@@ -23,12 +23,25 @@ discarded"; a drug with many untested lines then sees fewer than the requested r
 (``missing: before_split``: the prefix is taken among the lines that have a response, so the requested sizes are
 exact whenever the pool is large enough).
 
-Public facts put into ``Split.meta`` (used by algorithms/metrics): ``sigma_x`` / ``sigma_y`` — the std of all x
-entries / of y over the drug's cell lines, as the paper uses for the clipping thresholds B = ω·σ *without spending
-privacy budget* (not DP; stated in ``sigma_source``); ``y_sd`` — the drug's response std (the ``sd`` of the wpc
-index); ``x_bound`` = 1 (rows have unit L2 norm, so |x_j| ≤ 1 holds by construction); ``view`` — a callable giving
-the public/test rows of the same split preprocessed with another number of genes (for the d = 64 public-only
-baseline of Fig. 2).
+Facts put into ``Split.meta`` (used by algorithms/metrics): ``sigma_x`` / ``sigma_y`` — the std of all x entries
+/ of y over the drug's cell lines (private ones included), as the paper uses for the clipping thresholds B = ω·σ
+*without spending privacy budget*: not DP, used only by ``rplr``/``split_search`` with ``sigma: data``, which report
+guarantee ``none`` (stated in ``sigma_source``); ``y_sd`` — the drug's response std (the ``sd`` of the wpc index,
+evaluation only); ``x_bound`` = 1 (rows have unit L2 norm, so |x_j| ≤ 1 holds by construction: a public fact);
+``view`` — a callable giving the public/test rows of the same split preprocessed with another number of genes (for
+the d = 64 public-only baseline of Fig. 2).
+
+Privacy of the preprocessing (``preprocessing()``, written on every row and in the manifest).  ``centre: all``
+(default, the paper's protocol): the gene means over all retained lines and each drug's mean response over all
+its tested lines — private, public and test lines alike — are treated as **public by assumption**: they are
+population-level constants of the cell-line panel that a data holder could fix from reference data, the paper treats
+them so, and they only shift locations (they never scale a mechanism's noise or clipping, unlike σ; the unit-norm
+scaling is row-local).  Formally, a private line moves a gene mean by 1/N of its deviation, so the guarantee is
+relative to the preprocessed rows; a user who does not accept the assumption sets ``centre: public``: the means are
+then taken from the repeat's test and public pools only (no private line is read; the guarantee needs no
+assumption).  The default stays the paper's because the assumption is stated, and it leaves every DP-by-default
+algorithm DP.  The number of private lines with a response to a drug is public (replace-one neighbours).
+Release point: one drug; the drugs of a run are releases about the same cell lines (``release_point``).
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ import pandas as pd
 from pydantic import Field
 
 from dpexp import cache
-from dpexp.components import Dataset, Params
+from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path
 from dpexp.errors import UserError
 from dpexp.registry import register_dataset
@@ -95,6 +108,8 @@ class _Prepared:
     sigma_x: np.ndarray       # (D,)
     sigma_y: np.ndarray       # (D,)
     drug_index: dict[str, int]
+    X_raw: np.ndarray         # (N, d) raw expression of the kept lines (centre: public recentres it per split)
+    Y_raw: np.ndarray         # (N, D) raw ln IC50 of the kept lines
 
 
 def load_raw(expr_path: Path, ic50_path: Path) -> _Raw:
@@ -160,7 +175,24 @@ def _prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
     Y0 = np.where(has, Y, 0.0)
     sigma_y = np.sqrt((Y0**2).sum(axis=0) / safe)  # responses are centred over the same lines
     return _Prepared(X=X, Y=Y, has=has, sigma_x=sigma_x, sigma_y=sigma_y,
-                     drug_index={name: j for j, name in enumerate(raw.drugs)})
+                     drug_index={name: j for j, name in enumerate(raw.drugs)}, X_raw=raw.X[rows][:, :d],
+                     Y_raw=raw.Y[rows])
+
+
+def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``centre: public``: genes centred at their mean over the lines ``ref`` (the non-private pools), rows scaled
+    to unit norm, the drug's response centred at its mean over the lines of ``ref`` that have one (0 if none);
+    returns (X, y, σ_x, σ_y) with σ as in ``_prepare`` over the drug's lines (used only by ``sigma: data``)."""
+    Xd = X_raw - X_raw[ref].mean(axis=0, keepdims=True)
+    norms = np.linalg.norm(Xd, axis=1, keepdims=True)
+    X = np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
+    has = ~np.isnan(y_raw)
+    tested = ref[has[ref]]
+    y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
+    lines = X[has]
+    sx = float(lines.std()) if lines.size else 0.0
+    sy = float(np.nanstd(y[has])) if has.any() else 0.0
+    return X, y, sx, sy
 
 
 class GdscView:
@@ -170,15 +202,20 @@ class GdscView:
     (Fig. 2, thesis Fig. 4.5).  Picklable (holds file paths, not closures).
     """
 
-    def __init__(self, expr: Path, ic50: Path, evidence: str, idx_public: np.ndarray, idx_test: np.ndarray):
+    def __init__(self, expr: Path, ic50: Path, evidence: str, idx_public: np.ndarray, idx_test: np.ndarray,
+                 centre_ref: np.ndarray | None = None):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.idx_public, self.idx_test = idx_public, idx_test
+        self.centre_ref = centre_ref          # centre: public — the lines the gene means come from
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
         prep = prepare(load_raw(self.expr, self.ic50), d, self.evidence)
-        return prep.X[self.idx_public], prep.X[self.idx_test]
+        X = prep.X
+        if self.centre_ref is not None:
+            X = centre_on(prep.X_raw, np.zeros(prep.X_raw.shape[0]), self.centre_ref)[0]
+        return X[self.idx_public], X[self.idx_test]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -196,6 +233,9 @@ class Gdsc(Dataset):
     description = "GDSC v17 drug sensitivity: 955 cell lines, 64 cancer genes, 265 drugs (Honkela et al. 2018)"
     shared_split = True
     download_hint = DOWNLOAD_HINT
+    release_point = ("one drug: a row's epsilon covers the model of one drug's response fitted on the cell lines of "
+                     "the split; the {n} drugs of this run are {n} releases about the same cell lines, so a cell "
+                     "line's total loss is up to {n}·epsilon under basic composition (265·epsilon for all drugs)")
 
     class Params(Params):
         d: int = Field(10, ge=5, le=64, description="number of genes kept (first d in mutation-count order)")
@@ -207,6 +247,28 @@ class Gdsc(Dataset):
         missing: Literal["after_split", "before_split"] = Field(
             "after_split", description="drop lines without a response after taking the pool prefixes (thesis "
                                        "3.8.2) or before (exact sizes)")
+        centre: Literal["all", "public"] = Field(
+            "all", description="centre genes and responses over all lines (the paper; public by assumption) or over "
+                               "the repeat's test + public pools only (no private line read)")
+
+    def preprocessing(self) -> Preprocessing:
+        """Centring (module docstring): ``all`` is public by assumption, ``public`` reads no private line."""
+        if self.params.centre == "public":
+            return Preprocessing(
+                "gdsc centre: public (means from the test and public pools only)",
+                "each gene is centred at its mean over the repeat's test and public pools (no private line), each "
+                "line's d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred at its mean over the "
+                "tested lines of those pools: no quantity computed from private lines enters the rows. The data std "
+                "in meta (sigma_x, sigma_y; private lines included) is used only by sigma: data, reported not DP.")
+        return Preprocessing(
+            "gdsc centre: all (paper) — genes and responses centred over all lines incl. private: public by "
+            "assumption",
+            "Methods 4.4: each gene centred over all retained cell lines (private, public and test), each line's "
+            "d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred over all lines tested with it. "
+            "Treated as public by assumption (the paper's protocol): population-level constants of the panel that "
+            "shift locations only (never a noise or clipping scale); a private line moves a gene mean by 1/N of its "
+            "deviation, so guarantees are relative to the preprocessed rows. Use centre: public to read no private "
+            "line. The data std in meta (sigma_x, sigma_y) is used only by sigma: data, reported not DP.")
 
     def _paths(self) -> tuple[Path, Path]:
         return data_path(EXPR_FILE, DOWNLOAD_HINT, self.data_dir), data_path(IC50_FILE, DOWNLOAD_HINT, self.data_dir)
@@ -252,6 +314,12 @@ class Gdsc(Dataset):
             raise UserError(f"gdsc: sizes.n_private must be <= {len(pools[2])} (lines left after the test and "
                             f"public pools), got {n_priv}")
         has = prep.has[:, j]
+        X, y = prep.X, prep.Y[:, j]
+        sx, sy = float(prep.sigma_x[j]), float(prep.sigma_y[j])
+        ref = None
+        if p.centre == "public":   # the means come from the non-private pools of this repeat (all drugs alike)
+            ref = np.concatenate([pools[0], pools[1]])
+            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref)
         take = []
         for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
             if p.missing == "after_split":
@@ -260,17 +328,16 @@ class Gdsc(Dataset):
             else:
                 take.append(pool[has[pool]][:n])
         it, iu, iv = take
-        X, y = prep.X, prep.Y[:, j]
         e, i = self._paths()
         meta = {
             "drug": subset,
-            "sigma_x": float(prep.sigma_x[j]),
-            "sigma_y": float(prep.sigma_y[j]),
+            "sigma_x": sx,
+            "sigma_y": sy,
             "sigma_source": "std over the drug's preprocessed cell lines, no budget spent (as the paper; not DP)",
-            "y_sd": float(prep.sigma_y[j]),
+            "y_sd": sy,
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": GdscView(e, i, p.evidence, iu, it),
+            "view": GdscView(e, i, p.evidence, iu, it, ref),
         }
         return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
 

@@ -20,7 +20,8 @@ from dpexp import cache
 from dpexp.components import Dataset, Params
 from dpexp.datasets.base import data_path
 from dpexp.errors import UserError
-from dpexp.families.gdsc.datasets.synthetic import preprocess
+from dpexp.components import NOTHING_SHARED, Preprocessing
+from dpexp.families.gdsc.datasets.synthetic import POOL_CENTRING, preprocess
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
@@ -34,6 +35,7 @@ class StagedSynthetic(Dataset):
     name = "rplr_synth_file"
     description = "authors' staged Eq. (10) synthetic data, 1000 x 10 (robust-private-lr/python/synthdata)"
     download_hint = None
+    release_point = "one split of the fixed file per repeat: a row's epsilon covers the model fitted on its private rows"
 
     class Params(Params):
         preprocess: bool = Field(True, description="centre, unit-norm rows, centre y (Methods 4.4)")
@@ -53,6 +55,10 @@ class StagedSynthetic(Dataset):
         if X.shape[0] != y.shape[0]:
             raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
         return preprocess(X, y) if self.params.preprocess else (X, y)
+
+    def preprocessing(self) -> Preprocessing:
+        """Centring over all 1000 rows (``preprocess: true``): public by assumption, as ``honkela_synthetic``."""
+        return POOL_CENTRING if self.params.preprocess else NOTHING_SHARED
 
     def check(self) -> None:
         self._load()

@@ -32,6 +32,7 @@ from dpexp.errors import UserError
 from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import inputs
 from dpexp.privacy.accounting import zcdp_to_approx_dp
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -110,6 +111,7 @@ class _DPGD(Algorithm):
         raise NotImplementedError
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         p = self.params
         P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, rng), (p.p25_init, p.p75_init), trials)

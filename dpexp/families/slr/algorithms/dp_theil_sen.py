@@ -30,6 +30,7 @@ from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import KType, RangeParams, inputs
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -83,6 +84,7 @@ class _DPTheilSen(Algorithm):
                 yield col, pair_estimates(x, y, a, b, float(x0)), False, c
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, eps = inputs(split, self.name, epsilon)
         eps_pt = eps / xs.size
         pred = np.empty((trials, xs.size))

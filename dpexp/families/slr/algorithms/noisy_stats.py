@@ -20,6 +20,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import inputs
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -73,6 +74,7 @@ class NoisyStats(_NoisyStatistic):
     description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         if x.size < 2:
             return Output(predictions=np.full((trials, xs.size), np.nan))
@@ -89,6 +91,7 @@ class NoisyIntercept(_NoisyStatistic):
     description = "NoisyIntercept (Sec. 2.4): Laplace-noised mean of y, eps-DP"
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n = y.size
         if n == 0:

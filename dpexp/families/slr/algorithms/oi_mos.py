@@ -21,6 +21,7 @@ import numpy as np
 from dpexp import cache
 from dpexp.components import Algorithm
 from dpexp.families.slr.checks import inputs
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -93,6 +94,7 @@ class OIMaxObservedSensitivity(Algorithm):
                               lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n, xm, ym, vx, cxy = _stats(x, y)
         if n < 2 or not vx > 0:

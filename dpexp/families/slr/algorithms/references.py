@@ -16,6 +16,7 @@ from pydantic import Field
 from dpexp.components import Params, Reference
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
+from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -41,6 +42,7 @@ class _Deterministic(Reference):
         raise NotImplementedError
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, _ = inputs(split, self.name)
         return Output(predictions=np.tile(self.predict(x, y, xs), (trials, 1)))
 
@@ -87,6 +89,7 @@ class TheilSenKMatch(Reference):
     Params = KMatchParams
 
     def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
+        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
         x, y, xs, _ = inputs(split, self.name)
         n = x.size
         if n < 2:

@@ -41,6 +41,12 @@ In every cell/tract the regression is child income rank (y) on parent income ran
     Subsets are the released tracts ``t0000`` … (or the table's ``tract`` ids); all tracts of the state form one
     group for ``oi_mos``.
 
+Privacy of the preprocessing (``preprocessing()``, on every row): x and y are percentile ranks, computed over all
+people (the national OI ranks of the microdata; the state's people for ``simulated``), and the A.2 release rule
+decides from every tract's rows which tracts are released.  Both are the OI protocol and are treated as **public
+by assumption** (the rank transformation and the release rule are taken as given, as Alabi et al. do); formally
+they read every row.  Release point: one cell/tract; cells are disjoint (parallel composition).
+
 ``meta["group_data"]`` is one list of ``(x, y)`` 1-D array pairs, one per subset of the group, built once per load
 and shared by every split (``oi_mos`` maximises its local-sensitivity bound over it; not formally DP).
 """
@@ -56,7 +62,7 @@ import pandas as pd
 from pydantic import Field
 
 from dpexp import cache
-from dpexp.components import Dataset, Params
+from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path, download
 from dpexp.errors import UserError
 from dpexp.families.slr.datasets.uci import slr_split
@@ -192,7 +198,19 @@ class Opportunity(Dataset):
     name = "opportunity"
     description = "Opportunity Insights ranks: OI microdata cells or simulated IL/NC tracts (Alabi et al. Fig 6, 13-15)"
     download_hint = "dpexp data download opportunity"
+    release_point = ("one cell/tract: a row's epsilon covers both predictions (p25, p75) of one tract; the {n} "
+                     "tracts are disjoint groups of people, so by parallel composition it is also each person's loss")
     Params = _OIParams
+
+    def preprocessing(self) -> Preprocessing:
+        return Preprocessing(
+            "percentile ranks and the OI release rule read all people incl. private: public by assumption",
+            "x and y are percentile ranks computed over all people (the national OI ranks of the microdata; the "
+            "simulated state's people for source: simulated) and the OI release rule (>= min_count people, >= "
+            "min_frac above and below the state median parent rank) selects the released tracts from every "
+            "tract's rows. Both are the Opportunity Insights protocol and are treated as public by assumption (as "
+            "Alabi et al. 2020); formally they read every row, so guarantees are relative to the ranked, released "
+            "tracts. oi_mos additionally reads every tract for its noise scale and is reported not DP.")
 
     def _data(self) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], dict]:
         micro = None

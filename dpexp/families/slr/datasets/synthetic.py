@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from dpexp.components import Dataset, Params
+from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.errors import UserError
 from dpexp.families.slr.datasets.uci import slr_split
 from dpexp.registry import register_dataset
@@ -53,6 +53,12 @@ class SLRSynthetic(Dataset):
     name = "synthetic"
     description = "simple-LR synthetic: x~N(0.5,sx2), y=0.5x+0.2+N(0,se2) clipped to [0,1]^2 (Alabi et al. Figs 10,11,16,18)"
     Params = _SynParams
+    release_point = ("one fresh data set per repeat: a row's epsilon covers all predictions at x_new of one run on "
+                     "it")
+
+    def preprocessing(self) -> Preprocessing:
+        return Preprocessing("", "nothing is computed across rows: each (x, y) is drawn independently and clipped "
+                                 "to [0, 1]^2 on its own")
 
     @property
     def points(self) -> tuple[float, ...]:

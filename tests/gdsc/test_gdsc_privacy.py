@@ -1,0 +1,129 @@
+"""The GDSC family's privacy claims as the code derives them: rplr's D/D′ example of issue 10 (sigma: data is not
+DP; the default sigma: dp is), the guarantees of every GDSC algorithm, and the GDSC preprocessing statements
+(centre: all is public by assumption, centre: public reads no private line).  Fixtures: tests/gdsc/fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpexp.families.gdsc.algorithms.baselines import PublicOnlyLR, RobustLR
+from dpexp.families.gdsc.algorithms.functional_mechanism import FunctionalMechanismLR
+from dpexp.families.gdsc.algorithms.output_perturbation import OutputPerturbationLR
+from dpexp.families.gdsc.algorithms.plr import PrivateLR
+from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, RobustPrivateLR
+from dpexp.families.gdsc.datasets.gdsc import Gdsc
+from dpexp.privacy.ledger import as_ledger
+from dpexp.types import Sizes, Split
+
+FIX = Path(__file__).parent / "fixtures"
+EXPLICIT = dict(p1=0.35, p2=0.6, p3=0.05, omega_x=1.0, omega_y=1.0)
+
+
+def _paper_split(X: np.ndarray, y: np.ndarray) -> Split:
+    """A split whose meta σ is computed from its private rows, as the paper's sigma: data does (no public or test
+    rows besides one test point)."""
+    meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0}
+    return Split(X, y, np.empty((0, 1)), np.empty(0), np.ones((1, 1)), np.zeros(1), meta)
+
+
+D = _paper_split(np.r_[np.zeros((19, 1)), [[1.0]]], np.r_[np.zeros(19), 1.0])     # 19 zero rows + (1, 1)
+D_PRIME = _paper_split(np.zeros((20, 1)), np.zeros(20))                             # 20 zero rows
+
+
+def test_issue_example_sigma_data_is_not_dp():
+    """sigma: data (the paper): σ = 0 on D′ gives B = 0, so the released statistics are exactly 0 with probability
+    1 on D′ and never on D — unbounded privacy loss; the code says so: guarantee none with the reason."""
+    alg = RobustPrivateLR(sigma="data", **EXPLICIT)
+    for seed in range(20):
+        XX, Xy, yy, _, _ = alg._release(D_PRIME, 1.0, as_ledger(np.random.default_rng(seed)), 50)
+        assert not XX.any() and not Xy.any() and not yy.any()          # exactly 0, every trial
+        XX, Xy, yy, _, _ = alg._release(D, 1.0, as_ledger(np.random.default_rng(seed)), 50)
+        assert np.all(XX != 0) and np.all(Xy != 0) and np.all(yy != 0)   # never 0 on D
+    for split in (D, D_PRIME):
+        g = alg.run(split, 1.0, 0.0, np.random.default_rng(0), trials=3).guarantee
+        assert g.kind == "none" and g.reason == SIGMA_DATA_REASON
+        assert "clipping σ from private rows" in g.note and np.isnan(g.epsilon)
+
+
+def test_issue_example_default_is_pure_dp_and_not_degenerate():
+    """The default (sigma: dp) releases σ̂ with Laplace noise first: on D′ the statistics are noisy (not 0), the
+    distribution of the release has full support on both datasets, and the run is ε-DP end to end."""
+    alg = RobustPrivateLR(**EXPLICIT)
+    assert alg.params.sigma == "dp"
+    XX, Xy, yy, ex, _ = alg._release(D_PRIME, 1.0, as_ledger(np.random.default_rng(1)), 200)
+    assert np.all(XX != 0) and np.all(Xy != 0) and np.all(yy != 0)
+    assert np.unique(XX[:, 0, 0]).size == 200                            # σ̂ and the noise vary per trial
+    for split in (D, D_PRIME):
+        out = alg.run(split, 1.0, 0.0, np.random.default_rng(0), trials=5)
+        assert (out.guarantee.kind, out.guarantee.epsilon, out.guarantee.delta) == ("pure", 1.0, 0.0)
+        assert out.guarantee.note == ""
+
+
+def test_every_gdsc_algorithm_reports_what_it_released():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = X @ rng.normal(size=3)
+    meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0}
+    split = Split(X[:40], y[:40], X[40:50], y[40:50], X[50:], y[50:], meta)
+    empty = Split(X[:0], y[:0], X[40:50], y[40:50], X[50:], y[50:], meta)
+    cases = [(RobustPrivateLR(**EXPLICIT), "pure", 2.0), (PrivateLR(), "pure", 2.0),
+             (OutputPerturbationLR(bound_y=3.0), "pure", 2.0), (FunctionalMechanismLR(bound_y=3.0), "pure", 2.0),
+             (PublicOnlyLR(), "pure", 0.0)]
+    for alg, kind, eps in cases:
+        g = alg.run(split, 2.0, 0.0, np.random.default_rng(1), trials=2).guarantee
+        assert (g.kind, g.epsilon) == (kind, eps), alg.name
+        # no private rows: nothing private is released, whatever the algorithm (0-DP)
+        g0 = alg.run(empty, 2.0, 0.0, np.random.default_rng(1), trials=2).guarantee
+        assert (g0.kind, g0.epsilon) == ("pure", 0.0), alg.name
+    g = RobustLR(**EXPLICIT).run(split, 2.0, 0.0, np.random.default_rng(1)).guarantee
+    assert g.kind == "none" and g.reason == "non-private baseline"
+
+
+def test_plr_spends_half_on_each_statistic():
+    ledger = as_ledger(np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(30, 2))
+    PrivateLR().run(Split(X, X[:, 0], X[:0], X[:0, 0], X[:3], X[:3, 0], {}), 1.5, 0.0, ledger, trials=4)
+    assert [(s.label, s.epsilon) for s in ledger.spends] == [("X'X", 0.75), ("X'y", 0.75)]
+    assert [s.sensitivity for s in ledger.spends] == [2 * 3 * 1.0, 2 * 2 * 1.0 * 5.0]   # d(d+1)B_x², 2dB_xB_y
+
+
+# ------------------------------------------------------------------------------------------------ preprocessing
+def test_gdsc_preprocessing_statements():
+    pre = Gdsc(data_dir=FIX, d=5).preprocessing()
+    assert not pre.leaks and "public by assumption" in pre.note and "centre: all" in pre.note
+    pub = Gdsc(data_dir=FIX, d=5, centre="public").preprocessing()
+    assert not pub.leaks and "no private line" in pub.detail
+    g = PrivateLR().run(D, 1.0, 0.0, np.random.default_rng(0)).guarantee
+    assert pre.apply(g).kind == "pure" and pre.note in pre.apply(g).note
+
+
+def test_gdsc_centre_public_reads_no_private_line():
+    """centre: public: the rows depend on the non-private lines' raw values only — changing every other line moves
+    no public or test row (nor the response centre); the paper's centre: all moves them (public by assumption)."""
+    from dpexp.families.gdsc.datasets.gdsc import centre_on, preprocess_expression
+
+    rng = np.random.default_rng(0)
+    X_raw, y_raw = rng.normal(5.0, 1.0, size=(40, 5)), rng.normal(size=40)
+    ref = np.arange(10)                                # the test + public pools
+    X_b, y_b = X_raw.copy(), y_raw.copy()
+    X_b[10:] += 3.0
+    y_b[10:] -= 2.0                                    # a different private population
+    a, b = centre_on(X_raw, y_raw, ref), centre_on(X_b, y_b, ref)
+    np.testing.assert_array_equal(a[0][ref], b[0][ref])
+    np.testing.assert_array_equal(a[1][ref], b[1][ref])
+    assert not np.allclose(preprocess_expression(X_raw, 5)[ref], preprocess_expression(X_b, 5)[ref])
+    # the dataset uses exactly these rows: its public and test rows are centre_on's over the repeat's pools
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, public_pool=4, centre="public")
+    drug = ds.subsets()[0]
+    sp = ds.split(drug, Sizes(-1, 4, 6, -1, 4, 6), np.random.default_rng(3))
+    prep = ds._prep()
+    perm = np.random.default_rng(3).permutation(prep.X.shape[0])
+    X, y, _, _ = centre_on(prep.X_raw, prep.Y_raw[:, prep.drug_index[drug]], perm[:10])
+    idx = perm[6:10][prep.has[perm[6:10], prep.drug_index[drug]]]
+    np.testing.assert_array_equal(sp.X_public, X[idx])
+    np.testing.assert_array_equal(sp.y_public, y[idx])
