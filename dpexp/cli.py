@@ -159,8 +159,10 @@ def list_(kind: str | None, name: str | None) -> None:
             desc = getattr(obj, "description", "") or _first_paragraph(obj.__doc__)
             tags = []
             if k == "algorithms":
+                from dpexp.privacy.guarantee_text import parse
+
                 text = getattr(obj, "guarantee_text", "")
-                tags.append(text.split("; ")[0] if text else "guarantee not stated")
+                tags.append(parse(text)[0].text if text else "guarantee not stated")
             click.echo(f"  {nm:24s} {desc}" + (f" [{'; '.join(tags)}]" if tags else ""))
 
 

@@ -1,7 +1,7 @@
 """The grammar of ``Algorithm.guarantee_text``: an algorithm's guarantee as a function of its parameters, in words
 that ``dpexp list algorithms NAME`` prints and a test checks against the code (so the text cannot drift).
 
-Grammar (clauses separated by ``"; "``)::
+Grammar (clauses separated by ``"; "`` outside parentheses)::
 
     <kind phrase>[, <relation>][ (<free text>)]            the guarantee with the default parameters
     <param>: <value> → <kind phrase>[ (<free text>)]        the guarantee when <param> is set to <value>
@@ -43,7 +43,15 @@ def parse(text: str) -> list[GuaranteeClause]:
 
     if not text.strip():
         raise ValueError("empty guarantee_text")
-    parts = [p.strip() for p in text.split("; ") if p.strip()]
+    parts, depth, cur = [], 0, ""
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0 and text[i + 1:i + 2] == " ":
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts = [p.strip() for p in parts + [cur] if p.strip()]
     out = [GuaranteeClause(kind_of(parts[0]), {}, parts[0])]
     for part in parts[1:]:
         if "→" not in part:

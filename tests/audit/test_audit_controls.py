@@ -71,7 +71,6 @@ def _ss_theil_sen_origin():
     return alg, dataclasses.replace(entry.design(alg), bases=("origin",))
 
 
-@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_dp_ss_theil_sen_degenerate_x_regression():
     """Regression (commit e73b8f2): dp_ss_theil_sen returned NaN whenever all x were equal, so the audit found
     ε̂_lb ≈ 9 at claimed ε = 1 on the 'origin' base.  The fixed release must PASS on exactly those pairs, and the

@@ -14,6 +14,8 @@ from dpexp.families.slr.algorithms.noisy_stats import NoisyIntercept, NoisyStats
 from dpexp.families.slr.algorithms.oi_mos import OIMaxObservedSensitivity, scaled_local_sensitivity
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, round_robin, sample_matchings
 from dpexp.privacy.accounting import approx_dp_to_zcdp
+from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.noise import SeededNoise
 from dpexp.registry import get
 from dpexp.types import Split
 
@@ -33,8 +35,12 @@ def make_split(n: int = 40, seed: int = 0, x=None, y=None, meta=None) -> Split:
                  np.array([[0.25], [0.75]]), np.full(2, np.nan), meta or {})
 
 
-class OnesRNG:
-    """Stand-in generator whose standard draws are all ones: exposes the scale an algorithm multiplies in."""
+class OnesRNG(SeededNoise):
+    """Stand-in noise source whose Laplace/normal draws are loc + scale (standard draws all ones): exposes the scale
+    a mechanism draws with."""
+
+    def __init__(self) -> None:
+        super().__init__(np.random.default_rng(0))
 
     def laplace(self, loc=0.0, scale=1.0, size=None):
         return np.full(size, loc + scale, dtype=float)
@@ -121,7 +127,6 @@ def test_all_pair_estimates_drops_vertical_pairs():
 
 # ----------------------------------------------------------------------------------------------------- NoisyStats
 
-@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_noisy_stats_draws_the_stated_scales():
     split = make_split(n=25, seed=4)
     x, y = split.X_private[:, 0], split.y_private
@@ -135,7 +140,6 @@ def test_noisy_stats_draws_the_stated_scales():
     np.testing.assert_allclose(pred, np.tile([alpha * 0.25 + beta, alpha * 0.75 + beta], (3, 1)), rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_noisy_intercept_scale():
     split = make_split(n=25, seed=4)
     pred = NoisyIntercept().run(split, 0.5, 0.0, OnesRNG(), trials=2).predictions
@@ -212,12 +216,12 @@ def test_dpgd_noise_scales():
     rng = np.random.default_rng(0)
     eps, T, tau = 2.0, 80, 1.0
     m = 200_000  # relative sd of the sample sd: Laplace ~0.0025, Gaussian ~0.0016; tolerance 2% (>= 8 sd)
-    lap = DPGDPure().noise_fn(eps, 0.0, rng)((m // 2, 2))
+    lap = DPGDPure().noise_fn(eps, 0.0, as_ledger(rng))((m // 2, 2))
     assert np.std(lap) == pytest.approx(math.sqrt(2) * 4 * tau * T / eps, rel=0.02)
-    g = DPGDzCDP().noise_fn(eps, 0.0, rng)((m // 2, 2))
+    g = DPGDzCDP().noise_fn(eps, 0.0, as_ledger(rng))((m // 2, 2))
     assert np.std(g) == pytest.approx(2 * tau / math.sqrt((eps ** 2 / 2) / T), rel=0.02)
     rho = rho_for_approx(eps, 2.0 ** -30)
-    g = DPGDApprox().noise_fn(eps, 0.0, rng)((m // 2, 2))
+    g = DPGDApprox().noise_fn(eps, 0.0, as_ledger(rng))((m // 2, 2))
     assert np.std(g) == pytest.approx(2 * tau / math.sqrt(rho / T), rel=0.02)
 
 
@@ -228,10 +232,16 @@ def test_dpgd_approx_conversion():
         assert approx_eps_of_rho(rho, d) <= eps * (1 + 1e-9)
         assert approx_eps_of_rho(rho * 1.001, d) > eps
         assert rho >= approx_dp_to_zcdp(eps, d) * (1 - 1e-9)  # at least as good as Prop. 1.3
-    a = DPGDApprox()
-    assert a.privacy_spent(1.0, 0.0)["delta"] == 2.0 ** -30
-    assert a.privacy_spent(1.0, 1e-5)["delta"] == 1e-5
-    assert DPGDzCDP().privacy_spent(2.0, 0.0)["rho"] == 2.0
+    # what the runs spend, derived by the ledger from the T Gaussian steps
+    split = make_split(n=20, seed=1)
+    g = DPGDApprox().run(split, 1.0, 0.0, np.random.default_rng(0), trials=2).guarantee
+    assert g.kind == "approx" and g.delta == 2.0 ** -30 and g.epsilon <= 1.0 * (1 + 1e-9)
+    assert g.epsilon == pytest.approx(1.0, rel=1e-9) and g.rho == pytest.approx(rho_for_approx(1.0, 2.0 ** -30))
+    assert DPGDApprox().run(split, 1.0, 1e-5, np.random.default_rng(0)).guarantee.delta == 1e-5
+    g = DPGDzCDP().run(split, 2.0, 0.0, np.random.default_rng(0)).guarantee
+    assert (g.kind, g.rho) == ("zcdp", pytest.approx(2.0))
+    g = DPGDPure().run(split, 2.0, 0.0, np.random.default_rng(0)).guarantee
+    assert (g.kind, g.epsilon) == ("pure", 2.0)   # 80 steps at ε/80, composed (tidied) to ε
 
 
 def test_dpgd_converges_to_ols_without_noise():
@@ -257,7 +267,6 @@ def _brute_ls(x, y, x0):
     return worst
 
 
-@pytest.mark.xfail(strict=True, reason="slr family converted to the ledger in the next commit")
 def test_oi_mos_sensitivity_and_noise_scale(monkeypatch):
     r = np.random.default_rng(9)
     tracts = [(r.random(n), r.random(n)) for n in (12, 20, 35)]

@@ -239,3 +239,25 @@ def test_dp_ss_theil_sen_all_x_equal_releases_noisy_padding():
     _, s = ss_params(eps / 2, 3.0, 0.5)  # eps/2 per release point
     noise = (out.predictions[:, 0] + 0.5) / (2.0 / s)
     assert stats.kstest(noise, stats.t(3).cdf).pvalue > 1e-3
+
+
+def test_theil_sen_ledger_records_eps_per_prediction():
+    """Each prediction's median is recorded with the exponential mechanism's ε = 2·(ε_med/2)·k = ε/n_test (one
+    changed datapoint changes k estimates) or the Student-t map at ε/n_test; the run totals ε, all pairs or k
+    matchings, vectorised or per trial (dp_ss_theil_sen with matchings records trial by trial)."""
+    from dpexp.families.slr.algorithms.dp_theil_sen import DPExpTheilSen, DPSSTheilSen, DPWideTheilSen
+    from dpexp.privacy.ledger import as_ledger
+    from dpexp.types import Split
+
+    rng = np.random.default_rng(0)
+    x, y = rng.random(15), rng.random(15)
+    split = Split(x[:, None], y, np.empty((0, 1)), np.empty(0), np.array([[0.25], [0.75]]), np.full(2, np.nan), {})
+    for cls in (DPExpTheilSen, DPWideTheilSen, DPSSTheilSen):
+        for k in ("all", 3):
+            ledger = as_ledger(np.random.default_rng(1))
+            out = cls(k=k).run(split, 1.2, 0.0, ledger, trials=4)
+            assert (out.guarantee.kind, out.guarantee.epsilon) == ("pure", pytest.approx(1.2)), (cls.name, k)
+            per_trial = cls is DPSSTheilSen and k == 3
+            assert {s.trial is not None for s in ledger.spends} == {per_trial}
+            eps = [s.epsilon for s in ledger.spends if s.trial in (None, 0)]
+            assert eps == pytest.approx([0.6, 0.6]), (cls.name, k, eps)

@@ -40,7 +40,12 @@ Smooth-sensitivity median with Student's t noise (Sec. 2.2.3, Lemma 7, Algorithm
     d = 3 give Algorithm 5's t = eps / (2(d+1)), s = eps sqrt(d) / (d+1).  Here eps is the budget of one median
     and k enters only through S (no division of eps by k).
 
-All randomness comes from the ``numpy.random.Generator`` passed in.
+Randomness and accounting: every sampler takes ``source`` — a ``PrivacyLedger`` (draws from ``ledger.noise`` and
+records the release's spend: ``exponential_spend(eps/2, k)`` once per ``exp_median``/``exp_median_rows`` call, with
+utility sensitivity k — one changed datapoint changes k estimates, so the recorded ε is eps·k, the budget of one
+prediction; ``smooth_sensitivity_t``'s spend for ``ss_median``) or a numpy Generator / noise source (draws only, for
+tests).  The internal steps of the exponential mechanism (two-level Gumbel-max, uniform point inside the interval)
+are not separate releases: they draw from the same source and the one spend covers them.
 """
 
 from __future__ import annotations
@@ -49,7 +54,15 @@ import math
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import gumbel_argmax
+from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.privacy.mechanisms import exponential_spend, gumbel_argmax, smooth_sensitivity_t
+from dpexp.privacy.noise import as_noise
+
+
+def _record_exponential(source, eps: float, k: int, label: str) -> None:
+    """Record one exponential-mechanism median (coefficient eps/2 on a utility of sensitivity k per datapoint)."""
+    if isinstance(source, PrivacyLedger):
+        source.record(exponential_spend(0.5 * eps, float(k), label=label))
 
 #: below this many (size x intervals) entries a single-level Gumbel-max is used
 _SMALL = 1 << 18
@@ -199,11 +212,13 @@ def sample_intervals_structured(zs: np.ndarray, r_l: float, r_u: float, c: float
     return out
 
 
-def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random.Generator, size: int = 1,
-               theta: float = 0.0, presorted: bool = False, overwrite: bool = False) -> np.ndarray:
+def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng, size: int = 1,
+               theta: float = 0.0, presorted: bool = False, overwrite: bool = False, k: int = 1) -> np.ndarray:
     """``size`` independent draws of the (θ-widened) exponential-mechanism median of the 1-D array ``z``.
 
-    Neighbouring relation: z, z' differing in one entry (change, insertion or deletion); eps-DP for that relation.
+    Neighbouring relation: z, z' differing in one entry (change, insertion or deletion); eps-DP for that relation,
+    eps·k-DP for datasets whose neighbours differ in ``k`` entries (k-Lipschitz T, Lemma 2) — what ``rng`` records
+    when it is a ``PrivacyLedger`` (module docstring).
     ``overwrite=True`` lets the function clip/sort/widen ``z`` in place (saves memory for ~10^8 entries).
     Non-finite entries must have been removed by the caller.  Sorting once, then O(N) for the block weights and
     O(sqrt(N)) per draw.
@@ -221,16 +236,18 @@ def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random
         i = sample_intervals(lw, rng, size)
     else:
         i = sample_intervals_structured(zs, r_l, r_u, 0.5 * eps, rng, size)
+    _record_exponential(rng, eps, k, "exp median")
     if N == 0:
-        return r_l + rng.random(size) * (r_u - r_l)
+        return r_l + as_noise(rng).random(size) * (r_u - r_l)
     left = np.where(i == 0, r_l, zs[np.clip(i - 1, 0, N - 1)])
     right = np.where(i == N, r_u, zs[np.clip(i, 0, N - 1)])
-    return left + rng.random(size) * (right - left)
+    return left + as_noise(rng).random(size) * (right - left)
 
 
-def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.random.Generator,
-                    theta: float = 0.0) -> np.ndarray:
-    """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs)."""
+def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng,
+                    theta: float = 0.0, k: int = 1) -> np.ndarray:
+    """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs).  Each row is one
+    trial's release: recorded once, as ``exp_median`` (eps·k per datapoint)."""
     T, P = Z.shape
     valid = np.isfinite(Z)
     Nt = valid.sum(axis=1)
@@ -248,10 +265,11 @@ def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng: np.r
         lw = np.log(L)
     i = np.arange(P + 1)[None, :]
     lw -= (0.5 * eps) * _dist(i, Nt[:, None])
-    k = gumbel_argmax(lw, rng)
+    j = gumbel_argmax(lw, rng)
+    _record_exponential(rng, eps, k, "exp median")
     rows = np.arange(T)
-    left, right = b[rows, k], b[rows, k + 1]
-    return left + rng.random(T) * (right - left)
+    left, right = b[rows, j], b[rows, j + 1]
+    return left + as_noise(rng).random(T) * (right - left)
 
 
 def median_index(N: int) -> int:
@@ -295,7 +313,7 @@ def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
     return t, s
 
 
-def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng: np.random.Generator,
+def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng,
               size: int = 1, d: float = 3.0, beta: float = 0.5) -> np.ndarray:
     """``size`` draws of med(z) + (S / s) T_d for sorted finite ``zs`` (Algorithm 5).
 
@@ -309,4 +327,4 @@ def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng: n
     S = smooth_sensitivity(zs, k, t, r_l, r_u)
     m = median_index(N)
     med = r_l if m == 0 else float(np.clip(zs[m - 1], r_l, r_u))
-    return med + (S / s) * rng.standard_t(d, size=size)
+    return smooth_sensitivity_t(med, S, t, s, d, rng, size=size, label="smooth-sensitivity median")

@@ -31,8 +31,10 @@ from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import inputs
-from dpexp.privacy.accounting import zcdp_to_approx_dp
-from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.accounting import approx_dp_to_zcdp_best, zcdp_to_approx_dp_best
+from dpexp.privacy.guarantee import Guarantee
+from dpexp.privacy.ledger import PrivacyLedger, as_ledger
+from dpexp.privacy.mechanisms import gaussian_zcdp, laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -77,28 +79,15 @@ def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise,
 
 
 def approx_eps_of_rho(rho: float, delta: float) -> float:
-    """ε such that ρ-zCDP implies (ε, δ)-DP: min of Bun & Steinke 2016 Prop. 1.3 and Lemma 3.6 (Appendix F)."""
-    eps = zcdp_to_approx_dp(rho, delta)
-    arg = math.sqrt(math.pi * rho) / delta
-    if arg > 1:
-        eps = min(eps, rho + math.sqrt(4.0 * rho * math.log(arg)))
-    return eps
+    """ε such that ρ-zCDP implies (ε, δ)-DP: min of Bun & Steinke 2016 Prop. 1.3 and Lemma 3.6 (Appendix F);
+    ``dpexp.privacy.accounting.zcdp_to_approx_dp_best``."""
+    return zcdp_to_approx_dp_best(rho, delta)
 
 
 def rho_for_approx(epsilon: float, delta: float) -> float:
-    """Largest ρ with approx_eps_of_rho(ρ, δ) <= ε (monotone; bisection to relative 1e-12)."""
-    lo, hi = 0.0, max(epsilon, 1.0)
-    while approx_eps_of_rho(hi, delta) <= epsilon:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if approx_eps_of_rho(mid, delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return lo
+    """Largest ρ with approx_eps_of_rho(ρ, δ) <= ε (bisection to relative 1e-12);
+    ``dpexp.privacy.accounting.approx_dp_to_zcdp_best``."""
+    return approx_dp_to_zcdp_best(epsilon, delta)
 
 
 class _DPGD(Algorithm):
@@ -107,16 +96,22 @@ class _DPGD(Algorithm):
     neighbouring = "replace-one"
     Params = GDParams
 
-    def noise_fn(self, epsilon: float, delta: float, rng: np.random.Generator):
+    def noise_fn(self, epsilon: float, delta: float, ledger: PrivacyLedger):
+        """``shape -> noisy zeros`` of one step: a mechanism of ``dpexp.privacy.mechanisms`` recorded in ``ledger``
+        (T steps, T spends, composed by the ledger)."""
         raise NotImplementedError
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def guarantee(self, ledger: PrivacyLedger, delta: float) -> Guarantee:
+        return ledger.guarantee()
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         p = self.params
-        P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, rng), (p.p25_init, p.p75_init), trials)
+        P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, ledger), (p.p25_init, p.p75_init),
+                                trials)
         pred = P[:, :1] + (xs[None, :] - 0.25) * 2.0 * (P[:, 1:] - P[:, :1])
-        return Output(predictions=pred)
+        return Output(predictions=pred, guarantee=self.guarantee(ledger, delta))
 
 
 @register_algorithm
@@ -127,16 +122,15 @@ class DPGDPure(_DPGD):
     name = "dpgd_pure"
     family = "slr"
     description = "DP gradient descent with Laplace noise (Alg. 6), eps-DP"
+    guarantee_text = "pure ε-DP, replace-one (T Laplace steps at ε/T, basic composition)"
 
     def laplace_scale(self, epsilon: float) -> float:
         return 4.0 * self.params.tau / (epsilon / self.params.T)
 
-    def noise_fn(self, epsilon, delta, rng):
-        b = self.laplace_scale(epsilon)
-        return lambda shape: rng.laplace(0.0, 1.0, shape) * b
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": 0.0}
+    def noise_fn(self, epsilon, delta, ledger):
+        b, eps_t, sens = self.laplace_scale(epsilon), epsilon / self.params.T, 4.0 * self.params.tau
+        return lambda shape: laplace(np.zeros(shape[1:]), sens, eps_t, ledger, size=shape[0], scale=b,
+                                     label="gradient step")
 
 
 @register_algorithm
@@ -147,21 +141,22 @@ class DPGDzCDP(_DPGD):
     name = "dpgd_zcdp"
     family = "slr"
     description = "DP gradient descent with Gaussian noise (Alg. 7), (eps^2/2)-zCDP"
+    guarantee_text = "ρ-zCDP with ρ = ε²/2, replace-one (T Gaussian steps at ρ/T)"
 
     def rho(self, epsilon: float) -> float:
         return 0.5 * epsilon * epsilon
 
+    def rho_total(self, epsilon: float, delta: float) -> float:
+        return self.rho(epsilon)
+
     def sigma(self, epsilon: float, delta: float) -> float:
-        return 2.0 * self.params.tau / math.sqrt(self.rho(epsilon) / self.params.T)
+        return 2.0 * self.params.tau / math.sqrt(self.rho_total(epsilon, delta) / self.params.T)
 
-    def noise_fn(self, epsilon, delta, rng):
-        s = self.sigma(epsilon, delta)
-        return lambda shape: rng.normal(0.0, 1.0, shape) * s
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        rho = self.rho(epsilon)
-        d = 2.0 ** -30
-        return {"epsilon": approx_eps_of_rho(rho, d), "delta": d, "rho": rho}
+    def noise_fn(self, epsilon, delta, ledger):
+        s, T = self.sigma(epsilon, delta), self.params.T
+        rho_t, sens = self.rho_total(epsilon, delta) / T, 2.0 * math.sqrt(2.0) * self.params.tau
+        return lambda shape: gaussian_zcdp(np.zeros(shape[1:]), sens, rho_t, ledger, size=shape[0], sigma=s,
+                                           label="gradient step")
 
 
 @register_algorithm
@@ -172,6 +167,7 @@ class DPGDApprox(DPGDzCDP):
     name = "dpgd_approx"
     family = "slr"
     description = "DP gradient descent with Gaussian noise (Alg. 7), (eps, delta)-DP via zCDP, delta=2^-30"
+    guarantee_text = "(ε, δ)-DP via ρ-zCDP, replace-one (δ = 2⁻³⁰ when the cell's δ is 0)"
     Params = GDApproxParams
 
     def used_delta(self, delta: float) -> float:
@@ -183,8 +179,9 @@ class DPGDApprox(DPGDzCDP):
     def rho_for(self, epsilon: float, delta: float) -> float:
         return rho_for_approx(epsilon, self.used_delta(delta))
 
-    def sigma(self, epsilon: float, delta: float) -> float:
-        return 2.0 * self.params.tau / math.sqrt(self.rho_for(epsilon, delta) / self.params.T)
+    def rho_total(self, epsilon: float, delta: float) -> float:
+        return self.rho_for(epsilon, delta)
 
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": self.used_delta(delta), "rho": self.rho_for(epsilon, delta)}
+    def guarantee(self, ledger: PrivacyLedger, delta: float) -> Guarantee:
+        """The T zCDP steps' total ρ converted to (ε, δ) at the δ used (Appendix F Lemma 2 / Prop. 1.3)."""
+        return ledger.guarantee(approx_delta=self.used_delta(delta))

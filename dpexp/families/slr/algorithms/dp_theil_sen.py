@@ -30,7 +30,7 @@ from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import KType, RangeParams, inputs
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
-from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -61,18 +61,20 @@ def resolve_k(k: int | str, n: int) -> tuple[bool, int]:
 class _DPTheilSen(Algorithm):
     audit = AuditPlan(design=unit_square)
     neighbouring = "replace-one"
+    guarantee_text = "pure ε-DP, replace-one (n public; ε/n_test per prediction, k inside the median's budget)"
     Params = TSParams
 
-    def _median_all(self, z: np.ndarray, eps_pt: float, c: int, rng: np.random.Generator,
+    def _median_all(self, z: np.ndarray, eps_pt: float, c: int, ledger: PrivacyLedger,
                     trials: int) -> np.ndarray:
         raise NotImplementedError
 
-    def _median_rows(self, Z: np.ndarray, eps_pt: float, c: int, rng: np.random.Generator) -> np.ndarray:
+    def _median_rows(self, Z: np.ndarray, eps_pt: float, c: int, ledger: PrivacyLedger) -> np.ndarray:
         raise NotImplementedError
 
     def estimates(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray, rng: np.random.Generator,
                   trials: int) -> Iterator[tuple[int, np.ndarray, bool, int]]:
-        """Yield (column, estimates, all_pairs, k) per x_new; estimates 1-D (all pairs) or (trials, P)."""
+        """Yield (column, estimates, all_pairs, k) per x_new; estimates 1-D (all pairs) or (trials, P).  ``rng``
+        draws the matchings (not privacy noise: DP holds for any matching): ``ledger.noise.generator``."""
         n = x.size
         all_pairs, c = resolve_k(self.params.k, n)
         if all_pairs:
@@ -83,21 +85,18 @@ class _DPTheilSen(Algorithm):
             for col, x0 in enumerate(xs):
                 yield col, pair_estimates(x, y, a, b, float(x0)), False, c
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon)
         eps_pt = eps / xs.size
         pred = np.empty((trials, xs.size))
-        for col, z, all_pairs, c in self.estimates(x, y, xs, rng, trials):
+        for col, z, all_pairs, c in self.estimates(x, y, xs, ledger.noise.generator, trials):
             if all_pairs:
-                pred[:, col] = self._median_all(z, eps_pt, c, rng, trials)
+                pred[:, col] = self._median_all(z, eps_pt, c, ledger, trials)
             else:
-                pred[:, col] = self._median_rows(z, eps_pt, c, rng)
+                pred[:, col] = self._median_rows(z, eps_pt, c, ledger)
             del z
-        return Output(predictions=pred)
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": 0.0}
+        return Output(predictions=pred, guarantee=ledger.guarantee())
 
 
 @register_algorithm
@@ -113,12 +112,13 @@ class DPExpTheilSen(_DPTheilSen):
         """θ of the median's utility (0: the plain exponential mechanism)."""
         return 0.0
 
-    def _median_all(self, z, eps_pt, c, rng, trials):
+    def _median_all(self, z, eps_pt, c, ledger, trials):
         p = self.params
-        return exp_median(z, eps_pt / c, p.r_l, p.r_u, rng, size=trials, theta=self.widening(), overwrite=True)
+        return exp_median(z, eps_pt / c, p.r_l, p.r_u, ledger, size=trials, theta=self.widening(), overwrite=True,
+                          k=c)
 
-    def _median_rows(self, Z, eps_pt, c, rng):
-        return exp_median_rows(Z, eps_pt / c, self.params.r_l, self.params.r_u, rng, theta=self.widening())
+    def _median_rows(self, Z, eps_pt, c, ledger):
+        return exp_median_rows(Z, eps_pt / c, self.params.r_l, self.params.r_u, ledger, theta=self.widening(), k=c)
 
 
 @register_algorithm
@@ -146,16 +146,17 @@ class DPSSTheilSen(_DPTheilSen):
     description = "DP Theil-Sen, smooth-sensitivity median with Student's t noise (Alg. 2+5), eps-DP"
     Params = SSParams
 
-    def _median_all(self, z, eps_pt, c, rng, trials):
+    def _median_all(self, z, eps_pt, c, ledger, trials):
         p = self.params
         z.sort()
-        return ss_median(z, eps_pt, c, p.r_l, p.r_u, rng, size=trials, d=p.d, beta=p.beta)
+        return ss_median(z, eps_pt, c, p.r_l, p.r_u, ledger, size=trials, d=p.d, beta=p.beta)
 
-    def _median_rows(self, Z, eps_pt, c, rng):
+    def _median_rows(self, Z, eps_pt, c, ledger):
         p = self.params
         out = np.empty(Z.shape[0])
-        for r in range(Z.shape[0]):
+        for r in range(Z.shape[0]):   # trial r's own estimates: its release is charged to trial r only
             zr = Z[r][np.isfinite(Z[r])]
             zr.sort()
-            out[r] = ss_median(zr, eps_pt, c, p.r_l, p.r_u, rng, size=1, d=p.d, beta=p.beta)[0]
+            with ledger.for_trial(r):
+                out[r] = ss_median(zr, eps_pt, c, p.r_l, p.r_u, ledger, size=1, d=p.d, beta=p.beta)[0]
         return out

@@ -21,6 +21,7 @@ from dpexp.components import Algorithm
 from dpexp.families.slr.audit import unit_square
 from dpexp.families.slr.checks import inputs
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -31,23 +32,27 @@ def noisy_stats_scales(n: int, epsilon: float) -> tuple[float, float]:
     return 3.0 * d / epsilon, 3.0 * d / epsilon
 
 
-def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: float, rng: np.random.Generator,
+def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: float, ledger,
                         trials: int) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised Algorithm 1 for ``trials`` runs: (predictions (trials, len(xs)), failed (trials,))."""
+    """Vectorised Algorithm 1 for ``trials`` runs: (predictions (trials, len(xs)), failed (trials,)).
+
+    Three Laplace mechanisms (``dpexp.privacy.mechanisms.laplace``, recorded in ``ledger``) at ε/3 each: ncov and
+    nvar (Δ = 1 − 1/n), then the intercept given α̃ (Δ3 = (1 + |α̃|)/n per trial).  Draw order and arithmetic as
+    the pre-ledger code (byte-identical results)."""
     n = x.size
     b1, b2 = noisy_stats_scales(n, epsilon)
     xm, ym = x.mean(), y.mean()
     nvar = float(np.sum((x - xm) ** 2))
     ncov = float(np.sum((x - xm) * (y - ym)))
-    L1 = rng.laplace(0.0, 1.0, trials) * b1
-    L2 = rng.laplace(0.0, 1.0, trials) * b2
-    L3 = rng.laplace(0.0, 1.0, trials)  # scaled below by 3Δ3/ε, Δ3 depends on α̃
-    den = nvar + L2
+    sens = 1.0 - 1.0 / n
+    ncov_t = laplace(ncov, sens, epsilon / 3.0, ledger, size=trials, scale=b1, label="ncov")
+    den = laplace(nvar, sens, epsilon / 3.0, ledger, size=trials, scale=b2, label="nvar")
     ok = den > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        alpha = np.where(ok, (ncov + L1) / np.where(ok, den, 1.0), np.nan)
-    d3 = (1.0 + np.abs(alpha)) / n
-    beta = (ym - alpha * xm) + L3 * (3.0 * d3 / epsilon)
+        alpha = np.where(ok, ncov_t / np.where(ok, den, 1.0), np.nan)
+    d3 = (1.0 + np.abs(alpha)) / n        # NaN for a failed trial (⊥: nothing more is released there)
+    beta = (ym - alpha * xm) + laplace(0.0, d3, epsilon / 3.0, ledger, size=trials, scale=3.0 * d3 / epsilon,
+                                       label="intercept")
     pred = alpha[:, None] * xs[None, :] + beta[:, None]
     pred[~ok] = np.nan
     return pred, ~ok
@@ -59,9 +64,7 @@ class _NoisyStatistic(Algorithm):
     family = "slr"
     neighbouring = "replace-one"
     audit = AuditPlan(design=unit_square)
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        return {"epsilon": float(epsilon), "delta": 0.0}
+    guarantee_text = "pure ε-DP, replace-one (n public, data in [0, 1]²; one run covers every x_new)"
 
 
 @register_algorithm
@@ -73,13 +76,15 @@ class NoisyStats(_NoisyStatistic):
     name = "noisy_stats"
     description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
-        if x.size < 2:
-            return Output(predictions=np.full((trials, xs.size), np.nan))
-        pred, failed = noisy_stats_predict(x, y, xs, eps, rng, trials)
-        return Output(predictions=pred, extras={"noisy_stats_failures": float(failed.sum())})
+        if x.size < 2:   # n is public: ⊥ without looking at the data
+            ledger.public_only()
+            return Output(predictions=np.full((trials, xs.size), np.nan), guarantee=ledger.guarantee())
+        pred, failed = noisy_stats_predict(x, y, xs, eps, ledger, trials)
+        return Output(predictions=pred, extras={"noisy_stats_failures": float(failed.sum())},
+                      guarantee=ledger.guarantee())
 
 
 @register_algorithm
@@ -90,11 +95,12 @@ class NoisyIntercept(_NoisyStatistic):
     name = "noisy_intercept"
     description = "NoisyIntercept (Sec. 2.4): Laplace-noised mean of y, eps-DP"
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n = y.size
         if n == 0:
-            return Output(predictions=np.full((trials, xs.size), np.nan))
-        yt = y.mean() + rng.laplace(0.0, 1.0, trials) * (1.0 / (eps * n))
-        return Output(predictions=np.tile(yt[:, None], (1, xs.size)))
+            ledger.public_only()
+            return Output(predictions=np.full((trials, xs.size), np.nan), guarantee=ledger.guarantee())
+        yt = laplace(y.mean(), 1.0 / n, eps, ledger, size=trials, scale=1.0 / (eps * n), label="mean y")
+        return Output(predictions=np.tile(yt[:, None], (1, xs.size)), guarantee=ledger.guarantee())

@@ -22,10 +22,13 @@ from dpexp import cache
 from dpexp.components import Algorithm
 from dpexp.families.slr.checks import inputs
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import heuristic_laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 GRID = np.linspace(0.0, 1.0, 11)
+#: the reason on every oi_mos row (its guarantee is ``none``)
+MOS_REASON = "noise scale from the maximum observed sensitivity of the state's private tracts"
 
 
 def _stats(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float, float, float]:
@@ -83,6 +86,7 @@ class OIMaxObservedSensitivity(Algorithm):
     private = True
     formally_dp = False
     neighbouring = "add-remove"
+    guarantee_text = "not DP (noise scale from the maximum observed sensitivity of the state's private tracts)"
 
     def mos(self, split: Split, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
         """The maximum observed sensitivity of ``split``'s group at ``xs``: computed once per group (the dataset
@@ -93,19 +97,17 @@ class OIMaxObservedSensitivity(Algorithm):
         return cache.memo_for("slr.oi_mos", group, tuple(np.round(xs, 12)),
                               lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         n, xm, ym, vx, cxy = _stats(x, y)
-        if n < 2 or not vx > 0:
-            return Output(predictions=np.full((trials, xs.size), np.nan), extras={"formally_dp": 0.0})
+        if n < 2 or not vx > 0:   # ⊥ decided from the private rows (nvar = 0): part of the heuristic, not DP
+            ledger.not_dp(MOS_REASON)
+            return Output(predictions=np.full((trials, xs.size), np.nan), extras={"formally_dp": 0.0},
+                          guarantee=ledger.guarantee())
         p_hat = ym + (cxy / vx) * (xs - xm)
         m = self.mos(split, x, y, xs)
         scale = m / (n * (eps / xs.size))
-        noise = rng.laplace(0.0, 1.0, (trials, xs.size)) * scale[None, :]
+        pred = heuristic_laplace(p_hat, scale, ledger, size=trials, reason=MOS_REASON, label="p_hat")
         extras = {"formally_dp": 0.0, "mos_sensitivity": float(np.nanmax(m)) if np.any(np.isfinite(m)) else np.nan}
-        return Output(predictions=p_hat[None, :] + noise, extras=extras)
-
-    def privacy_spent(self, epsilon: float, delta: float) -> dict[str, float]:
-        # nominal only: the heuristic carries no DP guarantee
-        return {"epsilon": float(epsilon), "delta": 0.0}
+        return Output(predictions=pred, extras=extras, guarantee=ledger.guarantee())

@@ -41,10 +41,11 @@ class _Deterministic(Reference):
     def predict(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
+        ledger.not_dp("non-private baseline")
         x, y, xs, _ = inputs(split, self.name)
-        return Output(predictions=np.tile(self.predict(x, y, xs), (trials, 1)))
+        return Output(predictions=np.tile(self.predict(x, y, xs), (trials, 1)), guarantee=ledger.guarantee())
 
 
 @register_algorithm
@@ -88,15 +89,16 @@ class TheilSenKMatch(Reference):
     description = "non-private Theil-Sen over k random matchings"
     Params = KMatchParams
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
+        ledger.not_dp("non-private baseline")
         x, y, xs, _ = inputs(split, self.name)
         n = x.size
         if n < 2:
-            return Output(predictions=np.full((trials, xs.size), np.nan))
+            return Output(predictions=np.full((trials, xs.size), np.nan), guarantee=ledger.guarantee())
         k = min(self.params.k, n_rounds(n))
-        a, b = sample_matchings(n, k, rng, trials)
+        a, b = sample_matchings(n, k, ledger.noise.generator, trials)   # matchings: not privacy noise
         pred = np.empty((trials, xs.size))
         for c, x0 in enumerate(xs):
             pred[:, c] = np.nanmedian(pair_estimates(x, y, a, b, float(x0)), axis=1) if a.shape[1] else np.nan
-        return Output(predictions=pred)
+        return Output(predictions=pred, guarantee=ledger.guarantee())
