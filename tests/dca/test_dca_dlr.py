@@ -225,3 +225,56 @@ def test_direct_solve_is_eq13_and_psd_floor_explodes_on_indefinite_noise():
     assert np.isnan(mub[1]).all() and np.allclose(mub[0], mu) and np.allclose(mub[2], mu)
     with pytest.raises(UserError, match="solver"):
         dlr.fit_predict(XX, Xy, Xt, solver="lstsq")
+
+
+# ------------------------------------------------------------------------------------------ the privacy map recorded
+def test_every_setting_records_what_it_released():
+    """TA: Gaussian mechanism with the exact δ of σ_std; input: each client's local release; DDP: Thm 1 with
+    N − T − 1 honest clients; the projected variants compose both rounds (shares p and 1 − p)."""
+    from dpexp.privacy.ledger import as_ledger
+    from dpexp.privacy.mechanisms import gaussian_delta
+
+    s = _split()
+    for cls in (dlr.TrustedAggregatorBLR, dlr.InputPerturbationBLR, dlr.DistributedBLR):
+        g = cls().run(s, 1.0, 1e-5, np.random.default_rng(0), trials=2).guarantee
+        assert g.kind == "approx" and g.epsilon == 1.0 and g.delta <= 1e-5 and g.delta > 0.99e-5, (cls.name, g)
+    g = dlr.DistributedProjBLR(omega_x=1.0, omega_y=1.0).run(s, 1.0, 1e-5, np.random.default_rng(0), 3).guarantee
+    assert g.kind == "approx" and g.epsilon == pytest.approx(1.0) and g.delta <= 1e-5 * (1 + 1e-9)
+    # the recorded δ is the exact δ of the σ drawn (Balle & Wang 2018, Thm 8)
+    Z = np.random.default_rng(1).uniform(-1, 1, (30, 4))
+    ledger = as_ledger(np.random.default_rng(2))
+    _, sig = dlr.release_sum(Z, 2.0, 1.0, 1e-5, "ta", ledger, 3, "analytic")
+    assert ledger.spends[0].delta == pytest.approx(gaussian_delta(sig, 2.0, 1.0), rel=1e-12)
+    # classic at ε >= 1: the warning stays and the row shows the true δ with a note
+    with pytest.warns(UserWarning, match="classic"):
+        g = dlr.TrustedAggregatorBLR(calibration="classic").run(s, 3.0, 1e-4, np.random.default_rng(0)).guarantee
+    assert g.kind == "approx" and "classic Gaussian calibration" in g.note and "true delta" in g.note
+
+
+def test_dropouts_and_colluders_count_together_against_T():
+    """Thm 1 protects a record by the noise of the clients that neither dropped out nor collude: with T = 3 and 2
+    dropouts at most 1 more client may collude, so N − T − 1 clients' noise remains whatever the split between
+    them; more than T dropouts are refused; T colluders on top of the dropouts would leave too little noise."""
+    from dpexp.families.dca.protocol.dca import DCA
+    from dpexp.privacy.mechanisms import distributed_gaussian_spend
+
+    Z = np.zeros((12, 2))
+    res = DCA(n_compute=3, n_faulty=3).run(Z, 0.5, np.random.default_rng(0), dropped=[1, 5])
+    assert (res.n_dropped, res.n_colluding) == (2, 1)
+    together = distributed_gaussian_spend(1.0, 0.5, 12, res.n_dropped, res.n_colluding, 1.0, delta=1e-5)
+    none_dropped = distributed_gaussian_spend(1.0, 0.5, 12, 0, 3, 1.0, delta=1e-5)
+    assert together == none_dropped                                   # the same 8 honest clients
+    separate = distributed_gaussian_spend(1.0, 0.5, 12, 2, 3, 1.0, delta=1e-5)   # T colluders *plus* dropouts
+    assert separate.delta > together.delta
+    with pytest.raises(UserError, match="T=3"):
+        DCA(n_compute=3, n_faulty=3).run(Z, 0.5, np.random.default_rng(0), dropped=[1, 2, 3, 4])
+
+
+def test_secure_ledger_runs_the_dca_in_secure_mode():
+    from dpexp.privacy.ledger import PrivacyLedger
+    from dpexp.privacy.noise import SecureNoise
+
+    s = _split()
+    a = dlr.DistributedBLR().run(s, 1.0, 1e-5, PrivacyLedger(SecureNoise()), trials=2)
+    b = dlr.DistributedBLR().run(s, 1.0, 1e-5, PrivacyLedger(SecureNoise()), trials=2)
+    assert not np.array_equal(a.predictions, b.predictions) and a.guarantee == b.guarantee

@@ -61,6 +61,7 @@ from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import distributed_gaussian_spend, gaussian, gaussian_spend
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -162,22 +163,40 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
 
 # ----------------------------------------------------------------------------------------------- releases
 def release_sum(Z: np.ndarray, sensitivity: float, epsilon: float, delta: float, setting: str,
-                rng: np.random.Generator, trials: int, calibration: str, n_compute: int = 10, n_faulty: int = 0,
-                frac_bits: int = 32, value_bound: float | None = None) -> tuple[np.ndarray, float]:
-    """(trials, p) DP releases of Σ_i Z_i under ``setting`` (see module docstring) and the σ_std used."""
+                ledger, trials: int, calibration: str, n_compute: int = 10, n_faulty: int = 0,
+                frac_bits: int = 32, value_bound: float | None = None, label: str = "sum"
+                ) -> tuple[np.ndarray, float]:
+    """(trials, p) DP releases of Σ_i Z_i under ``setting`` (see module docstring) and the σ_std used.
+
+    The noise is drawn through ``dpexp.privacy`` and the release recorded once in ``ledger`` (a ``PrivacyLedger``;
+    a numpy Generator is wrapped): ``ta`` is the Gaussian mechanism (ε, exact δ of σ_std); ``input`` records each
+    client's local release (Δ₂, σ_std) and draws the sum's N(0, Nσ_std²) directly; ``ddp`` runs the DCA (its
+    clients draw N(0, σ_std²/(N − T − 1)) each) and records the distributed Gaussian map of Thm 1 with the run's
+    dropouts and the colluders T still allows counted together.  A classic calibration at ε ≥ 1 keeps its warning
+    (``sigma_std``) and the ledger shows its true δ.
+    """
+    ledger = as_ledger(ledger)
     N, p = Z.shape
     s = sigma_std(sensitivity, epsilon, delta, calibration)
     total = Z.sum(axis=0)
     if setting == "ta":
-        return total + s * rng.standard_normal((trials, p)), s
+        return gaussian(total, s, ledger, size=trials, sensitivity=sensitivity, epsilon=epsilon, delta=delta,
+                        calibration=calibration, label=label), s
     if setting == "input":
-        return total + s * math.sqrt(N) * rng.standard_normal((trials, p)), s
+        out = gaussian(total, s * math.sqrt(N), ledger.noise, size=trials)   # the sum of N local releases
+        ledger.record(gaussian_spend(sensitivity, s, epsilon, delta=delta, calibration=calibration,
+                                     label=f"{label}: each client's message (local DP)"))
+        return out, s
     if setting == "ddp":
         check_clients(N, n_faulty)
-        proto = DCA(n_compute=n_compute, frac_bits=frac_bits, n_faulty=n_faulty)
+        proto = DCA(n_compute=n_compute, frac_bits=frac_bits, n_faulty=n_faulty,
+                    mode="secure" if ledger.secure else "seeded")
         sig = s / math.sqrt(N - n_faulty - 1)
-        out = np.stack([proto.run(Z, sig, rng, value_bound=value_bound).total for _ in range(trials)])
-        return out, s
+        runs = [proto.run(Z, sig, ledger.noise, value_bound=value_bound) for _ in range(trials)]
+        dropped = max(r.n_dropped for r in runs)
+        ledger.record(distributed_gaussian_spend(sensitivity, sig, N, dropped, n_faulty - dropped, epsilon,
+                                                 delta=delta, calibration=calibration, label=f"{label} (DCA)"))
+        return np.stack([r.total for r in runs]), s
     raise ValueError(f"unknown setting {setting!r}")
 
 
@@ -315,11 +334,12 @@ class _DLRBase(Algorithm):
     family = "dca"
     neighbouring = "replace-one"
     requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
+    guarantee_text = "(ε, δ)-DP, replace-one (exact δ of the σ drawn; calibration: classic at ε ≥ 1 shows its true δ)"
     setting = "ta"
     project = False
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         p = self.params
         X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
         N, d = X.shape
@@ -342,8 +362,8 @@ class _DLRBase(Algorithm):
                 e1, d1 = p.share_std * epsilon, p.share_std * delta
                 e2, d2 = epsilon - e1, delta - d1
                 Q = np.concatenate([Xc**2, yc[:, None] ** 2], axis=1)             # step 2 query
-                sq, _ = release_sum(Q, sq_sensitivity(cxv, cy), e1, d1, self.setting, rng, trials, p.calibration,
-                                    value_bound=float(max(cx, cy)) ** 2, **kw)
+                sq, _ = release_sum(Q, sq_sensitivity(cxv, cy), e1, d1, self.setting, ledger, trials, p.calibration,
+                                    value_bound=float(max(cx, cy)) ** 2, label="std round", **kw)
                 std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / N), STD_FLOOR)   # (trials, d+1)
                 if p.omega_x is None or p.omega_y is None:
                     wx, wy = public_thresholds(aux_size(N), d, e2, d2, p.calibration, self.setting,
@@ -358,22 +378,25 @@ class _DLRBase(Algorithm):
                     bx = np.minimum(cxv, wx * std[t, :d])
                     by = float(min(cy, wy * std[t, d]))
                     Z = unique_terms(np.clip(Xc, -bx, bx), np.clip(yc, -by, by))
-                    v, sig = release_sum(Z, ss_sensitivity(bx, by), e2, d2, self.setting, rng, 1, p.calibration,
-                                         value_bound=float(max(bx.max(), by)) ** 2 * 2, **kw)
+                    with ledger.for_trial(t):   # this trial's own bounds: charged to trial t only
+                        v, sig = release_sum(Z, ss_sensitivity(bx, by), e2, d2, self.setting, ledger, 1,
+                                             p.calibration, value_bound=float(max(bx.max(), by)) ** 2 * 2,
+                                             label="statistics round", **kw)
                     XX, Xy = terms_to_stats(v[0], d)
                     preds.append(fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1])
                 pred = np.stack(preds)
             else:
                 Z = unique_terms(Xc, yc)
-                v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, rng, trials,
-                                     p.calibration, value_bound=float(max(cx, cy)) ** 2 * 2, **kw)
+                v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, ledger, trials,
+                                     p.calibration, value_bound=float(max(cx, cy)) ** 2 * 2, label="statistics",
+                                     **kw)
                 XX, Xy = terms_to_stats(v, d)
                 pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
         extras["sigma_std"] = float(sig)
         if self.setting == "ddp":
             extras["noise_factor"] = noise_factor(N, p.n_faulty)
         pred = np.where(np.all(np.isfinite(pred), axis=-1, keepdims=True), pred, np.nan)
-        return Output(predictions=pred, extras=extras)
+        return Output(predictions=pred, extras=extras, guarantee=ledger.guarantee())
 
 
 @register_algorithm
@@ -388,11 +411,12 @@ class NonPrivateBLR(Reference):
         lam: float = Field(1.0, gt=0, description="noise precision lambda")
         lam0: float = Field(1.0, gt=0, description="prior precision lambda0")
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
+        ledger.not_dp("non-private baseline")
         X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
         _, pred = fit_predict(X.T @ X, X.T @ y, split.X_test, self.params.lam, self.params.lam0)
-        return Output(predictions=np.repeat(pred[None], trials, axis=0))
+        return Output(predictions=np.repeat(pred[None], trials, axis=0), guarantee=ledger.guarantee())
 
 
 @register_algorithm
@@ -426,6 +450,8 @@ class DistributedBLR(_DLRBase):
     # the DCA runs in a fixed-point ring: fewer trials and a smaller pilot keep `make audit` in its time box
     audit = AuditPlan(design=bounded_clients, trials_factor=0.3, pilot_trials=2_000)
     description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
+    guarantee_text = ("(ε, δ)-DP, replace-one, against any T clients that drop out or collude together (Thm 1, "
+                      "exact δ of σ_std)")
     Params = _DistParams
     setting = "ddp"
 
@@ -438,6 +464,8 @@ class DistributedProjBLR(_DLRBase):
     # two DCA rounds in a ring, trials in a Python loop: fewer trials and a smaller pilot
     audit = AuditPlan(design=bounded_clients, params=FIXED_OMEGA, trials_factor=0.1, pilot_trials=1_000)
     description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
+    guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed, against any T clients that drop out or collude "
+                      "together (Thm 1)")
     Params = _DistProjParams
     setting = "ddp"
     project = True

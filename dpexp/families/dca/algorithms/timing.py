@@ -25,26 +25,32 @@ from dpexp.families.dca.protocol.backends import InProcessBackend
 from dpexp.families.dca.protocol.dca import DCA, SyntheticClients
 from dpexp.families.dca.protocol.noise import client_sigma, noise_factor, sigma_std
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import distributed_gaussian_spend
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
 def time_round(n: int, d: int, n_compute: int, encrypt: bool, epsilon: float, delta: float,
-               rng: np.random.Generator, seed: int = 0, threads: int | None = None, n_faulty: int = 0,
+               ledger, seed: int = 0, threads: int | None = None, n_faulty: int = 0,
                trace_memory: bool = True) -> dict[str, float]:
-    """One timed DCA round on ``SyntheticClients(n, d, seed)``; returns seconds / peak_mib / noise_factor."""
+    """One timed DCA round on ``SyntheticClients(n, d, seed)``; returns seconds / peak_mib / noise_factor.  The
+    round's sum is recorded in ``ledger`` (a ``PrivacyLedger``; a Generator is wrapped) with the distributed
+    Gaussian map of Thm 1 (Δ₂ = 2√d, T dropouts and colluders together)."""
+    ledger = as_ledger(ledger)
     data = SyntheticClients(n, d, seed=seed, bound=1.0)
     s = client_sigma(sigma_std(2.0 * math.sqrt(d), epsilon, delta), n, n_faulty)
-    proto = DCA(n_compute=n_compute, n_faulty=n_faulty, encrypt=encrypt)
+    proto = DCA(n_compute=n_compute, n_faulty=n_faulty, encrypt=encrypt, mode="secure" if ledger.secure else "seeded")
     if trace_memory:
         tracemalloc.start()
     t0 = time.perf_counter()
-    res = proto.run(data, s, rng, backend=InProcessBackend(threads), value_bound=1.0)
+    res = proto.run(data, s, ledger.noise, backend=InProcessBackend(threads), value_bound=1.0)
     sec = time.perf_counter() - t0
     peak = 0.0
     if trace_memory:
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
+    ledger.record(distributed_gaussian_spend(2.0 * math.sqrt(d), s, n, res.n_dropped, res.n_colluding, epsilon,
+                                             delta=delta, label="timed round's sum"))
     return {"seconds": sec, "peak_mib": peak, "noise_factor": noise_factor(n, n_faulty),
             "client_sigma": s, "sum_abs_mean": float(np.mean(np.abs(res.total)))}
 
@@ -60,18 +66,20 @@ class DCATiming(Algorithm):
                            "meta['client_seed'], not from the split's rows (nothing data-dependent to audit)")
     description = "wall time and peak memory of one DCA round (Heikkila et al. 2017 Table 1)"
     neighbouring = "replace-one"
+    requires_delta = True   # the round's noise is Gaussian
+    guarantee_text = "(ε, δ)-DP, replace-one (the round's sum, Thm 1; only timings are reported)"
 
     class Params(Params):
         n_compute: int = Field(10, ge=2, description="Compute nodes M")
         encrypt: bool = Field(False, description="AES-GCM on client -> Compute messages")
         threads: int | None = Field(None, ge=1, description="threads of the in-process back-end")
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
         N, d = int(split.meta["n_clients"]), int(split.meta["dim"])
         p = self.params
-        ex = time_round(N, d, p.n_compute, p.encrypt, epsilon, delta, rng, int(split.meta["client_seed"]),
+        ex = time_round(N, d, p.n_compute, p.encrypt, epsilon, delta, ledger, int(split.meta["client_seed"]),
                         p.threads)
         return Output(predictions=np.zeros((trials, len(split.y_test))),
                       extras={"seconds": ex["seconds"], "peak_mib": ex["peak_mib"],
-                              "noise_factor": ex["noise_factor"]})
+                              "noise_factor": ex["noise_factor"]}, guarantee=ledger.guarantee())

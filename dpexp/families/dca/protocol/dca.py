@@ -12,18 +12,22 @@ Roles (all simulated explicitly; the execution back-ends in ``backends.py`` deci
 * **Aggregator**: Σ_k q_k = Σ_i enc(z_i + η_i) exactly in Z/2^64 (the masks cancel bit for bit); decoding gives the
   DP sum Σ_i (z_i + η_i).
 
-Privacy: with at most T colluding or dropped clients and σ² = σ_std²/(N − T − 1), the released sum is (ε, δ)-DP
-for the neighbouring relation under which σ_std was calibrated (Theorem 1; callers here use replace-one).
+Privacy: with at most T clients that collude or drop out — counted together: D dropouts leave room for at most
+T − D colluders — and σ² = σ_std²/(N − T − 1), the released sum is (ε, δ)-DP for the neighbouring relation under
+which σ_std was calibrated (Theorem 1; callers here use replace-one).  The protocol draws the clients' noise; the
+caller records the spend (``dpexp.privacy.mechanisms.distributed_gaussian_spend`` with the result's
+``n_dropped``).
 
 Dropouts (§4.1.3): clients listed in ``dropped`` never deliver; the Compute nodes agree on the set of clients whose
 messages they aggregate (all M shares of a client or none), so the protocol still completes and the sum of the
 N − |dropped| remaining clients has noise variance ≥ (N − T)σ² > σ_std².  More than T dropouts are refused
 (the DP guarantee of Theorem 1 would no longer hold).
 
-Randomness: ``mode="seeded"`` draws masks and noise from PCG64 streams derived from the caller's Generator, one pair
-per client chunk, so experiments are reproducible and both back-ends give identical results.  **Seeded mode is for
-simulation only: its masks are predictable from the seed and give no security.**  ``mode="secure"`` draws masks and
-noise from the operating system CSPRNG (``os.urandom``); results are then not reproducible by design.
+Randomness: ``mode="seeded"`` draws masks and noise from PCG64 streams derived from the caller's Generator (or the
+generator of the ledger / noise source passed in), one pair per client chunk, so experiments are reproducible and
+both back-ends give identical results.  **Seeded mode is for simulation only: its masks are predictable from the
+seed and give no security.**  ``mode="secure"`` draws masks from the operating system CSPRNG (``os.urandom``) and
+noise from ``dpexp.privacy.noise.SecureNoise``; results are then not reproducible by design.
 
 Encryption: ``encrypt=True`` protects every client → Compute message with AES-256-GCM (``cryptography`` package,
 the ``crypto`` extra) so that its cost can be measured (§4.1.4).  The simulation uses one symmetric key per Compute
@@ -44,6 +48,7 @@ import numpy as np
 from dpexp.errors import UserError
 from dpexp.families.dca.protocol.fixed_point import FixedPoint, ring_sum
 from dpexp.families.dca.protocol.noise import check_clients
+from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise
 
 MODES = ("seeded", "secure")
 #: number of standard deviations of noise allowed for in the configuration-time overflow check (P ≈ 3.6e-33).
@@ -109,7 +114,8 @@ class SeededRandomness:
         flat[:] = self._gen(chunk, 1).bit_generator.random_raw(flat.size)
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
-        return self._gen(chunk, 0).standard_normal(shape)
+        """The clients' share of the distributed Gaussian noise (Alg. 1, step 1) for chunk ``chunk``."""
+        return SeededNoise(self._gen(chunk, 0)).standard_normal(shape)
 
     def key(self, k: int) -> bytes:
         return self._gen(k, 2).bytes(32)
@@ -125,14 +131,8 @@ class SecureRandomness:
         flat[:] = np.frombuffer(os.urandom(8 * flat.size), dtype=np.uint64)
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
-        """Box–Muller on 53-bit uniforms in (0, 1) from the CSPRNG."""
-        n = int(np.prod(shape))
-        m = (n + 1) // 2
-        bits = np.frombuffer(os.urandom(16 * m), dtype=np.uint64).reshape(2, m)
-        u = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
-        r = np.sqrt(-2.0 * np.log(u[0]))
-        z = np.concatenate([r * np.cos(2 * np.pi * u[1]), r * np.sin(2 * np.pi * u[1])])[:n]
-        return z.reshape(shape)
+        """The clients' noise from the OS CSPRNG (``SecureNoise``: inverse CDF of 52-bit uniforms)."""
+        return np.asarray(SecureNoise().standard_normal(shape), dtype=float).reshape(shape)
 
     def key(self, k: int) -> bytes:
         return os.urandom(32)
@@ -151,6 +151,16 @@ class DCAResult:
     client_sigma: float
     frac_bits: int
     timings: dict[str, float] = field(default_factory=dict)
+    n_faulty: int = 0
+
+    @property
+    def n_dropped(self) -> int:
+        return self.n_clients - self.n_included
+
+    @property
+    def n_colluding(self) -> int:
+        """Colluders the guarantee still allows: T less the dropouts (they count together against T, Thm 1)."""
+        return max(self.n_faulty - self.n_dropped, 0)
 
 
 # --------------------------------------------------------------------------------------------------- one job
@@ -299,7 +309,8 @@ class DCA:
         if self.mode == "seeded":
             if rng is None:
                 raise UserError("mode='seeded' needs a numpy Generator (rng); use mode='secure' for OS randomness")
-            randomness: Any = SeededRandomness(rng)
+            gen = rng if isinstance(rng, np.random.Generator) else as_noise(rng).generator
+            randomness: Any = SeededRandomness(gen)
         else:
             randomness = SecureRandomness()
         keys = [randomness.key(k) for k in range(self.n_compute)] if self.encrypt else None
@@ -307,7 +318,7 @@ class DCA:
                       chunk_clients=int(self.chunk_clients or self.default_chunk(data.d)), randomness=randomness,
                       keep=keep, keys=keys)
 
-    def run(self, data: Any, sigma: float, rng: np.random.Generator | None = None,
+    def run(self, data: Any, sigma: float, rng: Any = None,
             dropped: np.ndarray | list[int] | None = None, backend: Any = None,
             value_bound: float | None = None) -> DCAResult:
         """One DCA round over ``data`` ((N, d) array or a ``ClientData``) with per-client noise std ``sigma``.
@@ -327,4 +338,4 @@ class DCA:
         n_inc = job.data.n if job.keep is None else int(job.keep.sum())
         return DCAResult(total=total, ring_total=ring_total, partials=partials, n_clients=job.data.n,
                          n_included=n_inc, client_sigma=float(sigma), frac_bits=self.fp.frac_bits,
-                         timings={"seconds": time.perf_counter() - t0})
+                         n_faulty=self.n_faulty, timings={"seconds": time.perf_counter() - t0})

@@ -9,9 +9,11 @@
   - ``"analytic"`` (default): the smallest σ for which the Gaussian mechanism is exactly (ε, δ)-DP, for any ε > 0
     (Balle & Wang 2018, Thm 8), from ``dpexp.privacy.mechanisms.analytic_gaussian_sigma``.
 
-* ``client_sigma``: Theorem 1 / supplement eqs. (7)–(8): if at most T clients collude or drop out, each client adds
+* ``client_sigma``: Theorem 1 / supplement eqs. (7)–(8): if at most T clients *in total* collude or drop out
+  (dropouts and colluders count together against T: with D dropouts at most T − D may collude), each client adds
   N(0, σ²) with σ² = σ_std² / (N − T − 1), so that the noise of the N − T − 1 clients that are neither the target
-  nor among the T alone has variance ≥ σ_std².
+  nor among the T alone has variance ≥ σ_std².  The privacy map is
+  ``dpexp.privacy.mechanisms.distributed_gaussian_spend``.
 
 The neighbouring relation is whatever Δ₂ was derived for; the callers in this package use replace-one (bounded DP),
 the relation of the paper (§3.1: "the two data sets have the same number of samples, but they differ on a single one").
@@ -20,29 +22,20 @@ the relation of the paper (§3.1: "the two data sets have the same number of sam
 from __future__ import annotations
 
 import math
-import warnings
 
 from dpexp.errors import UserError
-from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian_sigma_classic
+from dpexp.privacy.mechanisms import PrivacyCalibrationWarning, gaussian_sigma  # noqa: F401 (one warning class)
 
 CALIBRATIONS = ("analytic", "classic")
 
 
-class PrivacyCalibrationWarning(UserWarning):
-    """The classic Gaussian calibration was used outside its proven range ε < 1."""
-
-
 def sigma_std(sensitivity: float, epsilon: float, delta: float, calibration: str = "analytic") -> float:
-    """σ_std of the trusted-aggregator Gaussian mechanism for L2 sensitivity Δ₂ (see module docstring)."""
-    if calibration == "classic":
-        if epsilon >= 1.0:
-            warnings.warn(f"classic Gaussian calibration (Eq. (1)) used with epsilon={epsilon:g} >= 1: outside the "
-                          "range where it is proven (epsilon < 1); use calibration='analytic' for a guarantee",
-                          PrivacyCalibrationWarning, stacklevel=2)
-        return gaussian_sigma_classic(sensitivity, epsilon, delta)
-    if calibration == "analytic":
-        return analytic_gaussian_sigma(sensitivity, epsilon, delta)
-    raise UserError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    """σ_std of the trusted-aggregator Gaussian mechanism for L2 sensitivity Δ₂ (see module docstring):
+    ``dpexp.privacy.mechanisms.gaussian_sigma`` (the classic calibration at ε ≥ 1 warns
+    ``PrivacyCalibrationWarning``; the ledger then records its true δ)."""
+    if calibration not in CALIBRATIONS:
+        raise UserError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    return gaussian_sigma(sensitivity, epsilon, delta, calibration)
 
 
 def noise_factor(n_clients: int, n_faulty: int = 0) -> float:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from dpexp.components import Params, Reference
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import gaussian
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -24,14 +25,16 @@ class NullModel(Reference):
     name = "null_model"
     family = "diagnostics"
     description = "diagnostic: predicts the training mean (for runner tests and benchmarks)"
+    guarantee_text = "not DP (diagnostic baseline)"
 
     class Params(Params):
         sleep_ms: float = Field(0.0, ge=0, description="busy-wait this many milliseconds per call")
         fail: bool = Field(False, description="raise an error on every call")
         noise: float = Field(0.0, ge=0, description="std of N(0, noise^2) added to predictions")
 
-    def run(self, split: Split, epsilon: float, delta: float, rng: np.random.Generator, trials: int = 1) -> Output:
-        rng = as_ledger(rng).noise.generator   # transitional: converted to the mechanisms in the next commits
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        ledger = as_ledger(ledger)
+        ledger.not_dp("non-private baseline")
         p = self.params
         if p.fail:
             raise RuntimeError("null_model asked to fail (fail: true)")
@@ -42,6 +45,6 @@ class NullModel(Reference):
         y = split.y_train
         mean = float(y.mean()) if y.size else 0.0
         pred = np.full((trials, split.X_test.shape[0]), mean)
-        if p.noise:
-            pred = pred + rng.normal(0.0, p.noise, size=pred.shape)
-        return Output(predictions=pred)
+        if p.noise:   # diagnostic noise of a non-DP baseline: drawn, nothing recorded (the run is not DP anyway)
+            pred = gaussian(pred, p.noise, ledger.noise)
+        return Output(predictions=pred, guarantee=ledger.guarantee())
