@@ -198,8 +198,6 @@ def _describe(kind: str, name: str, obj: object) -> None:
         if hasattr(obj, attr):
             click.echo(f"  {attr}: {getattr(obj, attr)}")
     if kind == "algorithms":
-        import textwrap
-
         click.echo(textwrap.fill(getattr(obj, "guarantee_text", "") or "not stated", 116,
                                  initial_indent="  guarantee: ", subsequent_indent="    "))
     if kind == "datasets":

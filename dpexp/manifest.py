@@ -75,8 +75,8 @@ NOISE_STATEMENTS = {
               "reproduction, never for releasing statistics about real people (use --noise secure)",
     "secure": "privacy noise drawn from the OS CSPRNG (os.urandom); no seed that regenerates it exists or is recorded "
               "(seed_key is empty): results are not reproducible by design; the root seed regenerates only the data "
-              "splits and non-privacy randomness; textbook floating-point samplers (Mironov 2012) except snapped "
-              "scalar Laplace releases (docs/privacy.md)",
+              "splits and non-privacy randomness; the samplers are textbook floating-point transforms, not "
+              "floating-point safe (Mironov 2012; docs/privacy.md)",
 }
 
 

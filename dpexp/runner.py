@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import numpy as np
-
 from dpexp import cache, manifest
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee

@@ -121,7 +121,8 @@ def test_lr_public_ignores_private_rows_and_rlr_clips():
     np.testing.assert_allclose(pa[0], a.X_test @ w)
     with pytest.raises(Exception, match="no view"):
         PublicOnlyLR(d=7).run(a, 1.0, 0.0, np.random.default_rng(0))
-    out = RobustLR(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05, prior="fixed").run(a, 1.0, 0.0, np.random.default_rng(0))
+    out = RobustLR(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05, prior="fixed").run(a, 1.0, 0.0,
+                                                                                         np.random.default_rng(0))
     Bx, By = 0.5 * a.meta["sigma_x"], 0.5 * a.meta["sigma_y"]
     assert out.extras == pytest.approx({"B_x": Bx, "B_y": By})
     X = np.vstack([a.X_public, np.clip(a.X_private, -Bx, Bx)])

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from dpexp.families.gdsc.algorithms.baselines import PublicOnlyLR, RobustLR
 from dpexp.families.gdsc.algorithms.functional_mechanism import FunctionalMechanismLR

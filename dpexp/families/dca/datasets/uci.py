@@ -50,7 +50,7 @@ class _UCIDataset(Dataset):
         """Centring and range scaling over the whole file: public by assumption (module docstring)."""
         L = self.params.range_length
         return Preprocessing(
-            f"columns centred and scaled to range {L:g} over the whole file incl. private rows: public by assumption",
+            f"centred, range {L:g} over the whole file incl. private rows (paper): public by assumption",
             f"every column (features and target) is centred at its mean and scaled to a range of length {L:g} over "
             "the whole file (private rows included), as Heikkila et al. 2017 (Sec. 5) do to simulate public prior "
             "knowledge of the ranges; the algorithms then assume the declared bounds +-"

@@ -126,7 +126,7 @@ def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float,
 
 
 #: the reason written on every row of an rplr run with ``sigma: data``
-SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data, the paper's protocol)"
+SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data)"
 
 
 @register_algorithm

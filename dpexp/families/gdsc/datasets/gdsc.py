@@ -255,14 +255,13 @@ class Gdsc(Dataset):
         """Centring (module docstring): ``all`` is public by assumption, ``public`` reads no private line."""
         if self.params.centre == "public":
             return Preprocessing(
-                "gdsc centre: public (means from the test and public pools only)",
+                "gdsc centre: public (no private line read)",
                 "each gene is centred at its mean over the repeat's test and public pools (no private line), each "
                 "line's d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred at its mean over the "
                 "tested lines of those pools: no quantity computed from private lines enters the rows. The data std "
                 "in meta (sigma_x, sigma_y; private lines included) is used only by sigma: data, reported not DP.")
         return Preprocessing(
-            "gdsc centre: all (paper) — genes and responses centred over all lines incl. private: public by "
-            "assumption",
+            "gdsc centre: all (paper), incl. private lines: public by assumption",
             "Methods 4.4: each gene centred over all retained cell lines (private, public and test), each line's "
             "d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred over all lines tested with it. "
             "Treated as public by assumption (the paper's protocol): population-level constants of the panel that "

@@ -35,7 +35,8 @@ class StagedSynthetic(Dataset):
     name = "rplr_synth_file"
     description = "authors' staged Eq. (10) synthetic data, 1000 x 10 (robust-private-lr/python/synthdata)"
     download_hint = None
-    release_point = "one split of the fixed file per repeat: a row's epsilon covers the model fitted on its private rows"
+    release_point = ("one split of the fixed file per repeat: a row's epsilon covers the model fitted on its private "
+                     "rows")
 
     class Params(Params):
         preprocess: bool = Field(True, description="centre, unit-norm rows, centre y (Methods 4.4)")

@@ -43,7 +43,7 @@ def preprocess(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: the statement of the Eq. (10) preprocessing over the whole pool or file (``honkela_synthetic``,
 #: ``rplr_synth_file``)
 POOL_CENTRING = Preprocessing(
-    "features and y centred over the whole pool incl. private rows (Methods 4.4): public by assumption",
+    "centred over the whole pool incl. private rows (paper): public by assumption",
     "each feature and y are centred at their means over the whole generated pool or file (private rows included) and "
     "each row scaled to unit L2 norm (row-local), as the paper preprocesses its whole data set. Treated as public by "
     "assumption: location constants of the generating distribution (0 for Eq. 10), never a noise or clipping scale. "

@@ -204,7 +204,7 @@ class Opportunity(Dataset):
 
     def preprocessing(self) -> Preprocessing:
         return Preprocessing(
-            "percentile ranks and the OI release rule read all people incl. private: public by assumption",
+            "ranks and OI release rule over all people (paper): public by assumption",
             "x and y are percentile ranks computed over all people (the national OI ranks of the microdata; the "
             "simulated state's people for source: simulated) and the OI release rule (>= min_count people, >= "
             "min_frac above and below the state median parent rank) selects the released tracts from every "

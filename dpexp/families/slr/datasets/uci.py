@@ -71,7 +71,7 @@ def minmax(v: np.ndarray) -> np.ndarray:
 def minmax_statement(what: str) -> Preprocessing:
     """The statement of a min–max rescaling over the whole file (module docstring: public by assumption)."""
     return Preprocessing(
-        f"{what} min-max rescaled to [0, 1] over the whole file incl. private rows: public by assumption",
+        "min-max over the whole file incl. private rows (paper): public by assumption",
         f"{what} are rescaled linearly to [0, 1] with the minimum and maximum of the whole file (private rows "
         "included), as Alabi et al. 2020 do. Treated as public by assumption: the rescaling fixes the domain "
         "[0, 1]^2 that every sensitivity assumes, i.e. the variables' ranges are taken as known facts; formally an "
