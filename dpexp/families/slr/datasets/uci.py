@@ -79,8 +79,8 @@ def minmax_statement(what: str) -> Preprocessing:
 
 
 #: one subset is one release point; subsets of a file partition its rows
-DISJOINT_SUBSETS = ("one subset: a row's epsilon covers all predictions (p25, p75) of one subset; the {n} subsets "
-                    "are disjoint sets of rows, so by parallel composition it is also each record's loss")
+DISJOINT_SUBSETS = ("one subset: a row's epsilon covers all predictions (p25, p75) of one subset; the run's {n} "
+                    "subset(s) are disjoint sets of rows, so by parallel composition it is also each record's loss")
 
 
 def take_rows(n_avail: int, sizes: Sizes, rng: np.random.Generator, what: str) -> np.ndarray | None:
