@@ -1,9 +1,11 @@
-"""Run an experiment: chunks of cells that share data, in parallel with joblib, resumable, atomic writes.
+"""Run an experiment: chunks of cells that share data, computed anywhere, written here, resumable, atomic writes.
 
 A *chunk* is (dataset variant, repeat, block of subsets).  Its composition depends only on the spec (never on
-``--jobs``), each cell draws from streams keyed by names (``dpexp.rng``), and chunk files are merged in canonical
-order — so ``results.csv`` is byte-identical for any ``--jobs``.  Completed chunks are written as
-``OUT/.parts/<chunk>.csv`` via temp file + rename; a resumed run skips them.  After the merge the parts are removed
+``--jobs`` or the cluster), each cell draws from streams keyed by names (``dpexp.rng``), and chunk files are merged
+in canonical order — so ``results.csv`` is byte-identical for any ``--jobs`` and any Dask cluster.  Workers (this
+process, loky processes or Dask workers: ``dpexp.executors``) return each chunk's rows as CSV bytes; this process
+writes them as ``OUT/.parts/<chunk>.csv`` via temp file + rename, so no shared file system is needed; a resumed
+run skips the parts that exist.  After the merge the parts are removed
 and the manifest says ``complete``; resuming a complete run does nothing (``--force`` recomputes).
 """
 
@@ -16,10 +18,11 @@ import math
 import os
 import shutil
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -188,25 +191,99 @@ def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
-def _resolve_in_worker(payload: dict[str, Any]) -> ResolvedExperiment:
-    if payload.get("data_dir"):
-        os.environ["DPEXP_DATA_DIR"] = payload["data_dir"]
+@dataclass(frozen=True)
+class Payload:
+    """What a worker needs to rebuild the experiment: the raw config, overrides, --repeats and the root seed.
+
+    ``key`` is the config fingerprint; ``data_dir`` the driver's data directory for local worker processes (None on
+    a cluster: each worker reads its own ``DPEXP_DATA_DIR``); ``version`` and ``digest`` (the datasets' subsets)
+    let a worker refuse to compute with other code or other data than the driver planned with.
+    """
+
+    raw: dict[str, Any]
+    source: str
+    overrides: list[str]
+    repeats: int | None
+    seed: int
+    key: str
+    data_dir: str | None
+    version: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    """A finished chunk as a worker returns it: its rows as CSV lines (no header) and its number of cells."""
+
+    index: int
+    data: bytes
+    cells: int
+
+
+@dataclass(frozen=True)
+class WorkerProblem:
+    """A worker that cannot compute this run (data missing or different, other dpexp version): one line naming it."""
+
+    worker: str
+    message: str
+
+
+def plan_digest(exp: ResolvedExperiment) -> str:
+    """Short hash of what the chunk plan rests on besides the config: every dataset variant's subsets."""
+    import hashlib
+
+    blob = "\x1f".join(f"{dv.name}[{dv.params_str}]:{','.join(dv.subsets)}" for dv in exp.datasets)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
+    """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
+    rows = run_chunk(exp, chunk, seed)
+    return ChunkDone(chunk.index, _rows_to_csv(rows, header=False), len(chunk.subsets) * exp.cells_per_subset_repeat)
+
+
+_RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once
+
+
+def chunk_task(payload: Payload, chunk: Chunk) -> ChunkDone | WorkerProblem:
+    """A chunk in a worker process: the experiment is rebuilt once per process from ``payload`` (memo keyed by the
+    fingerprint and seed); a worker whose data or code differ from the driver's returns a ``WorkerProblem``."""
+    from dpexp import __version__
+
+    if payload.version != __version__:
+        return WorkerProblem(worker_name(), f"runs dpexp {__version__}, the driver {payload.version}")
+    try:
+        with _RESOLVE_LOCK:
+            exp = cache.memo("runner.worker_experiment", (payload.key, payload.seed), lambda: _resolve(payload),
+                             maxsize=1)
+    except UserError as exc:
+        return WorkerProblem(worker_name(), str(exc))
+    if plan_digest(exp) != payload.digest:
+        return WorkerProblem(worker_name(), "its datasets have other subsets than the driver's (another version of "
+                                            "the data? check DPEXP_DATA_DIR there)")
+    return compute_chunk(exp, chunk, payload.seed)
+
+
+def _resolve(payload: Payload) -> ResolvedExperiment:
+    if payload.data_dir:
+        os.environ["DPEXP_DATA_DIR"] = payload.data_dir
     from dpexp.spec import resolve
 
-    return resolve(payload["raw"], payload["source"], payload["overrides"], payload["repeats"])
+    return resolve(payload.raw, payload.source, payload.overrides, payload.repeats)
 
 
-def _worker(payload: dict[str, Any], chunk: Chunk, parts_dir: str) -> tuple[int, int]:
-    # the resolved experiment is rebuilt once per worker process from the raw config (one experiment at a time)
-    exp = cache.memo("runner.worker_experiment", payload["key"], lambda: _resolve_in_worker(payload), maxsize=1)
-    return _execute(exp, chunk, payload["seed"], Path(parts_dir))
+def worker_name() -> str:
+    """This worker as the user can find it: the Dask worker's address, else host and process id."""
+    if "distributed" in sys.modules:
+        try:
+            from distributed import get_worker
 
+            return get_worker().address
+        except (ValueError, ImportError):
+            pass
+    import socket
 
-def _execute(exp: ResolvedExperiment, chunk: Chunk, seed: int, parts_dir: Path) -> tuple[int, int]:
-    rows = run_chunk(exp, chunk, seed)
-    cache.write_atomic(parts_dir / chunk.file_name, _rows_to_csv(rows, header=False))
-    cells = len(chunk.subsets) * exp.cells_per_subset_repeat
-    return chunk.index, cells
+    return f"{socket.gethostname()} (pid {os.getpid()})"
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -224,31 +301,18 @@ class RunReport:
     already_complete: bool = False
 
 
-def execute_chunks(jobs: int, payload: dict[str, Any], todo: list[Chunk], parts: Path, exp: ResolvedExperiment,
-                   seed: int) -> Iterator[tuple[int, int]]:
-    """The executor: compute ``todo`` into ``parts`` and yield (chunk index, cells) as chunks finish, in any order.
-
-    In this process for one job, else joblib's loky processes, each rebuilding the experiment from ``payload`` once.
-    Replaceable: the results do not depend on where or in which order chunks run.
-    """
-    if jobs == 1 or len(todo) <= 1:
-        for c in todo:
-            yield _execute(exp, c, seed, parts)
-        return
-    from joblib import Parallel, delayed
-
-    par = Parallel(n_jobs=jobs, backend="loky", return_as="generator_unordered", batch_size=1)
-    yield from par(delayed(_worker)(payload, c, str(parts)) for c in todo)
-
-
 def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs: int = -1, seed: int | None = None,
                    resume: bool = True, repeats_override: int | None = None, progress: bool = True,
-                   data_dir: str | None = None) -> RunReport:
+                   data_dir: str | None = None, cluster: str | None = None) -> RunReport:
     """Execute (or resume) ``exp`` into ``out``. See module docstring for the guarantees.
 
-    Steps: settle the root seed against a previous run in ``out`` (or report it complete), plan the chunks, write
-    the starting manifest, compute the missing chunks, merge them into the results file, finish the manifest.
+    Steps: settle the root seed against a previous run in ``out`` (or report it complete), plan the chunks, start
+    the executor (``dpexp.executors``: ``jobs``, or the Dask ``cluster``), write the starting manifest, compute the
+    missing chunks, merge them into the results file, finish the manifest.
     """
+    from dpexp import __version__
+    from dpexp.executors import make_executor
+
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
     fingerprint = manifest.config_fingerprint(raw, exp.overrides, repeats_override)
@@ -266,12 +330,19 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     chunks = plan_chunks(exp)
     done_files = {p.name for p in parts.glob("*.csv")}
     todo = [c for c in chunks if c.file_name not in done_files]
-    record = manifest.started(exp, raw, fingerprint, root_seed, jobs, repeats_override, len(chunks),
-                              started_at=(old or {}).get("started") if resume else None)
-    manifest.write(out, record)
-    _compute(exp, chunks, todo, parts, root_seed, jobs, progress,
-             {"raw": raw, "source": exp.source, "overrides": exp.overrides, "repeats": repeats_override,
-              "seed": root_seed, "key": fingerprint, "data_dir": data_dir or os.environ.get("DPEXP_DATA_DIR")})
+    # local worker processes read the driver's data directory; a cluster's workers read their own
+    local_data = None if cluster else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
+    payload = Payload(raw, exp.source, list(exp.overrides), repeats_override, root_seed, fingerprint, local_data,
+                      __version__, plan_digest(exp))
+    executor = make_executor(jobs, cluster, len(todo))
+    try:
+        record = manifest.started(exp, raw, fingerprint, root_seed, jobs, repeats_override, len(chunks),
+                                  started_at=(old or {}).get("started") if resume else None)
+        record["executor"] = executor.describe
+        manifest.write(out, record)
+        _compute(exp, chunks, todo, parts, executor, payload, progress)
+    finally:
+        executor.close()
     results_path, n_rows, failures = merge_parts(out, chunks)
     manifest.write(out, manifest.finished(record, results_path, n_rows, failures, time.time() - start))
     shutil.rmtree(parts, ignore_errors=True)  # merged; a later --resume of a complete run reuses results.csv
@@ -308,9 +379,10 @@ def _start_afresh(out: Path, resume: bool) -> None:
             (out / name).unlink(missing_ok=True)
 
 
-def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], parts: Path, root_seed: int,
-             jobs: int, progress: bool, payload: dict[str, Any]) -> None:
-    """Run ``execute_chunks`` over the missing chunks with a progress bar over all cells."""
+def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], parts: Path, executor: Any,
+             payload: Payload, progress: bool) -> None:
+    """Compute the missing chunks with ``executor`` and write each one's part here, atomically, as it arrives (the
+    one place parts are written: workers only return rows); a progress bar over all cells with an ETA."""
     bar = None
     if progress:
         from tqdm import tqdm
@@ -319,11 +391,14 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
         done_cells = sum(len(c.subsets) * exp.cells_per_subset_repeat for c in chunks if c.index not in todo_idx)
         bar = tqdm(total=exp.n_cells, initial=done_cells, unit="cell", desc=exp.spec.name, file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5)
-    jobs_eff = (os.cpu_count() or 1) if jobs in (-1, 0) else jobs
+    names = {c.index: c.file_name for c in todo}
     try:
-        for _idx, cells in execute_chunks(jobs_eff, payload, todo, parts, exp, root_seed):
+        for done in executor.run(payload, todo, exp):
+            if isinstance(done, WorkerProblem):
+                raise UserError(f"worker {done.worker}: {done.message}")
+            cache.write_atomic(parts / names[done.index], done.data)
             if bar is not None:
-                bar.update(cells)
+                bar.update(done.cells)
     finally:
         if bar is not None:
             bar.close()
@@ -355,9 +430,11 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
             fh.close()
         raw_fh.flush()
         os.fsync(raw_fh.fileno())
-    finally:
         raw_fh.close()
-    os.replace(tmp, path)
+        os.replace(tmp, path)
+    finally:  # interrupted mid-merge: no half-written file left behind (the parts are still there to resume)
+        raw_fh.close()
+        tmp.unlink(missing_ok=True)
     (out / ("results.csv" if big else "results.csv.gz")).unlink(missing_ok=True)
     fail_list = [dict(zip(CELL_COLUMNS, k), error=v) for k, v in failures.items()]
     if fail_list:
