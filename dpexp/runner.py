@@ -15,6 +15,7 @@ import csv
 import gzip
 import io
 import math
+import operator
 import os
 import shutil
 import sys
@@ -62,6 +63,8 @@ def plan_chunks(exp: ResolvedExperiment) -> list[Chunk]:
 
 
 def _fmt(x: Any) -> str:
+    if type(x) is float:
+        return repr(x) if x == x else ""  # NaN (a failed value) is an empty field
     if isinstance(x, float):
         return "" if math.isnan(x) else repr(x)
     return str(x)
@@ -182,12 +185,27 @@ def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[
     return vals
 
 
+#: the rows of one cell are consecutive and share every field before the metric's: formatted once per cell
+_SHARED = COLUMNS.index("metric")
+
+
 def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
+    """The rows as CSV bytes; a run of rows whose leading fields are the same objects (one cell's metrics) formats
+    them once — a third of a GDSC run's time went to formatting fields one by one."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     if header:
         w.writerow(COLUMNS)
-    w.writerows([[_fmt(x) for x in r] for r in rows])
+    lines: list[list[str]] = []
+    prev: tuple[Any, ...] = ()
+    shared: list[str] = []
+    for r in rows:
+        head = r[:_SHARED]
+        if len(head) != len(prev) or not all(map(operator.is_, head, prev)):
+            shared = [_fmt(x) for x in head]
+            prev = head
+        lines.append(shared + [_fmt(x) for x in r[_SHARED:]])
+    w.writerows(lines)
     return buf.getvalue().encode("utf-8")
 
 
@@ -414,7 +432,8 @@ def merge_parts(out: Path, chunks: list[Chunk]) -> tuple[Path, int, list[dict[st
     path = out / ("results.csv.gz" if big else "results.csv")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     raw_fh = open(tmp, "wb")
-    fh = gzip.GzipFile(filename="", mode="wb", fileobj=raw_fh, mtime=0) if big else raw_fh
+    # level 1: a GDSC figure (~1 GB of CSV) compresses 4x faster than at 9 and only ~20 % larger; mtime 0: same bytes
+    fh = gzip.GzipFile(filename="", mode="wb", fileobj=raw_fh, mtime=0, compresslevel=1) if big else raw_fh
     try:
         fh.write((",".join(COLUMNS) + "\n").encode())
         for c in chunks:
