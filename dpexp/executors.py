@@ -14,6 +14,8 @@ The choice (``make_executor``):
   this run and closed after it.
 * ``cluster=ADDRESS`` (``tcp://host:8786``, ``tls://...``): the scheduler of an existing Dask cluster.  Its workers
   need dpexp (same version) and read datasets from their own ``DPEXP_DATA_DIR``.
+* ``cluster=client`` (Python only): a ``distributed.Client`` the caller made (e.g. for a Coiled or Dask Gateway
+  cluster that needs credentials); it is used and left open.
 
 Dask's scheduler does the scheduling: retries when a worker dies (its chunks run again elsewhere), work stealing,
 the dashboard.  This module only submits one task per chunk and turns what comes back into ``ChunkDone``s.
@@ -87,15 +89,19 @@ class DaskCluster:
     (or the scheduler recomputes it) like any other data.
     """
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: Any) -> None:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
             raise UserError("--cluster needs Dask distributed: pip install 'dpexp[dask]'") from None
         self.address = address
         self.cluster = None
+        self.owns_client = True
         self._futures: list[Any] = []
-        if address.startswith("local:"):
+        if isinstance(address, Client):  # from Python: a client the caller made (Coiled, Dask Gateway, jobqueue)
+            self.client, self.owns_client = address, False
+            self.describe = f"dask {address.scheduler.address}"
+        elif address.startswith("local:"):
             n = _local_workers(address)
             # quiet: worker logs (also the shutdown races of heartbeats) would interleave with the progress bar; a
             # failing task comes back to this process as a value or an exception anyway
@@ -147,7 +153,8 @@ class DaskCluster:
         try:
             if self._futures:
                 self.client.cancel(self._futures)
-            self.client.close(timeout=10)
+            if self.owns_client:
+                self.client.close(timeout=10)
         finally:
             if self.cluster is not None:
                 self.cluster.close(timeout=10)
@@ -185,9 +192,9 @@ def cluster_from(cluster: str | None, jobs_given: bool) -> str | None:
     return cluster or None
 
 
-def make_executor(jobs: int, cluster: str | None = None, n_todo: int = 0) -> Executor:
+def make_executor(jobs: int, cluster: Any = None, n_todo: int = 0) -> Executor:
     """The executor for ``--jobs``/``--cluster`` (see the module docstring)."""
-    if cluster:
+    if cluster is not None and cluster != "":
         return DaskCluster(cluster)
     jobs = (os.cpu_count() or 1) if jobs in (-1, 0) else jobs
     if jobs == 1 or n_todo <= 1:

@@ -321,7 +321,7 @@ class RunReport:
 
 def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs: int = -1, seed: int | None = None,
                    resume: bool = True, repeats_override: int | None = None, progress: bool = True,
-                   data_dir: str | None = None, cluster: str | None = None) -> RunReport:
+                   data_dir: str | None = None, cluster: Any = None) -> RunReport:
     """Execute (or resume) ``exp`` into ``out``. See module docstring for the guarantees.
 
     Steps: settle the root seed against a previous run in ``out`` (or report it complete), plan the chunks, start
@@ -349,7 +349,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     done_files = {p.name for p in parts.glob("*.csv")}
     todo = [c for c in chunks if c.file_name not in done_files]
     # local worker processes read the driver's data directory; a cluster's workers read their own
-    local_data = None if cluster else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
+    local_data = None if cluster is not None else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
     payload = Payload(raw, exp.source, list(exp.overrides), repeats_override, root_seed, fingerprint, local_data,
                       __version__, plan_digest(exp))
     executor = make_executor(jobs, cluster, len(todo))

@@ -264,3 +264,16 @@ def test_sigterm_is_one_line_exit_143_and_resumable(slow_ref, tmp_path, how):
     res = _run(["run", str(cfg), "--out", str(out), "-q", "--jobs", "1"])
     assert res.exit_code == 0
     assert (out / "results.csv").read_bytes() == ref
+
+
+def test_a_client_made_by_the_caller_is_used_and_left_open(dask_procs, slow_ref, tmp_path):
+    from distributed import Client
+
+    from dpexp import runner, spec
+
+    cfg, ref = slow_ref
+    raw = spec.read_yaml(cfg)
+    with Client(dask_procs.address, timeout=30) as client:
+        rep = runner.run_experiment(spec.resolve(raw, str(cfg)), raw, tmp_path / "o", progress=False, cluster=client)
+        assert client.status == "running"
+        assert rep.results_path.read_bytes() == ref
