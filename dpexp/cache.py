@@ -53,9 +53,13 @@ def cache_dir(namespace: str) -> Path:
 
 
 def file_key(path: Path) -> tuple[str, int, int]:
-    """Key of one version of a file: (resolved path, mtime in ns, size) — a changed file is a new key."""
-    st = Path(path).stat()
-    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+    """Key of one version of a file: (resolved path, mtime in ns, size) — a changed file is a new key.
+
+    Asked for every data split: the resolved path is memoised per (working directory, path) — resolving walks every
+    component of the path — while the ``stat`` that notices a changed file is done every time."""
+    st = os.stat(path)
+    where = memo("cache.resolved_path", (os.getcwd(), str(path)), lambda: str(Path(path).resolve()), maxsize=1024)
+    return (where, st.st_mtime_ns, st.st_size)
 
 
 # ------------------------------------------------------------------------------------------ in-process memos

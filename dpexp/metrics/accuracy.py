@@ -82,6 +82,34 @@ class Spearman(Metric):
     def __call__(self, output: Output, split: Split) -> float:
         return float(np.mean(spearman_rows(output.predictions, split.y_test)))
 
+    def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
+        """All cells at once, grouped by prediction shape (cells with non-finite predictions one by one).
+
+        Bit-identical to one cell at a time: ranks and their centred sums are multiples of ½ below 2⁵³, so every sum
+        is exact whatever its order; only the final sqrt and division round, elementwise as before."""
+        vals: list[float] = [0.0] * len(outputs)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for k, o in enumerate(outputs):
+            P = o.predictions
+            if P.ndim == 2 and P.shape[1] >= 2 and np.isfinite(P).all():
+                groups.setdefault(P.shape, []).append(k)
+            else:
+                vals[k] = self(o, splits[k])
+        for (t, n), ks in groups.items():
+            P = np.stack([outputs[k].predictions for k in ks]).reshape(len(ks) * t, n)
+            terms = [cache.memo_for("metrics.spearman_truth", splits[k].y_test, None,
+                                    lambda k=k: _centred_ranks(splits[k].y_test), maxsize=512) for k in ks]
+            rt = np.repeat(np.stack([r for r, _ in terms]), t, axis=0)
+            tt = np.repeat(np.array([v for _, v in terms]), t)
+            rp = average_ranks(P)
+            rp -= rp.mean(axis=1, keepdims=True)
+            den = np.sqrt((rp * rp).sum(axis=1) * tt)
+            num = (rp * rt).sum(axis=1)
+            rho = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -1.0, 1.0)
+            for k, v in zip(ks, rho.reshape(len(ks), t).mean(axis=1)):
+                vals[k] = float(v)
+        return vals
+
 
 @register_metric
 class MAE(Metric):

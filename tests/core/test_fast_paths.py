@@ -67,3 +67,37 @@ def test_rows_to_csv_formats_like_the_plain_writer():
     got = _rows_to_csv(rows, header=True)
     assert got == (",".join(COLUMNS) + "\n").encode() + _plain(rows)
     assert b",1,0.0," in got and b",1.0,0.0," in got
+
+
+def _cells(seed: int):
+    from dpexp.types import Output, Split
+
+    rng = np.random.default_rng(seed)
+    outs, splits = [], []
+    for k in range(60):
+        n = int(rng.choice([1, 2, 3, 40, 41, 97]))
+        t = int(rng.choice([1, 1, 1, 3]))
+        y = rng.normal(size=n) if k % 7 else np.round(rng.normal(size=n))          # some tied responses
+        P = rng.normal(size=(t, n)) if k % 5 else np.round(rng.normal(size=(t, n)))  # some tied predictions
+        if k % 11 == 3:
+            P[0, 0] = np.nan                                                       # a failed trial
+        if k % 13 == 4:
+            P[:] = 1.0                                                             # constant predictions
+        meta = {} if k % 3 else {"y_sd": float(rng.uniform(0.5, 2))}
+        z = np.zeros((0, 1))
+        splits.append(Split(z, np.zeros(0), z, np.zeros(0), np.zeros((n, 1)), y, meta))
+        outs.append(Output(predictions=P))
+    return outs, splits
+
+
+@pytest.mark.parametrize("name", ["spearman"])
+def test_batched_metrics_equal_one_cell_at_a_time_to_the_bit(name):
+    from dpexp import registry
+
+    registry.load_all()
+    metric = registry.get("metric", name)()
+    for seed in range(3):
+        outs, splits = _cells(seed)
+        one = [float(metric(o, s)) for o, s in zip(outs, splits)]
+        many = metric.many(outs, splits)
+        assert [repr(v) for v in many] == [repr(v) for v in one]

@@ -94,7 +94,10 @@ class WPC(Metric):
     description = "standardised probabilistic c-index per drug (wpc-index term; average over drugs = wpc)"
 
     def __call__(self, output: Output, split: Split) -> float:
-        sd = split.meta.get("y_sd")
-        if sd is None:
-            sd = float(np.std(split.y_test))
-        return float(np.mean(standardised_pc(output.predictions, split.y_test, float(sd))))
+        return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split))))
+
+
+def _sd(split: Split) -> float:
+    """The response scale of the pc-index: the drug's σ_y from the dataset, else the test responses' std."""
+    sd = split.meta.get("y_sd")
+    return float(np.std(split.y_test)) if sd is None else float(sd)
