@@ -91,10 +91,11 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
                 outputs = _outputs(exp, av, splits, [noise_stream(root_seed, *n) for n in names],
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
-                for split, subset, out, n in zip(splits, chunk.subsets, outputs, names):
+                values = _metric_table(exp, outputs, splits)
+                for split, subset, vals, n in zip(splits, chunk.subsets, values, names):
                     cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split,
                                     key_hex(*noise_names(*n)))
-                    rows += cell.rows(_metric_values(exp, out, split), targets)
+                    rows += cell.rows(vals, targets)
     return rows
 
 
@@ -167,16 +168,46 @@ class _SplitFailure:
         return RuntimeError(f"data split failed: {type(self.exc).__name__}: {self.exc}")
 
 
+def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
+                  ) -> list[list[tuple[str, float, str]]]:
+    """``_metric_values`` of every cell of a group (one algorithm variant and budget over the chunk's subsets), each
+    metric scored over all of them at once (``Metric.many``: per-cell overhead was most of a GDSC cell's cost); a
+    ``many`` that raises is retried cell by cell, so a failure stays with its cell."""
+    table: list[list[tuple[str, float, str]]] = [[] for _ in outputs]
+    good = [i for i, o in enumerate(outputs) if not isinstance(o, Exception)]
+    for i, o in enumerate(outputs):
+        if isinstance(o, Exception):
+            table[i] = _metric_values(exp, o, splits[i])
+    for label, metric in exp.metrics:
+        try:
+            vals = [(label, float(v), "") for v in metric.many([outputs[i] for i in good], [splits[i] for i in good])]
+            if len(vals) != len(good):
+                raise ValueError(f"{label}.many returned {len(vals)} values for {len(good)} cells")
+        except Exception:
+            vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
+        for i, v in zip(good, vals):
+            table[i].append(v)
+    for i in good:
+        table[i] += _extra_values(outputs[i])
+    return table
+
+
 def _metric_values(exp: ResolvedExperiment, out: Any, split: Any) -> list[tuple[str, float, str]]:
     if isinstance(out, Exception):
         msg = f"{type(out).__name__}: {out}".replace("\n", " ")[:500]
         return [(label, float("nan"), msg) for label, _ in exp.metrics]
+    return [_metric_value(label, metric, out, split) for label, metric in exp.metrics] + _extra_values(out)
+
+
+def _metric_value(label: str, metric: Any, out: Any, split: Any) -> tuple[str, float, str]:
+    try:
+        return (label, float(metric(out, split)), "")
+    except Exception as exc:
+        return (label, float("nan"), f"metric {label}: {type(exc).__name__}: {exc}"[:500])
+
+
+def _extra_values(out: Any) -> list[tuple[str, float, str]]:
     vals = []
-    for label, metric in exp.metrics:
-        try:
-            vals.append((label, float(metric(out, split)), ""))
-        except Exception as exc:
-            vals.append((label, float("nan"), f"metric {label}: {type(exc).__name__}: {exc}"[:500]))
     for key in sorted(out.extras):
         try:
             vals.append((key, float(out.extras[key]), ""))
@@ -204,7 +235,7 @@ def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
         if len(head) != len(prev) or not all(map(operator.is_, head, prev)):
             shared = [_fmt(x) for x in head]
             prev = head
-        lines.append(shared + [_fmt(x) for x in r[_SHARED:]])
+        lines.append(shared + list(map(_fmt, r[_SHARED:])))
     w.writerows(lines)
     return buf.getvalue().encode("utf-8")
 
