@@ -71,11 +71,13 @@ def vb_batched_seconds_per_fit(batch: int = 10_000, d: int = 10, n: int = 810) -
 
 
 class PeakMemory:
-    """Polls the peak resident set (VmHWM) of a process and all its descendants until stopped."""
+    """Polls the peak resident set (VmHWM) and the CPU time of a process and all its descendants until stopped
+    (CPU time as last seen, at most ``every`` seconds before a process ended)."""
 
     def __init__(self, pid: int, every: float = 0.25) -> None:
         self.pid, self.every = pid, every
         self.peaks: dict[int, tuple[str, int]] = {}
+        self.cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -94,6 +96,8 @@ class PeakMemory:
                     with open(f"/proc/{p.pid}/status") as fh:
                         hwm = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
                     name = "driver" if p.pid == self.pid else _role(p.cmdline())
+                    t = p.cpu_times()
+                    self.cpu[p.pid] = t.user + t.system
                 except (OSError, StopIteration, psutil.Error):
                     continue
                 self.peaks[p.pid] = (name, max(hwm, self.peaks.get(p.pid, ("", 0))[1]))
@@ -113,8 +117,9 @@ def _role(cmdline: list[str]) -> str:
     return "child"
 
 
-def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]) -> tuple[float, dict[int, tuple[str, int]]]:
-    """Wall seconds of ``dpexp run cfg`` and the peak memory of each of its processes."""
+def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]
+              ) -> tuple[float, dict[int, tuple[str, int]], float]:
+    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(dpexp("run", str(cfg), "--out", str(out), "--force", "-q", *how, *extra), cwd=REPO,
                             env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -124,7 +129,7 @@ def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]) -> tuple[f
     peaks = mem.stop()
     if proc.returncode not in (0, 1):  # 1: some cells failed (recorded), still a full run
         raise SystemExit(f"{cfg.name}: dpexp run failed ({proc.returncode}): {err.strip()[-500:]}")
-    return wall, peaks
+    return wall, peaks, sum(mem.cpu.values())
 
 
 def n_cells(cfg: Path, extra: list[str]) -> int:
@@ -150,26 +155,30 @@ def main() -> None:
     try:
         per_fit = vb_batched_seconds_per_fit()
         cells = n_cells(GDSC, extra)
-        floor = cells * per_fit
         print(f"batched-fit floor of {GDSC.name}: {cells:,} fits x {per_fit * 1e6:.1f} us per batched vb fit "
-              f"= {floor:.1f} s (one core)")
+              f"= {cells * per_fit:.1f} s (one core)", flush=True)
         # warm the tuning cache (all sizes, two drugs) so the timed run is the runner, not the one-off tuning
         subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
                              "--repeats", "1", "--set", "datasets[0].subsets={first: 2}"),
                        cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wall, peaks = timed_run(GDSC, work / "gdsc_eps2", how, extra)
+        wall, peaks, cpu = timed_run(GDSC, work / "gdsc_eps2", how, extra)
         size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
-        print(f"full run of {GDSC.name}: {wall:.1f} s wall ({cells / wall:,.0f} cells/s, results "
-              f"{size / 1e6:.0f} MB)")
+        after = vb_batched_seconds_per_fit()   # again: the machine may be shared; the faster one is the floor
+        print(f"  (measured again after the run: {after * 1e6:.1f} us per fit)")
+        floor = cells * min(per_fit, after)
+        print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu:.0f} CPU-seconds in all its processes "
+              f"({cells / wall:,.0f} cells/s, {cpu / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB)")
         print(f"overhead ratio = full run wall / batched-fit floor = {wall:.1f} / {floor:.1f} = "
               f"{wall / floor:.2f} (target <= 3)")
+        print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu / floor:.2f} (independent of the cores used "
+              f"and of other load; the wall ratio on J idle cores is about this / J)")
         for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
             print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
         names = [p.stem for p in sorted((REPO / "configs").glob("*.yaml"))] if a.configs == ["all"] else a.configs
         if names:
             times = []
             for name in names:
-                w, pk = timed_run(REPO / "configs" / f"{name}.yaml", work / name, how, extra)
+                w, pk, _ = timed_run(REPO / "configs" / f"{name}.yaml", work / name, how, extra)
                 worst = max(h for _, h in pk.values()) if pk else 0
                 times.append((w, name))
                 print(f"  {name:24s} {w:8.1f} s   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
