@@ -23,8 +23,10 @@ the dashboard.  This module only submits one task per chunk and turns what comes
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import uuid
 from typing import Any, Iterator, Protocol
 
@@ -106,9 +108,10 @@ class DaskCluster:
             # quiet: worker logs (also the shutdown races of heartbeats) would interleave with the progress bar; a
             # failing task comes back to this process as a value or an exception anyway
             # the scheduler's HTTP routes on a free port (the default 8787 may be taken: a warning), no dashboard
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                        dashboard_address=None, silence_logs=logging.CRITICAL,
-                                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
+            with _workers_ignore_sigint():
+                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                            dashboard_address=None, silence_logs=logging.CRITICAL,
+                                            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
             self.client = Client(self.cluster)
             self.describe = f"dask LocalCluster, {n} processes"
         else:
@@ -132,10 +135,12 @@ class DaskCluster:
         token = uuid.uuid4().hex[:8]
         name = payload.key
         pf = self.client.submit(_identity, payload, key=f"dpexp-payload-{name}-{token}", pure=False)
-        self._futures = [self.client.submit(chunk_task, pf, c, key=f"dpexp-chunk-{name}-{c.index:07d}-{token}",
-                                            pure=False) for c in todo]
+        futures = [self.client.submit(chunk_task, pf, c, key=f"dpexp-chunk-{name}-{c.index:07d}-{token}",
+                                      pure=False) for c in todo]
+        self._futures = futures
+        pending = set(futures)
         try:
-            for fut in as_completed(self._futures):
+            for fut in as_completed(futures):
                 try:
                     done = fut.result()
                 except FutureCancelledError:
@@ -143,21 +148,47 @@ class DaskCluster:
                                     "client was closed); finished chunks are kept, rerun to resume") from None
                 except Exception as exc:
                     _raise_cluster_failure(exc)
+                pending.discard(fut)
                 fut.release()
                 yield done
         finally:
-            self._futures = []
+            # stopped early (Ctrl-C, SIGTERM, an error): the cluster stops working on this run's other chunks
+            self._futures = list(pending)
+            self._cancel()
             pf.release()
+
+    def _cancel(self) -> None:
+        if self._futures:
+            try:
+                self.client.cancel(self._futures)
+            except Exception:  # the cluster is gone: nothing left to stop
+                pass
+            self._futures = []
 
     def close(self) -> None:
         try:
-            if self._futures:
-                self.client.cancel(self._futures)
+            self._cancel()
             if self.owns_client:
                 self.client.close(timeout=10)
         finally:
             if self.cluster is not None:
                 self.cluster.close(timeout=10)
+
+
+@contextlib.contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Start worker processes with SIGINT ignored (inherited across exec): a Ctrl-C in the terminal reaches the whole
+    process group, and the driver alone should handle it — it closes the cluster; the workers would print a
+    KeyboardInterrupt traceback each."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _identity(x: Any) -> Any:

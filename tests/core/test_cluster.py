@@ -1,6 +1,6 @@
 """The Dask back-end: the same bytes as --jobs 1 on a LocalCluster and on a separately started scheduler + 2 workers
 (127.0.0.1, random free ports), a worker killed mid-run, the driver killed mid-run and resumed, a worker without
-the data, and SIGTERM on the local paths (one line, exit 143, resumable)."""
+the data; SIGTERM and Ctrl-C on loky and a LocalCluster (one line, exit 143 / 130, resumable)."""
 
 from __future__ import annotations
 
@@ -175,8 +175,8 @@ def test_unreachable_scheduler_is_one_line(slow_ref, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.run([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(tmp_path / "o"),
-                           "--cluster", f"tcp://127.0.0.1:{port}"], cwd=REPO, env=_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"),
-                          capture_output=True, text=True, timeout=120)
+                           "--cluster", f"tcp://127.0.0.1:{port}"], cwd=REPO, capture_output=True, text=True,
+                          env=_env(DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s"), timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}" in lines[0]
@@ -242,24 +242,31 @@ def test_worker_killed_mid_run_the_run_still_finishes_to_the_same_bytes(dask_pro
     dask_procs.wait_workers(2)
 
 
-@pytest.mark.parametrize("how", [["--jobs", "2"], ["--cluster", "local:2"]])
-def test_sigterm_is_one_line_exit_143_and_resumable(slow_ref, tmp_path, how):
+@pytest.mark.parametrize("how, sig, group", [
+    (["--jobs", "2"], signal.SIGTERM, False),           # kill PID / a scheduler's cancel of the driver
+    (["--cluster", "local:2"], signal.SIGTERM, True),   # scancel: every process of the job
+    (["--cluster", "local:2"], signal.SIGINT, True),    # Ctrl-C in a terminal: the whole process group
+])
+def test_sigterm_and_ctrl_c_are_one_line_and_resumable(slow_ref, tmp_path, how, sig, group):
     cfg, ref = slow_ref
     out, log = tmp_path / "o", tmp_path / "driver.log"
     with open(log, "wb") as err:
         proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(out), *how],
-                                cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=err)
+                                cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             _wait_for(lambda: _parts(out) >= 2 or proc.poll() is not None, "2 parts")
             assert proc.poll() is None, log.read_text()[-2000:]
-            proc.send_signal(signal.SIGTERM)
+            if group:
+                os.killpg(proc.pid, sig)
+            else:
+                proc.send_signal(sig)
             code = proc.wait(timeout=120)
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            DaskProcesses.kill(proc)
     text = log.read_text().strip()
-    assert code == 143, text
-    assert text.splitlines() == ["terminated (SIGTERM); finished chunks are kept, rerun the same command to resume"]
+    what = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    assert code == (143 if sig == signal.SIGTERM else 130), text
+    assert text.splitlines() == [f"{what}; finished chunks are kept, rerun the same command to resume"]
     assert not (out / "results.csv").exists() and not list(out.glob(".results.csv*"))
     res = _run(["run", str(cfg), "--out", str(out), "-q", "--jobs", "1"])
     assert res.exit_code == 0
