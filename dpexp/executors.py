@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import uuid
 from typing import Any, Iterator, Protocol
 
@@ -125,6 +126,10 @@ class DaskCluster:
         self.n_workers = len(workers)
         self.threads = sum(int(w.get("nthreads", 1)) for w in workers.values())
         self.describe += f" ({self.n_workers} workers, {self.threads} threads)"
+        if self.threads > self.n_workers:
+            print(f"dpexp: the cluster's workers run {self.threads / max(self.n_workers, 1):.0f} threads each; dpexp "
+                  "chunks are mostly Python (one thread at a time per process): start workers with --nthreads 1 "
+                  "--nworkers N for full speed", file=sys.stderr, flush=True)
 
     def run(self, payload: Any, todo: list[Any], local: Any) -> Iterator[Any]:
         from distributed import as_completed

@@ -246,7 +246,7 @@ def test_worker_killed_mid_run_the_run_still_finishes_to_the_same_bytes(dask_pro
     (["--jobs", "2"], signal.SIGTERM, False),           # kill PID / a scheduler's cancel of the driver
     (["--cluster", "local:2"], signal.SIGTERM, True),   # scancel: every process of the job
     (["--cluster", "local:2"], signal.SIGINT, True),    # Ctrl-C in a terminal: the whole process group
-])
+], ids=["sigterm-driver-loky", "sigterm-group-localcluster", "ctrl-c-group-localcluster"])
 def test_sigterm_and_ctrl_c_are_one_line_and_resumable(slow_ref, tmp_path, how, sig, group):
     cfg, ref = slow_ref
     out, log = tmp_path / "o", tmp_path / "driver.log"
@@ -284,3 +284,18 @@ def test_a_client_made_by_the_caller_is_used_and_left_open(dask_procs, slow_ref,
         rep = runner.run_experiment(spec.resolve(raw, str(cfg)), raw, tmp_path / "o", progress=False, cluster=client)
         assert client.status == "running"
         assert rep.results_path.read_bytes() == ref
+
+
+def test_a_worker_with_two_threads_gives_the_same_bytes_and_a_note(slow_ref, tmp_path, capsys):
+    from distributed import Client, LocalCluster
+
+    from dpexp import runner, spec
+
+    cfg, ref = slow_ref
+    raw = spec.read_yaml(cfg)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None,
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"}) as lc, \
+            Client(lc) as client:
+        rep = runner.run_experiment(spec.resolve(raw, str(cfg)), raw, tmp_path / "o", progress=False, cluster=client)
+    assert rep.results_path.read_bytes() == ref
+    assert "start workers with --nthreads 1" in capsys.readouterr().err
