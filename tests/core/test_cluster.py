@@ -299,3 +299,15 @@ def test_a_worker_with_two_threads_gives_the_same_bytes_and_a_note(slow_ref, tmp
         rep = runner.run_experiment(spec.resolve(raw, str(cfg)), raw, tmp_path / "o", progress=False, cluster=client)
     assert rep.results_path.read_bytes() == ref
     assert "start workers with --nthreads 1" in capsys.readouterr().err
+
+
+def test_failing_cells_are_recorded_on_the_cluster_as_locally(dask_procs, tmp_path):
+    cfg = tmp_path / "fail.yaml"
+    cfg.write_text(SLOW.replace("repeats: 24", "repeats: 3").replace("params: {sleep_ms: 70, noise: 0.5}",
+                                                                    "params: {fail: true}"))
+    local = _run(["run", str(cfg), "--out", str(tmp_path / "j1"), "-q", "--jobs", "1"])
+    remote = _run(["run", str(cfg), "--out", str(tmp_path / "c"), "-q", "--cluster", dask_procs.address])
+    assert local.exit_code == remote.exit_code == 1, remote.output
+    for name in ("results.csv", "failures.csv"):
+        assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "j1" / name).read_bytes()
+    assert b"asked to fail" in (tmp_path / "c" / "failures.csv").read_bytes()
