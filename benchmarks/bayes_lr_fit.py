@@ -11,7 +11,7 @@ Prints, from one run:
    n_private), the runner with a warm tuning cache (data loading, all fits, metrics, CSV writing — of which the
    data preparation and the CSV read are timed separately as IO), and plotting.
 
-Usage: ``.venv/bin/python benchmarks/bayes_lr_fit.py [--no-pymc] [--full | --no-full] [--repeats R]``.
+Usage: ``python benchmarks/bayes_lr_fit.py [--no-pymc] [--full | --no-full] [--repeats R]``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+#: the CLI through the running interpreter, so the benchmark works from any environment with dpexp's dependencies
+DPEXP = [sys.executable, "-m", "dpexp.cli"]
 
 
 def gdsc_like_stats(rng: np.random.Generator, n: int = 810, d: int = 10):
@@ -96,6 +98,7 @@ def bench_full(jobs: int, repeats: int | None) -> None:
     cfg = REPO / "configs" / "gdsc_eps2.yaml"
     work = Path(tempfile.mkdtemp(prefix="bench_gdsc_"))
     env = dict(os.environ, DPEXP_CACHE_DIR=str(work / "cache"), TQDM_DISABLE="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     os.environ["DPEXP_CACHE_DIR"] = env["DPEXP_CACHE_DIR"]
     print(f"full-scale run of {cfg.relative_to(REPO)} with --jobs {jobs}"
           + (f", --repeats {repeats}" if repeats else " (50 repeats, all 265 drugs)"))
@@ -118,7 +121,7 @@ def bench_full(jobs: int, repeats: int | None) -> None:
 
     # stage 3: the runner with the warm tuning cache (fits + metrics + CSV), then plotting
     out = work / "out"
-    cmd = [str(REPO / ".venv" / "bin" / "dpexp"), "run", str(cfg), "--out", str(out), "--jobs", str(jobs)]
+    cmd = [*DPEXP, "run", str(cfg), "--out", str(out), "--jobs", str(jobs)]
     if repeats:
         cmd += ["--repeats", str(repeats)]
     t_run = run(cmd, env)
@@ -128,7 +131,7 @@ def bench_full(jobs: int, repeats: int | None) -> None:
     csv = next(out.glob("results.csv*"))
     rows = len(pd.read_csv(csv))
     t_read = time.perf_counter() - t0
-    t_plot = run([str(REPO / ".venv" / "bin" / "dpexp"), "plot", str(out)], env)
+    t_plot = run([*DPEXP, "plot", str(out), "--out", str(work / "figures")], env)
     total = t_split + t_thr + t_run
     print(f"  tuning: split search {t_split:.1f} s (p = {split}), thresholds for 8 sizes {t_thr:.1f} s")
     print(f"  runner (data load, all fits, metrics, CSV write; warm tuning cache): {t_run:.1f} s")

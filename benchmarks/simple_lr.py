@@ -88,11 +88,11 @@ def bench_full(jobs: int) -> None:
     if not cfg.exists():
         print("[full] configs/slr_oi.yaml not found; skipped")
         return
-    exe = Path(sys.executable).parent / "dpexp"
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        r = subprocess.run([str(exe), "run", str(cfg), "--out", out, "--jobs", str(jobs)], capture_output=True,
-                           text=True)
+        # the CLI through the running interpreter: works from any environment, not only one with a dpexp script
+        r = subprocess.run([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", out, "--jobs", str(jobs)],
+                           capture_output=True, text=True)
         dt = time.perf_counter() - t0
     status = "ok" if r.returncode == 0 else f"exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}"
     print(f"[full] dpexp run configs/slr_oi.yaml --jobs {jobs}: {dt:.1f} s wall ({status}; target <= 600 s)")

@@ -25,6 +25,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator, TypeVar
@@ -35,6 +36,7 @@ T = TypeVar("T")
 ENV_VAR = "DPEXP_CACHE_DIR"
 
 _MEMOS: dict[str, OrderedDict[Hashable, Any]] = {}
+_LOCK = threading.RLock()
 
 
 # ------------------------------------------------------------------------------------------------ locations
@@ -53,23 +55,32 @@ def cache_dir(namespace: str) -> Path:
 
 
 def file_key(path: Path) -> tuple[str, int, int]:
-    """Key of one version of a file: (resolved path, mtime in ns, size) — a changed file is a new key."""
-    st = Path(path).stat()
-    return (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+    """Key of one version of a file: (resolved path, mtime in ns, size) — a changed file is a new key.
+
+    Asked for every data split: the resolved path is memoised per (working directory, path) — resolving walks every
+    component of the path — while the ``stat`` that notices a changed file is done every time."""
+    st = os.stat(path)
+    where = memo("cache.resolved_path", (os.getcwd(), str(path)), lambda: str(Path(path).resolve()), maxsize=1024)
+    return (where, st.st_mtime_ns, st.st_size)
 
 
 # ------------------------------------------------------------------------------------------ in-process memos
 def memo(namespace: str, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
-    """``compute()`` once per (namespace, key) in this process; ``maxsize`` bounds the namespace (LRU)."""
-    table = _MEMOS.setdefault(namespace, OrderedDict())
-    if key in table:
-        if maxsize is not None:
-            table.move_to_end(key)
-        return table[key]
+    """``compute()`` once per (namespace, key) in this process; ``maxsize`` bounds the namespace (LRU).
+
+    Safe under threads (a Dask worker may run chunks in several): the table is locked, ``compute`` is not (two
+    threads may both compute a missing entry; it is a pure function, so either result is the same)."""
+    with _LOCK:
+        table = _MEMOS.setdefault(namespace, OrderedDict())
+        if key in table:
+            if maxsize is not None:
+                table.move_to_end(key)
+            return table[key]
     value = compute()
-    table[key] = value
-    if maxsize is not None and len(table) > maxsize:
-        table.popitem(last=False)
+    with _LOCK:
+        table[key] = value
+        if maxsize is not None and len(table) > maxsize:
+            table.popitem(last=False)
     return value
 
 

@@ -1,12 +1,15 @@
 """Command-line interface (thin click group; heavy imports happen inside commands so ``--help`` is fast).
 
 User errors (bad config, missing data, bad arguments) exit with code 2 and one line on stderr, no traceback.
-``dpexp run`` exits 1 when some cells failed (they are recorded), 130 when interrupted, 0 otherwise.
+``dpexp run`` exits 1 when some cells failed (they are recorded), 130 when interrupted (Ctrl-C, SIGINT), 143 when
+terminated (SIGTERM: a batch scheduler's cancel or time limit), 0 otherwise; both interruptions print one line and
+keep the finished chunks, so the same command resumes.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +19,16 @@ from dpexp import __version__
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
+EXIT_TERMINATED = 143   # 128 + SIGTERM: a scheduler (SLURM, PBS, kill) can tell its own cancel from a Ctrl-C
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread on SIGTERM, so a terminated run unwinds exactly like a Ctrl-C (executors stopped,
+    finished chunks kept, no half-written file) instead of dying mid-write."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated()
 
 
 def _fail(msg: str) -> None:
@@ -30,6 +43,10 @@ class _Group(click.Group):
         from dpexp.errors import UserError
 
         try:
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread (e.g. embedded): leave signals alone
+            previous = None
+        try:
             return super().invoke(ctx)
         except UserError as exc:
             _fail(str(exc))
@@ -39,11 +56,16 @@ class _Group(click.Group):
             if exc.filename is None:
                 raise
             _fail(f"{exc.filename}: {exc.strerror or exc}")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             # click would print 'Aborted!' and exit 1, which README reserves for 'some cells failed'
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not break the clean exit
             hint = "; finished chunks are kept, rerun the same command to resume" if ctx.invoked_subcommand == "run" else ""
-            click.echo(f"\ninterrupted{hint}", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+            what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+            click.echo(f"\n{what}{hint}", err=True)
+            sys.exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 def _set_data_dir(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
@@ -73,6 +95,9 @@ def main() -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
               help="Output directory (default results/<experiment name>).")
 @click.option("--jobs", "-j", type=int, default=-1, show_default=True, help="Parallel processes (-1 = all cores).")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Compute on a Dask cluster: its scheduler address (tcp://HOST:8786) or local:N to start N local "
+                   "worker processes; default $DPEXP_CLUSTER unless --jobs is given. Results are the same bytes.")
 @click.option("--repeats", type=click.IntRange(min=1), default=None, help="Override the number of repeats.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Override a config value, e.g. --set privacy.epsilon=[1,2] --set algorithms[2].params.B_y=[3,5]")
@@ -86,15 +111,21 @@ def main() -> None:
 @click.option("--noise", type=click.Choice(["seeded", "secure"]), default=None,
               help="Privacy noise: seeded (reproducible from the manifest; experiments only) or secure (OS CSPRNG, "
                    "never recorded). Default: the config's `noise:` (seeded). Recorded as the override noise=MODE.")
-def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides: tuple[str, ...], seed: int | None,
-        resume: bool, dry_run: bool, fast: bool, quiet: bool, noise: str | None) -> None:
+@click.pass_context
+def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: str | None, repeats: int | None,
+        overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool, quiet: bool,
+        noise: str | None) -> None:
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
     import json
 
-    from dpexp import runner, spec
+    from dpexp import executors, runner, spec
 
     if jobs == 0 or jobs < -1:
         _fail(f"--jobs must be >= 1 or -1 (all cores), got {jobs}")
+    jobs_given = ctx.get_parameter_source("jobs") == click.core.ParameterSource.COMMANDLINE
+    if cluster is not None and jobs_given:
+        _fail("give either --jobs (processes on this machine) or --cluster (a Dask cluster), not both")
+    cluster = executors.cluster_from(cluster, jobs_given)
     raw = spec.read_yaml(Path(config))
     all_overrides = list(overrides)
     if fast:
@@ -116,7 +147,7 @@ def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides:
         return
     out_dir = Path(out) if out else Path("results") / exp.spec.name
     report = runner.run_experiment(exp, raw, out_dir, jobs=jobs, seed=seed, resume=resume,
-                                   repeats_override=repeats, progress=not quiet)
+                                   repeats_override=repeats, progress=not quiet, cluster=cluster)
     msg = (f"{exp.spec.name}: {report.cells} cells -> {report.results_path} "
            f"({report.seconds:.1f} s, {report.skipped_chunks} chunks resumed)")
     if report.already_complete:

@@ -229,3 +229,11 @@ class Metric:
 
     def __call__(self, output: Output, split: Split) -> float:
         raise NotImplementedError
+
+    def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
+        """The metric of every (output, split) pair — the cells of one algorithm and budget in a chunk.
+
+        Override to vectorise over cells; the values must equal ``[self(o, s) ...]`` exactly (to the bit), so results
+        never depend on how cells are grouped.  If it raises, the runner scores the cells one by one to tell which
+        failed."""
+        return [float(self(o, s)) for o, s in zip(outputs, splits)]

@@ -62,17 +62,22 @@ def _response_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray, float]:
     return 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd)), pc_null_sd(y, sd)
 
 
+def _defined_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray | None, float]:
+    """``_response_terms`` where the index is defined (3+ distinct responses, sd > 0), else (None, 0)."""
+    y = np.asarray(y, dtype=float)
+    if y.size < 3 or not (sd > 0) or np.ptp(y) == 0:
+        return None, 0.0
+    return _response_terms(y, sd)
+
+
 def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
     """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised per
     response vector (``dpexp.cache``), so the algorithms evaluated on one split compute them once."""
     pred = np.atleast_2d(np.asarray(pred, dtype=float))
-    y = np.asarray(y, dtype=float)
-    if y.size < 3 or not (sd > 0) or np.ptp(y) == 0:
+    a, s = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+    if a is None or s <= 0:
         return np.zeros(pred.shape[0])
-    a, s = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _response_terms(y, sd), maxsize=512)
-    if s <= 0:
-        return np.zeros(pred.shape[0])
-    n = y.size
+    n = a.shape[0]
     b = np.sign(pred[:, :, None] - pred[:, None, :])
     pc = 0.5 + np.einsum("ij,tij->t", a, b) / (n * (n - 1.0))
     z = (pc - 0.5) / s
@@ -89,7 +94,10 @@ class WPC(Metric):
     description = "standardised probabilistic c-index per drug (wpc-index term; average over drugs = wpc)"
 
     def __call__(self, output: Output, split: Split) -> float:
-        sd = split.meta.get("y_sd")
-        if sd is None:
-            sd = float(np.std(split.y_test))
-        return float(np.mean(standardised_pc(output.predictions, split.y_test, float(sd))))
+        return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split))))
+
+
+def _sd(split: Split) -> float:
+    """The response scale of the pc-index: the drug's σ_y from the dataset, else the test responses' std."""
+    sd = split.meta.get("y_sd")
+    return float(np.std(split.y_test)) if sd is None else float(sd)

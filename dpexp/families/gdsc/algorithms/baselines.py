@@ -112,22 +112,52 @@ class RobustLR(Reference):
     description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
     Params = _RLRParams
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
-        ledger = as_ledger(ledger)
-        ledger.not_dp("non-private baseline")
-        p = self.params
-        kw = p.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
-        ref = RobustPrivateLR(**kw)
-        B_x, B_y = ref.bounds(split, epsilon=p.tune_epsilon)   # the thresholds rplr would use here (stats.Clipping)
+    def _clipped(self, ref: RobustPrivateLR, split: Split) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """The public rows plus the private rows clipped at the thresholds rplr would use here, and (B_x, B_y)."""
+        B_x, B_y = ref.bounds(split, epsilon=self.params.tune_epsilon)   # stats.Clipping, as rplr
         if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
             B_x = B_y = np.inf
         Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
-        X = np.concatenate([split.X_public, Xc])
-        y = np.concatenate([split.y_public, yc])
-        w = _fit((X.T @ X)[None], (X.T @ y)[None], np.array([y @ y]), np.array([float(len(y))]), ref.params.prior,
-                 ref.params.lam, ref.params.lam0)[0]
-        pred = np.broadcast_to(split.X_test @ w, (trials, split.X_test.shape[0])).copy()
-        return Output(predictions=pred, coef=np.broadcast_to(w, (trials, w.size)).copy(),
-                      extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
-                              "B_y": float(B_y) if np.isfinite(B_y) else float("nan")},
-                      guarantee=ledger.guarantee())
+        return np.concatenate([split.X_public, Xc]), np.concatenate([split.y_public, yc]), B_x, B_y
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
+                 trials: int = 1) -> list[Output | Exception]:
+        """Clip each split, then fit all splits of equal d in one batched call (the model of ``_fit``)."""
+        ledgers = [as_ledger(lg) for lg in ledgers]
+        for lg in ledgers:
+            lg.not_dp("non-private baseline")
+        kw = self.params.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
+        ref = RobustPrivateLR(**kw)
+        out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, float, float]]] = {}
+        for k, s in enumerate(splits):
+            try:
+                X, y, B_x, B_y = self._clipped(ref, s)
+                groups.setdefault(X.shape[1], []).append((k, X, y, B_x, B_y))
+            except Exception as exc:  # recorded per cell
+                out[k] = exc
+        for d, items in groups.items():
+            XX = np.stack([X.T @ X for _, X, _, _, _ in items])
+            Xy = np.stack([X.T @ y for _, X, y, _, _ in items])
+            yy = np.array([y @ y for _, _, y, _, _ in items])
+            n = np.array([float(len(y)) for _, _, y, _, _ in items])
+            try:
+                W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
+            except Exception as exc:
+                for it in items:
+                    out[it[0]] = exc
+                continue
+            for (k, _, _, B_x, B_y), w in zip(items, W):
+                Xt = splits[k].X_test
+                out[k] = Output(predictions=np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy(),
+                                coef=np.broadcast_to(w, (trials, d)).copy(),
+                                extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
+                                        "B_y": float(B_y) if np.isfinite(B_y) else float("nan")},
+                                guarantee=ledgers[k].guarantee())
+        return out

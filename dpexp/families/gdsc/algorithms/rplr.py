@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from dpexp import cache
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
@@ -168,6 +169,11 @@ class RobustPrivateLR(BatchedAlgorithm):
         return epsilon * (1.0 - self.params.sigma_share) if self.params.sigma == "dp" else epsilon
 
     def budget_split(self, n: int, d: int, epsilon: float) -> tuple[float, float, float]:
+        # asked once per cell: the in-process memo skips tuning's key hashing and cache look-up (a pure function)
+        return cache.memo("gdsc.rplr_budget_split", (self.params, int(n), int(d), float(epsilon)),
+                          lambda: self._budget_split(n, d, epsilon), maxsize=4096)
+
+    def _budget_split(self, n: int, d: int, epsilon: float) -> tuple[float, float, float]:
         p = self.params
         if not p.auto_split:
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
@@ -177,6 +183,10 @@ class RobustPrivateLR(BatchedAlgorithm):
         return float(r["p1"]), float(r["p2"]), float(r["p3"])
 
     def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
+        return cache.memo("gdsc.rplr_omegas", (self.params, int(n), int(d), float(epsilon), tuple(split)),
+                          lambda: self._omegas(n, d, epsilon, split), maxsize=4096)
+
+    def _omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
         p = self.params
         if not p.auto_omega:
             return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]

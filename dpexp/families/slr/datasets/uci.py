@@ -49,7 +49,7 @@ from pydantic import Field
 
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
-from dpexp.datasets.base import data_path, download, sha256_file
+from dpexp.datasets.base import data_path, download, search_dirs, sha256_file
 from dpexp.errors import DataNotFoundError, UserError
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
@@ -311,9 +311,10 @@ class StockExchange(Dataset):
             try:
                 p = data_path(STOCK_XLSX, self.download_hint)
             except DataNotFoundError:
+                where = " or ".join(str(d / STOCK_FILE) for d in search_dirs())
                 raise DataNotFoundError(
-                    f"data file not found: {STOCK_FILE} (or {STOCK_XLSX}) under the data directory; "
-                    f"fetch it with `{self.download_hint}`") from None
+                    f"data file not found: expected {where} (or {STOCK_XLSX} there; set DPEXP_DATA_DIR or "
+                    f"--data-dir); fetch it with `{self.download_hint}`") from None
         return _load_stock(str(p.resolve()))
 
     def _xy(self) -> tuple[np.ndarray, np.ndarray]:

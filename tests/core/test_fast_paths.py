@@ -1,0 +1,103 @@
+"""The fast paths of a run (ranks without scipy's per-call overhead, CSV formatting once per cell) give exactly
+what the plain computations give."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpexp.metrics.accuracy import average_ranks, spearman_rows
+from dpexp.results import COLUMNS, Row
+from dpexp.runner import _rows_to_csv
+
+
+def test_average_ranks_known_values_and_ties():
+    A = np.array([[3.0, 1.0, 2.0, 2.0, 5.0], [1.0, 1.0, 1.0, 1.0, 1.0]])
+    assert average_ranks(A).tolist() == [[4.0, 1.0, 2.5, 2.5, 5.0], [3.0, 3.0, 3.0, 3.0, 3.0]]
+    assert average_ranks(np.array([[0.5, -1.0, 7.0]])).tolist() == [[2.0, 1.0, 3.0]]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_average_ranks_equal_scipy_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        m, n = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+        A = rng.integers(0, int(rng.integers(1, 8)), size=(m, n)).astype(float) if rng.random() < 0.5 \
+            else rng.normal(size=(m, n))
+        assert np.array_equal(average_ranks(A), stats.rankdata(A, axis=1))
+
+
+def test_spearman_rows_against_scipy_with_ties_constants_and_nan():
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=30)
+    P = np.stack([y + rng.normal(size=30), np.round(y), np.full(30, 2.0), y])
+    P[3, 4] = np.nan
+    got = spearman_rows(P, y)
+    assert got[0] == pytest.approx(stats.spearmanr(P[0], y)[0], abs=1e-12)
+    assert got[1] == pytest.approx(stats.spearmanr(P[1], y)[0], abs=1e-12)
+    assert got[2] == 0.0 and got[3] == 0.0          # constant row, non-finite row
+    y2 = y.copy()                                    # another array with other values is not served from the memo
+    y2[:] = -y
+    assert spearman_rows(P[:1], y2)[0] == pytest.approx(-got[0], abs=1e-12)
+
+
+def _plain(rows):
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for r in rows:
+        w.writerow(["" if isinstance(x, float) and math.isnan(x) else repr(x) if isinstance(x, float) else str(x)
+                    for x in r])
+    return buf.getvalue().encode()
+
+
+def _row(eps, metric, value, err="", n_req=10):
+    return Row("e", "gdsc", "d=10,missing=after_split", "Drug, \"1\"", "rplr", "lab", "", eps, 0.0, "pure", eps,
+               0.0, float("nan"), "note, \"quoted\"", 5, 10, 100, 10, 0, 1, n_req, 10, 100, metric, value, "abc", err)
+
+
+def test_rows_to_csv_formats_like_the_plain_writer():
+    one, one_f = 1, 1.0                  # equal values of other types must not share a formatted prefix
+    cell = [_row(2.0, "spearman", 0.25), _row(2.0, "wpc", float("nan"), "boom, \"x\"")]
+    rows = cell + [_row(one, "mae", 1e-300), _row(one_f, "mae", -0.0, n_req="all"), _row(one_f, "mae", 3.0)]
+    got = _rows_to_csv(rows, header=True)
+    assert got == (",".join(COLUMNS) + "\n").encode() + _plain(rows)
+    assert b",1,0.0," in got and b",1.0,0.0," in got
+
+
+def _cells(seed: int):
+    from dpexp.types import Output, Split
+
+    rng = np.random.default_rng(seed)
+    outs, splits = [], []
+    for k in range(60):
+        n = int(rng.choice([1, 2, 3, 40, 41, 97]))
+        t = int(rng.choice([1, 1, 1, 3]))
+        y = rng.normal(size=n) if k % 7 else np.round(rng.normal(size=n))          # some tied responses
+        P = rng.normal(size=(t, n)) if k % 5 else np.round(rng.normal(size=(t, n)))  # some tied predictions
+        if k % 11 == 3:
+            P[0, 0] = np.nan                                                       # a failed trial
+        if k % 13 == 4:
+            P[:] = 1.0                                                             # constant predictions
+        meta = {} if k % 3 else {"y_sd": float(rng.uniform(0.5, 2))}
+        z = np.zeros((0, 1))
+        splits.append(Split(z, np.zeros(0), z, np.zeros(0), np.zeros((n, 1)), y, meta))
+        outs.append(Output(predictions=P))
+    return outs, splits
+
+
+@pytest.mark.parametrize("name", ["spearman"])
+def test_batched_metrics_equal_one_cell_at_a_time_to_the_bit(name):
+    from dpexp import registry
+
+    registry.load_all()
+    metric = registry.get("metric", name)()
+    for seed in range(3):
+        outs, splits = _cells(seed)
+        one = [float(metric(o, s)) for o, s in zip(outs, splits)]
+        many = metric.many(outs, splits)
+        assert [repr(v) for v in many] == [repr(v) for v in one]
