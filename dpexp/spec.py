@@ -403,7 +403,8 @@ def _registered(kind: str, name: str, where: tuple[Any, ...], source: str) -> An
         return registry.get(kind, name)
     except UserError:
         valid = ", ".join(registry.names(kind))
-        raise ConfigError(f"{source}: {_path(where)} must be a registered {kind} ({valid}), got {name!r}") from None
+        raise ConfigError(f"{source}: {_path(where)} must be a registered {kind}, got {name!r}; "
+                          f"{registry.suggestion(kind, name)}valid: {valid}") from None
 
 
 def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None,
