@@ -284,13 +284,30 @@ def data() -> None:
 @click.argument("name")
 @click.option("--dest", type=click.Path(file_okay=False), default=None,
               help="Target directory (default $DPEXP_DATA_DIR or ./data).")
-def data_download(name: str, dest: str | None) -> None:
-    """Download the public originals of dataset NAME (verifying checksums)."""
+@click.option("--force", is_flag=True, help="Download even when the files are present.")
+def data_download(name: str, dest: str | None, force: bool) -> None:
+    """Download the public originals of dataset NAME (verifying checksums).
+
+    When NAME's files are already present (in --dest, else in the directories `dpexp data where` lists), their
+    checksums are checked and nothing is downloaded or written; --force downloads them again.
+    """
     from dpexp import registry
-    from dpexp.datasets.base import download_dir
+    from dpexp.datasets.base import directories, download_dir, present, remove_new_empty_dirs, search_dirs
 
     cls = registry.get("dataset", name)
-    for p in cls.download(Path(dest) if dest else download_dir()):
+    target = Path(dest) if dest else download_dir()
+    if not force:
+        found = present(cls.expected_files(), [target] if dest else search_dirs())
+        if found is not None:
+            click.echo(found.describe(name))
+            return
+    before = directories(target)
+    try:
+        paths = cls.download(target)
+    except BaseException:
+        remove_new_empty_dirs(target, before)  # a failed download leaves no empty folders behind
+        raise
+    for p in paths:
         click.echo(str(p))
 
 

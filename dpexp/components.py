@@ -126,12 +126,15 @@ class Dataset:
     * ``shared_split``: if True the split stream is keyed by (dataset, repeat) only, so every subset of a repeat
       uses the same random split (GDSC protocol); otherwise by (dataset, subset, repeat).
     * ``download_hint``: the command that fetches missing files (shown in "data not found" errors).
+    * ``data_files``: the files the dataset reads (relative to a data directory) and their SHA-256 (None where no
+      byte checksum is known); ``dpexp data download`` fetches nothing when they are present and verify.
     """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     shared_split: ClassVar[bool] = False
     download_hint: ClassVar[str | None] = None
+    data_files: ClassVar[dict[str, str | None]] = {}
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, data_dir: Path | None = None, **params: Any) -> None:
@@ -155,6 +158,11 @@ class Dataset:
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         raise NotImplementedError
+
+    @classmethod
+    def expected_files(cls) -> dict[str, str | None]:
+        """``data_files`` (a subclass may derive them from its own tables)."""
+        return dict(cls.data_files)
 
     @classmethod
     def download(cls, dest: Path) -> list[Path]:

@@ -192,6 +192,7 @@ class Opportunity(Dataset):
     name = "opportunity"
     description = "Opportunity Insights ranks: OI microdata cells or simulated IL/NC tracts (Alabi et al. Fig 6, 13-15)"
     download_hint = "dpexp data download opportunity"
+    data_files = {MICRO_DTA: MICRO_DTA_SHA256, MICRO_FILE: None}   # the csv is derived from the .dta
     Params = _OIParams
 
     def _data(self) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], dict]:

@@ -129,6 +129,7 @@ class BikeShare(Dataset):
     name = "bikeshare"
     description = "UCI bike sharing: temp -> count, 288 month x hour subsets (Alabi et al. Fig 7, 12)"
     download_hint = "dpexp data download bikeshare"
+    data_files = {BIKE_FILE: BIKE_HOUR_SHA256}
 
     def _data(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return _load_bikeshare(str(data_path(BIKE_FILE, self.download_hint).resolve()))
@@ -201,6 +202,7 @@ class CarbonNanotubes(Dataset):
     name = "carbon_nanotubes"
     description = "UCI carbon nanotubes: initial u -> calculated u', n = 10,683 (Alabi et al. Fig 9)"
     download_hint = "dpexp data download carbon_nanotubes"
+    data_files = {CARBON_FILE: None}   # no byte-verified checksum of the UCI original (download() checks content)
 
     def _data(self) -> tuple[np.ndarray, np.ndarray, int]:
         return _load_carbon(str(data_path(CARBON_FILE, self.download_hint).resolve()))
@@ -266,6 +268,7 @@ class StockExchange(Dataset):
     name = "stock_exchange"
     description = "UCI Istanbul stock exchange: ISE (TL) -> ISE (USD), rescaled to [0,1] (Alabi et al. Fig 8)"
     download_hint = "dpexp data download stock_exchange"
+    data_files = {STOCK_FILE: None}    # derived from an Excel file re-saved by every copy: no byte checksum
     Params = _StockParams
 
     def _frame(self) -> pd.DataFrame:
