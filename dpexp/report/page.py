@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 from dpexp import __version__
 from dpexp.report.collect import Experiment
-from dpexp.report.formatting import fmt, signed
+from dpexp.formatting import fmt, signed
 from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
-from dpexp.report.privacy import CurvePrivacy, curve_privacy
+from dpexp.plotting.privacy import CurvePrivacy, curve_privacy
 
 DAGGER = "†"
 DAGGER_NOTE = ("† not differentially private: a non-private baseline, a heuristic without a formal guarantee, or a "
@@ -316,7 +316,10 @@ KNOWN_MANIFEST_KEYS = {"experiment", "title", "config_file", "config", "raw_conf
 
 
 def fast_mode(manifest: dict[str, Any]) -> str:
-    """'' unless the run applied the config's ``fast:`` section (``dpexp run --fast`` records it as overrides)."""
+    """'' unless the run applied the config's ``fast:`` section: the manifest's ``fast`` flag, or, for runs recorded
+    before it existed, a guess from the overrides (``dpexp run --fast`` applies the section's first)."""
+    if "fast" in manifest:
+        return "yes (dpexp run --fast)" if manifest["fast"] else ""
     fast = (manifest.get("raw_config") or {}).get("fast")
     if not isinstance(fast, dict):
         return ""

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpexp.report.formatting import fmt, signed
-from dpexp.report.privacy import curve_privacy
+from dpexp.formatting import fmt, signed
+from dpexp.plotting.privacy import curve_privacy
 
 MANIFEST = {"algorithms": [
     {"name": "lr", "label": "LR", "private": False, "formally_dp": True, "neighbouring": None,
