@@ -99,6 +99,7 @@ def run(config: str, out: str | None, jobs: int, repeats: int | None, overrides:
         all_overrides = fast_set + all_overrides
         repeats = repeats if repeats is not None else fast_repeats
     exp = spec.resolve(raw, config, all_overrides, repeats)
+    exp.fast = fast
     if dry_run:
         chunks = runner.plan_chunks(exp)
         click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "
@@ -204,23 +205,46 @@ def _describe(kind: str, name: str, obj: object) -> None:
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Figure directory (default figures/<experiment>).")
+              help="Figure directory (default: beside the results, results/X -> figures/X, results/fast/X -> "
+                   "figures/fast/X, other/X -> other/figures/X); for a folder of experiments, OUT/<each>.")
 @click.option("--format", "formats", default="png,pdf", show_default=True, help="Comma-separated formats.")
 def plot(results_dir: str, out: str | None, formats: str) -> None:
-    """Draw the experiment's figures from RESULTS_DIR (results table + manifest only)."""
+    """Draw the figures of RESULTS_DIR (results table + manifest only): one experiment, or every experiment in a
+    folder of them (results/, results/fast/), each into its own folder with a one-line summary."""
     from dpexp import results
-    from dpexp.plotting.draw import FORMATS, draw_experiment
+    from dpexp.errors import UserError
+    from dpexp.plotting.draw import FORMATS, draw_experiment, figure_dir, other_run
 
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
         _fail(f"--format must be a comma-separated subset of png, pdf, svg, got {formats!r}")
-    manifest = results.read_manifest(Path(results_dir))
-    name = manifest.get("experiment", Path(results_dir).name)
-    fig_dir = Path(out) if out else Path("figures") / name
-    written = draw_experiment(Path(results_dir), fig_dir, fmts)
-    for w in written:
-        click.echo(str(w))
+    root = Path(results_dir)
+    dirs = results.find_results_dirs([root])
+    single = (root / "manifest.json").is_file()
+    failed = 0
+    for d in dirs:
+        fig_dir = (Path(out) if single else Path(out) / d.name) if out else figure_dir(d)
+        before = other_run(fig_dir, results.read_manifest(d))
+        if before is not None:
+            click.echo(f"warning: {fig_dir} held the figures of {before}; replacing them with those of {d}",
+                       err=True)
+        if single:
+            for w in draw_experiment(d, fig_dir, fmts):
+                click.echo(str(w))
+            return
+        try:
+            written = draw_experiment(d, fig_dir, fmts)
+        except Exception as exc:  # one experiment's problem must not stop the others: said, counted, exit 1
+            failed += 1
+            click.echo(f"{d.name}: FAILED: {exc if isinstance(exc, UserError) else f'{type(exc).__name__}: {exc}'}")
+            continue
+        stems = list(dict.fromkeys(w.stem for w in written if w.suffix.lstrip(".") in fmts))
+        click.echo(f"{d.name}: {len(stems)} figure{'s' * (len(stems) != 1)} ({', '.join(stems)}) as "
+                   f"{', '.join(fmts)} -> {fig_dir}")
+    if failed:
+        click.echo(f"{failed} of {len(dirs)} experiments could not be plotted", err=True)
+        sys.exit(1)
 
 
 @main.command()
@@ -230,24 +254,50 @@ def plot(results_dir: str, out: str | None, formats: str) -> None:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write CSV here.")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None, help="Also write Markdown.")
 def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None) -> None:
-    """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat)."""
-    from dpexp import results
+    """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat); curves that
+    are not DP are marked with a dagger.
 
-    df = results.read_results(Path(results_dir))
-    x = x or results.default_x(df)
-    agg = results.aggregate(df, x, metric)
-    extra = [c for c in results.GRID_COLUMNS if c in agg.columns and c != x]
-    cols = ["metric", "label", *extra, x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
-    if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
-        cols = ["dataset", "dataset_params"] + cols
-    table = agg[cols]
-    if csv_path:
+    For a folder of experiments (results/, results/fast/): one line per experiment (status, repeats, curves, failed
+    cells, the range of the first plotted metric at the largest x); --csv/--markdown then hold every experiment's
+    table (CSV with an `experiment` column, Markdown with one section per experiment).
+    """
+    from dpexp import results, summary
+    from dpexp.errors import UserError
+
+    root = Path(results_dir)
+    dirs = results.find_results_dirs([root])
+    single = (root / "manifest.json").is_file()
+    tables, blocks = [], []
+    for d in dirs:
+        manifest = results.read_manifest(d)
+        if single:
+            tab, note = summary.table(results.read_results(d), manifest, x, metric)
+            tables.append(tab)
+            blocks.append(summary.markdown(tab, note))
+            continue
+        try:
+            df = results.read_results(d)
+        except UserError:
+            df = None
+        click.echo(summary.one_line(d, manifest, df))
+        if df is None or not (csv_path or md_path):
+            continue
+        name = str(manifest.get("experiment") or d.name)
+        try:
+            tab, note = summary.table(df, manifest, x, metric)
+        except UserError as exc:
+            blocks.append(f"## {name}\n\n{exc}\n")
+            continue
+        tables.append(tab.assign(experiment=name)[["experiment", *tab.columns]])
+        blocks.append(f"## {name}\n\n" + summary.markdown(tab, note))
+    if csv_path and tables:
         Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(csv_path, index=False)
+        summary.combine(tables).to_csv(csv_path, index=False)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(md_path).write_text(results.to_markdown(table))
-    click.echo(results.to_markdown(table), nl=False)
+        Path(md_path).write_text("\n".join(blocks))
+    if single:
+        click.echo(blocks[0], nl=False)
 
 
 @main.command()

@@ -84,6 +84,7 @@ def started(exp: ResolvedExperiment, raw: dict[str, Any], fingerprint: str, root
     return {
         "experiment": exp.spec.name, "title": exp.spec.title, "config_file": exp.source,
         "config": exp.to_json(), "raw_config": raw, "overrides": exp.overrides, "repeats_override": repeats_override,
+        "fast": exp.fast,
         "fingerprint": fingerprint, "root_seed": root_seed, "versions": versions(), "git": git_info(),
         "started": started_at or now(), "finished": None,
         "status": "running", "cells": exp.n_cells, "chunks": n_chunks, "jobs": jobs,

@@ -368,6 +368,7 @@ class ResolvedExperiment:
     epsilons: list[float]
     deltas: list[float]
     skipped_grid_points: dict[int, int]   # algorithm index -> invalid grid points left out (skip_invalid)
+    fast: bool = False                    # the run applied the config's `fast:` section (dpexp run --fast)
 
     @property
     def size_grid(self) -> list[tuple[int, int, int]]:
