@@ -225,7 +225,7 @@ def plot(results_dir: str, out: str | None, formats: str) -> None:
     failed = 0
     for d in dirs:
         fig_dir = (Path(out) if single else Path(out) / d.name) if out else figure_dir(d)
-        before = other_run(fig_dir, results.read_manifest(d))
+        before = other_run(fig_dir, results.read_manifest(d), d)
         if before is not None:
             click.echo(f"warning: {fig_dir} held the figures of {before}; replacing them with those of {d}",
                        err=True)

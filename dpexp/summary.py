@@ -82,9 +82,10 @@ def headline(df: pd.DataFrame, manifest: dict[str, Any]) -> str:
 
 
 def one_line(results_dir: Path, manifest: dict[str, Any], df: pd.DataFrame | None) -> str:
-    """One line per experiment: name, status, fast/overrides, repeats, curves (how many not DP), failed cells, and
-    the headline range (``headline``)."""
-    name = str(manifest.get("experiment") or Path(results_dir).name)
+    """One line per experiment: its folder's name (and the experiment's, when another), status, fast/overrides,
+    repeats, curves (how many not DP), failed cells, and the headline range (``headline``)."""
+    folder, experiment = Path(results_dir).name, str(manifest.get("experiment") or "")
+    name = folder if experiment in ("", folder) else f"{folder} (experiment {experiment})"
     fast, _, user = split_overrides(manifest)
     status = str(manifest.get("status") or "unknown")
     if df is None:

@@ -81,13 +81,13 @@ def grid_shape(n: int) -> tuple[int, int]:
 
 def panels(n: int, width: style.Width | float = "page", height: float | None = None) -> tuple[Any, list[Any]]:
     """A figure with ``n`` panels (``grid_shape``) ``width`` wide; ``height`` per row (default: 0.75 of a panel's
-    width, at most 2.8 in), constrained layout."""
+    width, between 2.3 and 2.8 in), constrained layout."""
     import matplotlib.pyplot as plt
 
     style.apply()
     rows, cols = grid_shape(n)
     w = style.width_of(width)
-    h = height if height is not None else min(2.8, 0.75 * w / cols)
+    h = height if height is not None else min(2.8, max(2.3, 0.75 * w / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(w, h * rows), squeeze=False, layout="constrained")
     flat = list(axes.ravel())
     for ax in flat[n:]:

@@ -53,11 +53,14 @@ def drawn_from(fig_dir: Path) -> dict | None:
     return rec if isinstance(rec, dict) else None
 
 
-def other_run(fig_dir: Path, manifest: dict) -> str | None:
-    """The results folder of *another* run whose figures ``fig_dir`` holds (None: none recorded, or this run's;
-    a run is recognised by its manifest, so moving results and figures together keeps them matched)."""
+def other_run(fig_dir: Path, manifest: dict, results_dir: Path | None = None) -> str | None:
+    """The results folder of *another* run whose figures ``fig_dir`` holds.  None when nothing is recorded, when
+    they were drawn from ``results_dir`` itself (an earlier run there is simply superseded), or from the same run
+    (recognised by its manifest, so moving results and figures together keeps them matched)."""
     rec = drawn_from(fig_dir)
     if rec is None or all(rec.get(k) == manifest.get(k) for k in RUN_KEYS):
+        return None
+    if results_dir is not None and rec.get("results") == str(Path(results_dir).resolve()):
         return None
     return str(rec.get("results") or "another run")
 

@@ -27,6 +27,12 @@ class Optimum:
     value: float
 
 
+def _number(v: float, fmt: str) -> str:
+    """``v`` formatted, without the sign of a value that rounds to zero ('-0.00' reads as a loss)."""
+    s = format(v, fmt)
+    return s.lstrip("-") if s.startswith("-") and float(s) == 0 else s
+
+
 def _tick(v: Any) -> str:
     return f"{v:g}" if isinstance(v, (int, float, np.number)) else str(v)
 
@@ -36,13 +42,12 @@ def heat(ax: Any, fig: Any, table: pd.DataFrame, xlab: str, ylab: str, cbar: str
     """Draw ``table`` (rows = y values, columns = x values) as a heat map with a colour bar, annotated when the
     cells are large enough, and mark its optimum (``mark``: max or min).  Returns (the optimum or None, whether the
     numbers were written)."""
-    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.colors import CenteredNorm
 
     Z = table.to_numpy(float)
     finite = Z[np.isfinite(Z)]
-    norm = None
-    if center is not None and finite.size and finite.min() < center < finite.max():
-        norm = TwoSlopeNorm(vcenter=center, vmin=float(finite.min()), vmax=float(finite.max()))
+    # symmetric about the centre: equal distances from "no improvement" get equally strong colours
+    norm = CenteredNorm(vcenter=center) if center is not None and finite.size else None
     im = ax.imshow(np.ma.masked_invalid(Z), origin="lower", aspect="auto", cmap=cmap, norm=norm)
     step_x = max(1, int(np.ceil(Z.shape[1] / 12)))
     step_y = max(1, int(np.ceil(Z.shape[0] / 16)))
@@ -55,13 +60,13 @@ def heat(ax: Any, fig: Any, table: pd.DataFrame, xlab: str, ylab: str, cbar: str
     written = False
     if annotate and finite.size:
         w_in, h_in = _cell_size(ax, fig, Z.shape)
-        longest = max(text_width(format(v, fmt), style.SMALL) for v in finite)
+        longest = max(text_width(_number(v, fmt), style.SMALL) for v in finite)
         if longest < 0.9 * w_in and style.SMALL / 72 < 0.8 * h_in:
             for i in range(Z.shape[0]):
                 for j in range(Z.shape[1]):
                     if np.isfinite(Z[i, j]):
                         colour = style.contrast_text(im.cmap(im.norm(Z[i, j])))
-                        ax.text(j, i, format(Z[i, j], fmt), ha="center", va="center", fontsize=style.SMALL,
+                        ax.text(j, i, _number(Z[i, j], fmt), ha="center", va="center", fontsize=style.SMALL,
                                 color=colour)
             written = True
     if not finite.size:

@@ -78,6 +78,8 @@ def _curves(ax: Any) -> list[tuple[str, Any, bytes]]:
     for line in ax.lines:
         if id(line) in inside or str(line.get_label()).startswith("_"):
             continue
+        if not np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any():
+            continue  # a legend proxy (no data) is not a curve
         out.append((str(line.get_label()), line, _key(line.get_xdata(), line.get_ydata())))
     return out
 
@@ -139,7 +141,9 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
             if ax.get_legend_handles_labels()[1]:
                 ax.legend(loc="best")
     fig.canvas.draw()  # fixes the layout of the plot area before the labels and the strip below are measured
-    if _wrap_axis_labels(fig, axes):
+    for _ in range(3):  # wrapping changes the layout, which may narrow an axis again
+        if not _wrap_axis_labels(fig, axes):
+            break
         fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     leg = None
@@ -164,15 +168,29 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
 
 
 def _wrap_axis_labels(fig: Any, axes: Sequence[Any]) -> bool:
-    """Wrap axis labels longer than their axis (a y label taller than the plot was cut at the figure's edge);
-    True when one changed."""
+    """Wrap axis labels and panel titles longer than their axis (a y label taller than the plot was cut at the
+    figure's edge); True when one changed.  Lengths are the drawn extents (combining accents, mathtext)."""
     changed = False
+    renderer = fig.canvas.get_renderer()
     for ax in list(axes) + [a for a in fig.axes if a.get_label() == "<colorbar>"]:
         box = ax.get_window_extent()
-        for label, length in ((ax.xaxis.label, box.width), (ax.yaxis.label, box.height)):
+        for label, length, vertical in ((ax.xaxis.label, box.width, False), (ax.yaxis.label, box.height, True),
+                                        (ax.title, box.width, False)):
             text = label.get_text()
-            if text and "\n" not in text and text_width(text, label.get_fontsize()) > length / fig.dpi:
-                label.set_text(wrap(text, 0.98 * length / fig.dpi, label.get_fontsize()))
+            if not text:
+                continue
+            ext = label.get_window_extent(renderer)
+            drawn = ext.height if vertical else ext.width
+            if drawn <= 0.97 * length:
+                continue
+            flat = text.replace("\n", " ")
+            estimate = text_width(flat, label.get_fontsize()) * fig.dpi
+            scale = max(1.0, drawn / max(max(text_width(t, label.get_fontsize()) for t in text.split("\n"))
+                                         * fig.dpi, 1e-9))
+            target = 0.92 * length / scale / fig.dpi
+            new = wrap(flat, target, label.get_fontsize())
+            if new != text and estimate > 0:
+                label.set_text(new)
                 changed = True
     return changed
 
@@ -201,6 +219,28 @@ def _bottom_legend(fig: Any, handles: list[Any], labels: list[str], width: float
             return leg
         leg.remove()
         ncol -= 1
+
+
+def misfits(fig: Any, tolerance: float = 0.03) -> list[str]:
+    """What breaks the declared size of ``fig`` (empty when nothing): a width other than a column or a page, any
+    drawn element outside the canvas (cut text), a single plot squeezed below 60 % of the width.  The tests run it
+    on every figure they draw."""
+    problems = []
+    width, height = fig.get_size_inches()
+    if not any(abs(width - w) < 1e-6 for w in style.WIDTHS.values()):
+        problems.append(f"width {width:.2f} in is neither a column ({style.COLUMN}) nor a page ({style.PAGE})")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.get_tightbbox(renderer)
+    if box.x0 < -tolerance or box.y0 < -tolerance or box.x1 > width + tolerance or box.y1 > height + tolerance:
+        problems.append(f"drawn content {box.bounds} (in) leaves the {width:.2f} x {height:.2f} in canvas")
+    plots = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    if len(plots) == 1:  # the plot and its colour bar, if any
+        boxes = [ax.get_position() for ax in fig.axes if ax.get_visible()]
+        share = max(b.x1 for b in boxes) - min(b.x0 for b in boxes)
+        if share < 0.6:
+            problems.append(f"the plot spans {share:.0%} of the figure's width")
+    return problems
 
 
 def save(fig: Any, out_stem: Path, formats: list[str]) -> list[Path]:

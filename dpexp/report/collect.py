@@ -137,7 +137,7 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
         if min(imgs[s].stat().st_mtime for s in stems) < newest_result:
             why = why or f"the figures in {cand} are older than the results"
             continue
-        source = other_run(cand, exp.manifest)
+        source = other_run(cand, exp.manifest, exp.results_dir)
         if source is not None:
             why = why or f"the figures in {cand} were drawn from another run ({source})"
             continue

@@ -126,13 +126,14 @@ def baseline_level(df: pd.DataFrame, metric: str, b: BaselineSpec) -> tuple[floa
     return float(per.mean()), f"the mean of {len(per)} {b.algorithm} variants"
 
 
-def subsets_text(df: pd.DataFrame) -> str:
-    """'mean over 265 drugs, ' (GDSC), 'mean over 20 subsets, ' (others), '' for a single subset."""
+def mean_text(df: pd.DataFrame, error: str, repeats: int) -> str:
+    """'mean over 265 drugs, ± std over 20 repeats' (GDSC; 'subsets' for other datasets), or 'mean ± std over 20
+    repeats' for a single subset."""
     n = int(df["subset"].nunique())
     if n <= 1:
-        return ""
+        return spread_text("mean", error, repeats)
     noun = "drugs" if set(df["dataset"]) == {"gdsc"} else "subsets"
-    return f"mean over {n} {noun}, "
+    return f"mean over {n} {noun}, " + spread_text("mean", error, repeats).removeprefix("mean ")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     if o.ylim:
         ax.set_ylim(*o.ylim)
     reps = int(s["repeats"].max()) if len(s) else 0
-    subtitle = subsets_text(df) + spread_text("mean", o.error, reps).removeprefix("mean ")
+    subtitle = mean_text(df, o.error, reps)
     return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle,
                        legend="inside" if o.legend == "inside" else "below")
 
@@ -220,10 +221,10 @@ def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
     s["z"] = (s["mean"] - level) / (level if relative else 1.0)
     human = axis_label(metric).split(" (")[0]
     what = "relative improvement (m − b)/b" if relative else "improvement m − b"
-    fig, ax, opt, written = heat_figure(s, x, o.y, "z", axis_label(x), axis_label(o.y), f"{what}\n(m, b: mean {human})",
+    fig, ax, opt, written = heat_figure(s, x, o.y, "z", axis_label(x), axis_label(o.y), what,
                                         ".2f", o.cmap, o.annotate, "max", o.size or "column", center=0.0)
-    notes = [f"b: the best baseline, {desc}, mean {metric} {level:.3g} with {o.baseline.n_public} public rows; "
-             f"m: {_method_label(df, o.algorithm)}."
+    notes = [f"m: mean {human} of {_method_label(df, o.algorithm)}; b: that of the best baseline, {desc} with "
+             f"{o.baseline.n_public} public rows ({level:.3g})."
              + (f" Framed: the largest improvement, at {number(opt.x)}, {number(opt.y)} ({opt.value:.2f})."
                 if opt is not None else "")]
     if o.relative and not relative:
@@ -331,6 +332,5 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
     if o.logx:
         ax.set_xscale("log")
     decorate(ax, axis_label(x), "chosen threshold")
-    subtitle = (f"{_method_label(df, o.algorithm)}, " if o.algorithm else "") + subsets_text(df) + \
-        spread_text("mean", "std", reps).removeprefix("mean ")
+    subtitle = (f"{_method_label(df, o.algorithm)}: " if o.algorithm else "") + mean_text(d, "std", reps)
     return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle)

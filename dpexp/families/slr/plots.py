@@ -250,7 +250,7 @@ def _output_curves(d: pd.DataFrame, opts: OutputEcdfOptions) -> list[tuple[str, 
     return out
 
 
-def _decade_ticks(ax: Any, lo: float, hi: float, unit: float, most: int = 7) -> None:
+def _decade_ticks(ax: Any, lo: float, hi: float, unit: float, most: int = 9) -> None:
     """Ticks of an asinh axis (linear width ``unit``): 0 and ± powers of ten, kept only where they are at least
     1/``most`` of the axis apart (the default locator crowds the linear part with overlapping labels)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -349,7 +349,10 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
                   "logarithmic beyond)" if asinh and has_ref else opts.xlabel)
         decorate(ax, xlabel, "empirical CDF over trials", ptitle)
     notes = [CLIP_NOTE if clipped else ""]
-    reps = "quantiles of the outputs of many trials" if opts.source == "quantiles" else "outputs over repeats"
+    trials = int((manifest.get("config") or {}).get("trials") or 0)
+    reps = (f"distribution of the DP estimate over {plural(trials, 'trial')}" if opts.source == "quantiles" and trials
+            else "distribution of the DP estimate over trials" if opts.source == "quantiles"
+            else "distribution of the outputs over repeats")
     return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=reps, notes=notes)
 
 
@@ -394,10 +397,7 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
                         else line, **looks.look(line_label.get(line, line)))
         if opts.logx:
             ax.set_xscale("log")
-            xv = np.sort(pd_["_x"].unique())
-            xv = xv[xv > 0]
-            if len(xv) and xv.max() / xv.min() < 50:  # < 2 decades: label the grid values, no crowded minors
-                grid_ticks(ax, xv, max_ticks=12)
+            grid_ticks(ax, pd_["_x"].to_numpy(float), max_ticks=11)   # the grid values, not decades only
         if opts.logy:
             ax.set_yscale("log")
         if opts.ylim:
