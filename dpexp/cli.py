@@ -63,7 +63,7 @@ def main() -> None:
     Typical use:
       dpexp validate configs/demo.yaml
       dpexp run configs/demo.yaml --out results/demo --jobs 2
-      dpexp plot results/demo --out figures/demo
+      dpexp plot results/demo                 (figures/demo; `dpexp plot results/` plots every experiment)
       dpexp summarize results/demo --markdown results/demo/summary.md
     """
 

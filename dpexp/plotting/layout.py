@@ -183,13 +183,11 @@ def _wrap_axis_labels(fig: Any, axes: Sequence[Any]) -> bool:
             drawn = ext.height if vertical else ext.width
             if drawn <= 0.97 * length:
                 continue
-            flat = text.replace("\n", " ")
-            estimate = text_width(flat, label.get_fontsize()) * fig.dpi
-            scale = max(1.0, drawn / max(max(text_width(t, label.get_fontsize()) for t in text.split("\n"))
-                                         * fig.dpi, 1e-9))
-            target = 0.92 * length / scale / fig.dpi
-            new = wrap(flat, target, label.get_fontsize())
-            if new != text and estimate > 0:
+            # the drawn extent over the measured one: combining accents and mathtext measure short
+            measured = max(text_width(t, label.get_fontsize()) for t in text.split("\n")) * fig.dpi
+            scale = max(1.0, drawn / max(measured, 1e-9))
+            new = wrap(text.replace("\n", " "), 0.92 * length / scale / fig.dpi, label.get_fontsize())
+            if new != text:
                 label.set_text(new)
                 changed = True
     return changed
