@@ -10,7 +10,6 @@ leaves the figure.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
@@ -35,10 +34,16 @@ def text_width(text: str, size: float) -> float:
 _RENDERER: dict[str, Any] = {}
 
 
+#: spaces not to break at: 'ε = 2', 'm − b' and 'et al. 2017' stay on one line (no-break spaces look the same)
+KEEP_TOGETHER = ((" = ", "\u00a0=\u00a0"), (" − ", "\u00a0−\u00a0"), ("et al. ", "et\u00a0al.\u00a0"))
+
+
 def wrap(text: str, width_in: float, size: float) -> str:
-    """``text`` broken into lines no wider than ``width_in`` inches at font ``size`` (greedy, at spaces; a word
-    longer than a line is cut; existing line breaks kept)."""
+    """``text`` broken into lines no wider than ``width_in`` inches at font ``size`` (greedy, at spaces but not
+    inside ``KEEP_TOGETHER``; a word longer than a line is cut; existing line breaks kept)."""
     out: list[str] = []
+    for a, b in KEEP_TOGETHER:
+        text = str(text).replace(a, b)
     for para in str(text).split("\n"):
         line = ""
         for word in para.split(" "):
