@@ -4,7 +4,8 @@ Cells are annotated in a colour chosen against the cell's own colour (``style.co
 small font, or not at all when the cells are too small to hold the numbers (the figure says so).  Empty cells
 (grid points that were not run) stay blank.  The optimum's cell is framed (white inside black, visible on every
 colour, its number still readable) and reported in the returned value (the caller says it in the subtitle or a
-note, never in a legend that covers cells).  ``center`` puts a diverging colour map's middle at a value (0 for differences to a baseline).
+note, never in a legend that covers cells).  ``center`` puts a diverging colour map's middle at a value (0 for
+differences to a baseline), symmetric about it.
 """
 
 from __future__ import annotations

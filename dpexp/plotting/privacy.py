@@ -89,10 +89,10 @@ def _from_manifest(label: str, entries: list[dict[str, Any]], neighbouring: str)
         spent = [s for s in (a.get("privacy_spent") or []) if isinstance(s, dict)]
         if a.get("private") is False:
             kinds.append("none")
-            notes.append("non-private reference: no DP guarantee claimed")
+            notes.append("a non-private reference")
         elif a.get("formally_dp") is False:
             kinds.append("none")
-            notes.append("declared not formally DP by the algorithm (heuristic noise)")
+            notes.append("heuristic noise, not formally DP")
         elif any("rho" in s for s in spent):
             kinds.append("zcdp")
             notes.append("ρ-zCDP, converted to the (ε, δ) shown")

@@ -47,11 +47,11 @@ def drawn(monkeypatch):
 def texts(fig) -> str:
     """Every text of a figure (suptitle, notes, legends, labels, ticks, annotations), wrapped lines joined."""
     out = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text") and callable(a.get_text))]
-    return " | ".join(s.replace("\n", " ") for s in out if isinstance(s, str))
+    return " | ".join(s.replace("\n", " ").replace("\u00a0", " ") for s in out if isinstance(s, str))
 
 
 def legend_labels(fig) -> list[str]:
-    return [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    return [t.get_text().replace("\u00a0", " ") for leg in fig.legends for t in leg.get_texts()]
 
 
 def spec(kind: str, **kw) -> PlotSpec:
@@ -132,7 +132,7 @@ def test_titles_reflect_overrides_end_to_end(tmp_path, drawn):
     r = CliRunner().invoke(main, ["plot", str(out), "--out", str(tmp_path / "f"), "--format", "png"])
     assert r.exit_code == 0, r.output
     fig = drawn[0]
-    title = fig._suptitle.get_text().replace("\n", " ")
+    title = fig._suptitle.get_text().replace("\n", " ").replace("\u00a0", " ")
     assert "ε = 1, 2" in title and "ε = 2 " not in title
     assert "--set sizes.n_private=[0, 100], privacy.epsilon=[1,2]" in texts(fig)
     assert any("(ε = 1)" in lb for lb in legend_labels(fig)) and any("(ε = 2)" in lb for lb in legend_labels(fig))
@@ -239,7 +239,7 @@ def test_non_dp_curves_carry_a_dagger_and_the_reason(tmp_path, drawn):
     m = manifest(algorithms=[("lr", "lr LR", False), ("plr", "plr B", True)])
     registry.get("plot", "curve")(df, spec("curve", metric="mae", x="n_private"), m, tmp_path / "p", ["png"])
     assert legend_labels(drawn[0]) == ["lr LR †", "plr B"]
-    assert "† not differentially private: non-private reference: no DP guarantee claimed" in texts(drawn[0])
+    assert "† not differentially private: a non-private reference" in texts(drawn[0])
     # the per-row columns of results.csv win over the manifest's declaration
     rows = df.assign(guarantee=np.where(df["label"] == "plr B", "none", "pure"),
                      privacy_note=np.where(df["label"] == "plr B", "bound taken from private rows", ""))
@@ -254,8 +254,8 @@ def test_footnote_groups_labels_by_reason():
     marks = NotDP(None, m)
     for lb in ("A", "OI", "other"):
         marks.name(lb)
-    assert marks.footnote() == ("† not differentially private: “A” — non-private reference: no DP guarantee "
-                                "claimed; “OI” — declared not formally DP by the algorithm (heuristic noise)")
+    assert marks.footnote() == ("† not differentially private: “A” — a non-private reference; “OI” — heuristic "
+                                "noise, not formally DP")
 
 
 # ------------------------------------------------------------------------------------------------- ECDFs

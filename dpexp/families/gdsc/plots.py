@@ -144,7 +144,9 @@ class GdscCurveOptions(PlotOptions):
     error: Literal["std", "sem", "none"] = Field("std", description="error bars over Monte Carlo repeats")
     logx: bool = False
     ylim: list[float] | None = None
-    legend: Literal["inside", "below"] = "below"
+    legend: Literal["inside", "below", "outside"] = Field(
+        "below", description="below the plot (one legend, columns as fit), inside it, or outside (= below: an "
+                             "outside legend widened the figure)")
 
 
 @register_plot(options=GdscCurveOptions)
