@@ -85,7 +85,7 @@ def main() -> None:
     Typical use:
       dpexp validate configs/demo.yaml
       dpexp run configs/demo.yaml --out results/demo --jobs 2
-      dpexp plot results/demo --out figures/demo
+      dpexp plot results/demo                 (figures/demo; `dpexp plot results/` plots every experiment)
       dpexp summarize results/demo --markdown results/demo/summary.md
     """
 
@@ -135,6 +135,7 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     if noise is not None:
         all_overrides.append(f"noise={noise}")
     exp = spec.resolve(raw, config, all_overrides, repeats)
+    exp.fast = fast
     if dry_run:
         chunks = runner.plan_chunks(exp)
         click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "
@@ -262,23 +263,46 @@ def _describe(kind: str, name: str, obj: object) -> None:
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Figure directory (default figures/<experiment>).")
+              help="Figure directory (default: beside the results, results/X -> figures/X, results/fast/X -> "
+                   "figures/fast/X, other/X -> other/figures/X); for a folder of experiments, OUT/<each>.")
 @click.option("--format", "formats", default="png,pdf", show_default=True, help="Comma-separated formats.")
 def plot(results_dir: str, out: str | None, formats: str) -> None:
-    """Draw the experiment's figures from RESULTS_DIR (results table + manifest only)."""
+    """Draw the figures of RESULTS_DIR (results table + manifest only): one experiment, or every experiment in a
+    folder of them (results/, results/fast/), each into its own folder with a one-line summary."""
     from dpexp import results
-    from dpexp.plotting.draw import FORMATS, draw_experiment
+    from dpexp.errors import UserError
+    from dpexp.plotting.draw import FORMATS, draw_experiment, figure_dir, other_run
 
     fmts = [f.strip().lower() for f in formats.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
         _fail(f"--format must be a comma-separated subset of png, pdf, svg, got {formats!r}")
-    manifest = results.read_manifest(Path(results_dir))
-    name = manifest.get("experiment", Path(results_dir).name)
-    fig_dir = Path(out) if out else Path("figures") / name
-    written = draw_experiment(Path(results_dir), fig_dir, fmts)
-    for w in written:
-        click.echo(str(w))
+    root = Path(results_dir)
+    dirs = results.find_results_dirs([root])
+    single = (root / "manifest.json").is_file()
+    failed = 0
+    for d in dirs:
+        fig_dir = (Path(out) if single else Path(out) / d.name) if out else figure_dir(d)
+        before = other_run(fig_dir, results.read_manifest(d), d)
+        if before is not None:
+            click.echo(f"warning: {fig_dir} held the figures of {before}; replacing them with those of {d}",
+                       err=True)
+        if single:
+            for w in draw_experiment(d, fig_dir, fmts):
+                click.echo(str(w))
+            return
+        try:
+            written = draw_experiment(d, fig_dir, fmts)
+        except Exception as exc:  # one experiment's problem must not stop the others: said, counted, exit 1
+            failed += 1
+            click.echo(f"{d.name}: FAILED: {exc if isinstance(exc, UserError) else f'{type(exc).__name__}: {exc}'}")
+            continue
+        stems = list(dict.fromkeys(w.stem for w in written if w.suffix.lstrip(".") in fmts))
+        click.echo(f"{d.name}: {len(stems)} figure{'s' * (len(stems) != 1)} ({', '.join(stems)}) as "
+                   f"{', '.join(fmts)} -> {fig_dir}")
+    if failed:
+        click.echo(f"{failed} of {len(dirs)} experiments could not be plotted", err=True)
+        sys.exit(1)
 
 
 @main.command()
@@ -288,24 +312,50 @@ def plot(results_dir: str, out: str | None, formats: str) -> None:
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write CSV here.")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None, help="Also write Markdown.")
 def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None) -> None:
-    """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat)."""
-    from dpexp import results
+    """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat); curves that
+    are not DP are marked with a dagger.
 
-    df = results.read_results(Path(results_dir))
-    x = x or results.default_x(df)
-    agg = results.aggregate(df, x, metric)
-    extra = [c for c in results.GRID_COLUMNS if c in agg.columns and c != x]
-    cols = ["metric", "label", *extra, x, "mean", "std", "median", "q25", "q75", "iqr", "repeats", "failed_rows"]
-    if agg["dataset_params"].nunique() > 1 or agg["dataset"].nunique() > 1:
-        cols = ["dataset", "dataset_params"] + cols
-    table = agg[cols]
-    if csv_path:
+    For a folder of experiments (results/, results/fast/): one line per experiment (status, repeats, curves, failed
+    cells, the range of the first plotted metric at the largest x); --csv/--markdown then hold every experiment's
+    table (CSV with an `experiment` column, Markdown with one section per experiment).
+    """
+    from dpexp import results, summary
+    from dpexp.errors import UserError
+
+    root = Path(results_dir)
+    dirs = results.find_results_dirs([root])
+    single = (root / "manifest.json").is_file()
+    tables, blocks = [], []
+    for d in dirs:
+        manifest = results.read_manifest(d)
+        if single:
+            tab, note = summary.table(results.read_results(d), manifest, x, metric)
+            tables.append(tab)
+            blocks.append(summary.markdown(tab, note))
+            continue
+        try:
+            df = results.read_results(d)
+        except UserError:
+            df = None
+        click.echo(summary.one_line(d, manifest, df))
+        if df is None or not (csv_path or md_path):
+            continue
+        name = str(manifest.get("experiment") or d.name)
+        try:
+            tab, note = summary.table(df, manifest, x, metric)
+        except UserError as exc:
+            blocks.append(f"## {name}\n\n{exc}\n")
+            continue
+        tables.append(tab.assign(experiment=name)[["experiment", *tab.columns]])
+        blocks.append(f"## {name}\n\n" + summary.markdown(tab, note))
+    if csv_path and tables:
         Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(csv_path, index=False)
+        summary.combine(tables).to_csv(csv_path, index=False)
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(md_path).write_text(results.to_markdown(table))
-    click.echo(results.to_markdown(table), nl=False)
+        Path(md_path).write_text("\n".join(blocks))
+    if single:
+        click.echo(blocks[0], nl=False)
 
 
 @main.command()
@@ -342,13 +392,30 @@ def data() -> None:
 @click.argument("name")
 @click.option("--dest", type=click.Path(file_okay=False), default=None,
               help="Target directory (default $DPEXP_DATA_DIR or ./data).")
-def data_download(name: str, dest: str | None) -> None:
-    """Download the public originals of dataset NAME (verifying checksums)."""
+@click.option("--force", is_flag=True, help="Download even when the files are present.")
+def data_download(name: str, dest: str | None, force: bool) -> None:
+    """Download the public originals of dataset NAME (verifying checksums).
+
+    When NAME's files are already present (in --dest, else in the directories `dpexp data where` lists), their
+    checksums are checked and nothing is downloaded or written; --force downloads them again.
+    """
     from dpexp import registry
-    from dpexp.datasets.base import download_dir
+    from dpexp.datasets.base import directories, download_dir, present, remove_new_empty_dirs, search_dirs
 
     cls = registry.get("dataset", name)
-    for p in cls.download(Path(dest) if dest else download_dir()):
+    target = Path(dest) if dest else download_dir()
+    if not force:
+        found = present(cls.expected_files(), [target] if dest else search_dirs())
+        if found is not None:
+            click.echo(found.describe(name))
+            return
+    before = directories(target)
+    try:
+        paths = cls.download(target)
+    except BaseException:
+        remove_new_empty_dirs(target, before)  # a failed download leaves no empty folders behind
+        raise
+    for p in paths:
         click.echo(str(p))
 
 

@@ -170,6 +170,8 @@ class Dataset:
       manifest's privacy summary; ``{n}`` is replaced by the number of subsets of the run), e.g. GDSC: per drug.
     * ``preprocessing()``: what was computed from all rows before the split (``Preprocessing``): every dataset
       states it, and the runner adds it to every row's guarantee.
+    * ``data_files``: the files the dataset reads (relative to a data directory) and their SHA-256 (None where no
+      byte checksum is known); ``dpexp data download`` fetches nothing when they are present and verify.
     """
 
     name: ClassVar[str] = ""
@@ -177,6 +179,7 @@ class Dataset:
     shared_split: ClassVar[bool] = False
     download_hint: ClassVar[str | None] = None
     release_point: ClassVar[str] = ""
+    data_files: ClassVar[dict[str, str | None]] = {}
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, data_dir: Path | None = None, **params: Any) -> None:
@@ -205,6 +208,11 @@ class Dataset:
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         raise NotImplementedError
+
+    @classmethod
+    def expected_files(cls) -> dict[str, str | None]:
+        """``data_files`` (a subclass may derive them from its own tables)."""
+        return dict(cls.data_files)
 
     @classmethod
     def download(cls, dest: Path) -> list[Path]:

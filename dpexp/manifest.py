@@ -137,6 +137,7 @@ def started(exp: ResolvedExperiment, raw: dict[str, Any], fingerprint: str, root
     return {
         "experiment": exp.spec.name, "title": exp.spec.title, "config_file": exp.source,
         "config": exp.to_json(), "raw_config": raw, "overrides": exp.overrides, "repeats_override": repeats_override,
+        "fast": exp.fast,
         "fingerprint": fingerprint, "root_seed": root_seed, "results_schema": SCHEMA_VERSION,
         "noise": exp.spec.noise, "noise_statement": NOISE_STATEMENTS[exp.spec.noise],
         "versions": versions(), "git": git_info(),

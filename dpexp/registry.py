@@ -8,6 +8,7 @@ there is no list to edit.  The registry is loaded lazily so that ``dpexp --help`
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 from typing import Any, Callable, TypeVar
@@ -94,14 +95,32 @@ def names(kind: str) -> list[str]:
     return sorted(_REGISTRIES[kind])
 
 
+def closest(name: str, choices: list[str]) -> str | None:
+    """The choice a mistyped ``name`` most likely meant (case-insensitive; ``difflib`` similarity ≥ 0.6), or None."""
+    lower = {c.lower(): c for c in choices}
+    key = str(name).lower()
+    if key in lower:
+        return lower[key]
+    hit = difflib.get_close_matches(key, list(lower), n=1, cutoff=0.6)
+    return lower[hit[0]] if hit else None
+
+
+def suggestion(kind: str, name: str) -> str:
+    """'did you mean 'rplr'? ' for a mistyped name of ``kind`` ('' when nothing is close), to put before the list of
+    valid names in an error."""
+    best = closest(name, names(kind))
+    return f"did you mean {best!r}? " if best is not None and best != name else ""
+
+
 def get(kind: str, name: str) -> Any:
-    """The registered class of ``kind`` called ``name``; a ``UserError`` listing valid names otherwise."""
+    """The registered class of ``kind`` called ``name``; a ``UserError`` suggesting the closest name and listing the
+    valid ones otherwise."""
     load_all()
     try:
         return _REGISTRIES[kind][name]
     except KeyError:
         valid = ", ".join(sorted(_REGISTRIES[kind]))
-        raise UserError(f"unknown {kind} {name!r}; valid: {valid}") from None
+        raise UserError(f"unknown {kind} {name!r}; {suggestion(kind, name)}valid: {valid}") from None
 
 
 def items(kind: str) -> list[tuple[str, Any]]:

@@ -79,7 +79,8 @@ GROUP_COLUMNS = ["dataset", "dataset_params", "label", "metric"]
 #: grid columns of a cell (requested sizes: a dataset may drop rows per subset, so the rows seen can vary)
 GRID_COLUMNS = ["n_private_requested", "epsilon", "n_public_requested", "delta", "n_test_requested"]
 X_CHOICES = ["n_private", "n_public", "n_test", "d", "subset", "dataset_params"] + GRID_COLUMNS
-_SEEN = {"n_private": "n_private_requested", "n_public": "n_public_requested", "n_test": "n_test_requested"}
+#: the grid column holding the requested value of a seen size (GDSC drops lines per drug: seen sizes vary)
+REQUESTED = {"n_private": "n_private_requested", "n_public": "n_public_requested", "n_test": "n_test_requested"}
 
 
 def results_file(results_dir: Path) -> Path:
@@ -112,6 +113,32 @@ def read_manifest(results_dir: Path) -> dict[str, Any]:
     return json.loads(p.read_text())
 
 
+def find_results_dirs(inputs: list[Path]) -> list[Path]:
+    """The results directories named by ``inputs``: each input that holds a ``manifest.json``, or else its direct
+    sub-folders that do (``results/``, ``results/fast/``), sorted; each directory once.  ``UserError`` for a missing
+    path or a folder with neither."""
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for p in inputs:
+        if not p.exists():
+            raise UserError(f"{p}: no such directory")
+        if not p.is_dir():
+            raise UserError(f"{p}: not a directory (give a results directory or a folder of them)")
+        if (p / "manifest.json").is_file():
+            here = [p]
+        else:
+            here = sorted(c for c in p.iterdir() if c.is_dir() and (c / "manifest.json").is_file())
+        if not here:
+            raise UserError(f"{p}: no dpexp results directories (no manifest.json in it or in its sub-folders; "
+                            "run `dpexp run CONFIG --out DIR` first)")
+        for d in here:
+            key = d.resolve()
+            if key not in seen:
+                seen.add(key)
+                found.append(d)
+    return found
+
+
 def default_x(df: pd.DataFrame) -> str:
     """The first grid column with more than one value (requested n_private, then epsilon, ...)."""
     for col in GRID_COLUMNS:
@@ -122,7 +149,7 @@ def default_x(df: pd.DataFrame) -> str:
 
 def varying_grid_columns(df: pd.DataFrame, x: str) -> list[str]:
     """Grid columns other than ``x`` that vary: each of their values is a separate curve, never averaged over."""
-    skip = {x, _SEEN.get(x, x)}
+    skip = {x, REQUESTED.get(x, x)}
     return [c for c in GRID_COLUMNS if c not in skip and df[c].nunique() > 1]
 
 

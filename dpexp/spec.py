@@ -371,6 +371,7 @@ class ResolvedExperiment:
     epsilons: list[float]
     deltas: list[float]
     skipped_grid_points: dict[int, int]   # algorithm index -> invalid grid points left out (skip_invalid)
+    fast: bool = False                    # the run applied the config's `fast:` section (dpexp run --fast)
 
     @property
     def size_grid(self) -> list[tuple[int, int, int]]:
@@ -406,7 +407,8 @@ def _registered(kind: str, name: str, where: tuple[Any, ...], source: str) -> An
         return registry.get(kind, name)
     except UserError:
         valid = ", ".join(registry.names(kind))
-        raise ConfigError(f"{source}: {_path(where)} must be a registered {kind} ({valid}), got {name!r}") from None
+        raise ConfigError(f"{source}: {_path(where)} must be a registered {kind}, got {name!r}; "
+                          f"{registry.suggestion(kind, name)}valid: {valid}") from None
 
 
 def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None,

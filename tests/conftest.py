@@ -16,6 +16,23 @@ def _no_progress_noise(monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _every_figure_fits(monkeypatch):
+    """Every figure a test draws keeps its declared width, shows all it draws and gives the plot room
+    (``dpexp.plotting.layout.misfits``): the GDSC figure that grew to 1670 px with its plot squeezed to 55 %."""
+    from dpexp.plotting import layout
+
+    original = layout.save
+
+    def checked(fig, out_stem, formats):
+        problems = layout.misfits(fig)
+        assert not problems, f"{out_stem.name}: {problems}"
+        return original(fig, out_stem, formats)
+
+    monkeypatch.setattr(layout, "save", checked)
+    yield
+
+
 @pytest.fixture
 def isolated_cache(tmp_path, monkeypatch):
     """Disk caches in tmp_path and empty in-process memos, before and after the test (dpexp.cache)."""

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpexp.errors import DataNotFoundError, UserError
@@ -74,3 +75,72 @@ def download(url: str, dest: Path, sha256: str | None = None, timeout: float = 6
         if os.path.exists(tmp):
             os.unlink(tmp)
     return dest
+
+
+@dataclass
+class Presence:
+    """The result of looking for a dataset's files in one data directory (``present``)."""
+
+    folder: Path                                          # the data directory holding every file
+    verified: list[str] = field(default_factory=list)     # files whose SHA-256 matches the pinned one
+    unpinned: list[str] = field(default_factory=list)     # files without a pinned checksum
+    mismatched: dict[str, str] = field(default_factory=dict)  # file -> the SHA-256 found instead
+
+    def describe(self, name: str) -> str:
+        """One line: 'gdsc: present in DIR, checksums OK (2 files)' and what could not be verified."""
+        if self.mismatched:
+            bad = ", ".join(f"{f} (sha256 {h[:12]}…)" for f, h in self.mismatched.items())
+            return (f"{name}: present in {self.folder}, but the checksum of {bad} differs from the pinned one; "
+                    "nothing downloaded (use --force to download again)")
+        parts = []
+        if self.verified:
+            parts.append(f"checksums OK ({len(self.verified)} file{'s' * (len(self.verified) != 1)})")
+        if self.unpinned:
+            parts.append(f"no pinned checksum for {', '.join(self.unpinned)}")
+        return f"{name}: present in {self.folder}, {'; '.join(parts)}; nothing downloaded (--force downloads again)"
+
+
+def present(files: dict[str, str | None], dirs: list[Path]) -> Presence | None:
+    """The first of ``dirs`` that holds every file of ``files`` (relative path -> pinned SHA-256 or None), with the
+    checksums checked; None when no directory holds them all (or ``files`` is empty)."""
+    if not files:
+        return None
+    for d in dirs:
+        paths = {rel: Path(d) / rel for rel in files}
+        if not all(p.is_file() for p in paths.values()):
+            continue
+        out = Presence(Path(d))
+        for rel, pinned in files.items():
+            if pinned is None:
+                out.unpinned.append(rel)
+                continue
+            got = sha256_file(paths[rel])
+            if got == pinned:
+                out.verified.append(rel)
+            else:
+                out.mismatched[rel] = got
+        return out
+    return None
+
+
+def directories(root: Path) -> set[Path]:
+    """Every directory at or below ``root`` now (``remove_new_empty_dirs`` compares against it)."""
+    root = Path(root)
+    if not root.exists():
+        return set()
+    return {root, *(p for p in root.rglob("*") if p.is_dir())}
+
+
+def remove_new_empty_dirs(root: Path, before: set[Path]) -> None:
+    """After a failed download: remove the directories below (and including) ``root`` that did not exist ``before``
+    and are empty, deepest first, so a failure leaves no empty ``raw/`` folder behind."""
+    root = Path(root)
+    if not root.exists():
+        return
+    created = sorted((p for p in directories(root) if p not in before), key=lambda p: len(p.parts),
+                     reverse=True)
+    for p in created:
+        try:
+            p.rmdir()  # only succeeds when empty
+        except OSError:
+            pass

@@ -1,17 +1,25 @@
-"""Core plot machinery shared by every plot kind: option models, axis labels, figures, panels and saving.
+"""Core plot machinery shared by every plot kind: option models, axis labels, figures, panels and finishing.
 
 A plot kind is a function ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` that reads only the results
 table and the manifest, registered with ``@register_plot(options=OptionsModel)`` (``dpexp.registry``): the
 config's ``plots[i].options`` are validated against that model before any work.
+
+Every kind draws with the shared style (``style``: paper sizes, fonts, palette, one look per method), names and
+styles its curves through ``looks.Looks`` (a dagger on curves that are not DP) and ends with ``finish_plot``:
+title from the resolved config (``titles``), one legend below the plot, notes (non-DP footnote, clipping, how the
+run differed from its config), saved at its declared width (``layout``).
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpexp.plotting import layout, style
+from dpexp.plotting.titles import run_note, title_of  # noqa: F401  (title_of: part of this module's API)
 
 X_LABELS = {
     "n_private": "private training rows n (count)",
@@ -28,6 +36,8 @@ METRIC_LABELS = {
     "spearman": "Spearman rank correlation (test set)",
     "mae": "mean absolute error (target units)",
     "wpc": "weighted probabilistic concordance index",
+    "aux_spearman": "Spearman rank correlation on auxiliary data",
+    "seconds": "wall time (s)",
 }
 #: short names of grid columns in legends
 SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_requested": "n_public",
@@ -35,70 +45,81 @@ SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_r
 
 
 class PlotOptions(BaseModel):
-    """Base of plot kinds' option models: unknown keys are errors."""
+    """Base of plot kinds' option models: unknown keys are errors.  ``size``: the figure's width — one column of a
+    two-column paper (3.5 in) or the full text width (7 in); each kind has a default."""
 
     model_config = ConfigDict(extra="forbid")
+    size: Literal["column", "page"] | None = Field(None, description="figure width: column (3.5 in) or page (7 in);"
+                                                                   " default: the kind's")
 
 
 def axis_label(name: str) -> str:
     return X_LABELS.get(name) or METRIC_LABELS.get(name) or name
 
 
-def title_of(spec: Any, manifest: dict[str, Any]) -> str:
-    return spec.title or manifest.get("title") or manifest.get("experiment", "")
-
-
-def new_figure(width: float = 6.4, height: float = 4.4) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def new_figure(width: style.Width | float = "column", height: float | None = None) -> tuple[Any, Any]:
+    """A one-panel figure ``width`` wide ("column", "page" or inches), ``height`` inches high (default: 0.7 of a
+    column's width, 0.45 of a page's), in the shared style with constrained layout."""
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(width, height))
+    style.apply()
+    w = style.width_of(width)
+    h = height if height is not None else (0.85 * w if w <= style.COLUMN else max(2.8, 0.45 * w))
+    return plt.subplots(figsize=(w, h), layout="constrained")
 
 
-def panels(n: int, width: float = 5.2, height: float = 4.0) -> tuple[Any, list[Any]]:
-    """A figure with ``n`` panels, at most three per row (constrained layout: no label overlap between panels)."""
-    import matplotlib
+def auto_width(n_curves: int) -> style.Width:
+    """A one-panel figure's default width: a column, or the page when more than six curves need the room."""
+    return "page" if n_curves > 6 else "column"
 
-    matplotlib.use("Agg")
+
+def grid_shape(n: int) -> tuple[int, int]:
+    """(rows, columns) for ``n`` panels: one row up to three, 2 × 2 for four, then rows of three."""
+    cols = n if n <= 3 else (2 if n == 4 else 3)
+    return math.ceil(n / cols), cols
+
+
+def panels(n: int, width: style.Width | float = "page", height: float | None = None) -> tuple[Any, list[Any]]:
+    """A figure with ``n`` panels (``grid_shape``) ``width`` wide; ``height`` per row (default: 0.75 of a panel's
+    width, between 2.3 and 2.8 in), constrained layout."""
     import matplotlib.pyplot as plt
 
-    cols = min(n, 3)
-    rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False,
-                             layout="constrained")
+    style.apply()
+    rows, cols = grid_shape(n)
+    w = style.width_of(width)
+    h = height if height is not None else min(2.8, max(2.3, 0.75 * w / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(w, h * rows), squeeze=False, layout="constrained")
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
     return fig, flat[:n]
 
 
-def decorate(ax: Any, xlabel: str, ylabel: str, title: str = "", title_size: float = 9,
-             legend_size: float = 7) -> None:
-    """The finishing touches of a panel: axis labels, title, a light grid and the legend."""
+def decorate(ax: Any, xlabel: str, ylabel: str, title: str = "", title_size: float | None = None,
+             legend_size: float | None = None) -> None:
+    """The finishing touches of a panel: axis labels, title and a light grid (the legend is drawn by ``finish``)."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=title_size)
+    ax.set_title(title, fontsize=title_size or style.FONT_SIZE)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=legend_size)
+
+
+def finish_plot(fig: Any, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str], *,
+                looks: Any = None, subtitle: str = "", notes: Sequence[str] = (),
+                legend: Literal["below", "inside", "none"] = "below", title: str | None = None) -> list[Path]:
+    """Title (the resolved config's, ``titles.title_of``) and ``subtitle``; notes under the figure: the non-DP
+    footnote of ``looks``, ``notes``, and how the run differed from its config (``titles.run_note``); then
+    ``layout.finish`` (one legend below, declared width) and save.  ``title``: instead of the config's."""
+    title = (title if title is not None else title_of(spec, manifest)) + (f"\n{subtitle}" if subtitle else "")
+    all_notes = [looks.footnote() if looks is not None else "", *notes, run_note(manifest)]
+    return layout.finish(fig, out_stem, formats, title=title, notes=all_notes, legend=legend)
 
 
 def save(fig: Any, out_stem: Path, formats: list[str]) -> list[Path]:
-    """Save ``fig`` as ``out_stem.<fmt>`` for each format; close it; return the paths."""
-    import matplotlib.pyplot as plt
-
-    out_stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for fmt in formats:
-        p = out_stem.with_suffix("." + fmt)
-        fig.savefig(p, bbox_inches="tight", dpi=150, metadata={"CreationDate": None} if fmt == "pdf" else None)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    """Lay out (legend below, declared width) and save ``fig`` without a title; see ``finish_plot``."""
+    return layout.finish(fig, out_stem, formats)
 
 
 def save_with_title(fig: Any, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
-    """Put the experiment's title over a multi-panel figure and save it (``save``)."""
-    fig.suptitle(title_of(spec, manifest), fontsize=10)
-    return save(fig, out_stem, formats)
+    """Put the experiment's title over the figure and save it (``finish_plot`` without curve names)."""
+    return finish_plot(fig, spec, manifest, out_stem, formats)

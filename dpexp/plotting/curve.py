@@ -10,9 +10,13 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from dpexp.plotting.base import SHORT, PlotOptions, axis_label, new_figure, save, title_of
+from dpexp.plotting.base import SHORT, PlotOptions, auto_width, axis_label, finish_plot, new_figure
+from dpexp.plotting.looks import Looks
+from dpexp.plotting.titles import number, plural
 from dpexp.registry import register_plot
 from dpexp.results import aggregate, default_x, varying_grid_columns
+
+SPREAD_WORDS = {"std": "± std", "sem": "± s.e.m.", "iqr": "with interquartile-range bars", "none": ""}
 
 
 class CurveOptions(PlotOptions):
@@ -26,29 +30,53 @@ class CurveOptions(PlotOptions):
     ylabel: str | None = None
 
 
+def grid_ticks(ax: Any, xs: np.ndarray, axis: str = "x", max_ticks: int = 9) -> None:
+    """On a log axis, label the grid values themselves (1, 1.78, 3.16, 5.62, 10, 31.6) instead of decades only,
+    when there are few enough of them; minor tick labels off."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    v = np.unique(np.asarray(xs, dtype=float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if not 1 < len(v) <= max_ticks:
+        return
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(v))
+    a.set_major_formatter(FuncFormatter(lambda t, _pos: f"{t:.3g}"))
+    a.set_minor_locator(NullLocator())
+    a.set_minor_formatter(NullFormatter())
+
+
+def spread_text(center: str, error: str, repeats: int) -> str:
+    """'mean ± std over 20 repeats' (the subtitle of a curve figure; the config title should not repeat it)."""
+    words = SPREAD_WORDS[error]
+    return f"{center}{' ' + words if words else ''} over {plural(repeats, 'repeat')}"
+
+
 @register_plot(options=CurveOptions)
 def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
     """Metric against x (n_private, epsilon, ...), one line per algorithm label, centre ± spread over repeats
     (values averaged over subsets within a repeat first).  Labels in ``options.baselines`` are drawn as horizontal
-    lines at their average over x (e.g. public-data-only baselines)."""
+    lines at their average over x (e.g. public-data-only baselines).  On a log x axis with few grid values, the
+    ticks are the grid values."""
     opts = CurveOptions.model_validate(spec.options)
     metric = spec.metric or str(df["metric"].iloc[0])
     x = spec.x or default_x(df[df["metric"] == metric])
     agg = aggregate(df, x, metric)
-    fig, ax = new_figure()
-    multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
+    looks = Looks(df, manifest)
     extra = varying_grid_columns(df[df["metric"] == metric], x)
+    fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra).ngroups))
+    multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
     order = list(dict.fromkeys(df["label"]))
     keys = ["dataset", "dataset_params", "label"] + extra
-    colour = 0  # explicit colours: axhline does not advance the colour cycle, so a baseline shared C0 with a curve
     for key, g in sorted(agg.groupby(keys, sort=False),
                          key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):
         dataset, dparams, label = key[:3]
         g = g.sort_values(x)
-        name = f"{label} ({dataset} {dparams})" if multi_ds else label
+        name = looks.name(label)
+        if multi_ds:
+            name += f" ({dataset} {dparams})"
         if extra:
-            name += " (" + ", ".join(f"{SHORT.get(c, c)}={v:g}" if isinstance(v, (int, float)) else f"{c}={v}"
-                                     for c, v in zip(extra, key[3:])) + ")"
+            name += " (" + ", ".join(f"{SHORT.get(c, c)} = {number(v)}" for c, v in zip(extra, key[3:])) + ")"
         centre = g[opts.center].to_numpy(float)
         if opts.error == "std":
             lo = hi = g["std"].fillna(0).to_numpy(float)
@@ -58,26 +86,21 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
             lo, hi = centre - g["q25"].to_numpy(float), g["q75"].to_numpy(float) - centre
         else:
             lo = hi = np.zeros_like(centre)
-        color, colour = f"C{colour % 10}", colour + 1
         if label in opts.baselines:
             level = float(np.nanmean(centre))
-            ax.axhline(level, linestyle="--", linewidth=1.2, color=color,
-                       label=name if "baseline" in name.lower() else f"{name} (baseline)")
+            ax.axhline(level, linewidth=1.2, label=name if "baseline" in name.lower() else f"{name} (baseline)",
+                       **looks.look(label, baseline=True))
             continue
-        xs = g[x].to_numpy()
-        ax.errorbar(xs, centre, yerr=np.vstack([lo, hi]), marker="o", markersize=3, capsize=2, label=name,
-                    color=color)
+        ax.errorbar(g[x].to_numpy(), centre, yerr=np.vstack([lo, hi]), label=name, **looks.look(label))
     ax.set_xlabel(opts.xlabel or axis_label(x))
     ax.set_ylabel(opts.ylabel or axis_label(metric))
     if opts.logx:
         ax.set_xscale("log")
+        grid_ticks(ax, agg[x].to_numpy())
     if opts.logy:
         ax.set_yscale("log")
     if opts.ylim:
         ax.set_ylim(*opts.ylim)
-    spread = {"std": " ± std", "sem": " ± s.e.m.", "iqr": " with IQR bars", "none": ""}[opts.error]
     reps = int(agg["repeats"].max()) if len(agg) else 0
-    ax.set_title(f"{title_of(spec, manifest)}\n{opts.center}{spread} over {reps} repeats", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save(fig, out_stem, formats)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks,
+                       subtitle=spread_text(opts.center, opts.error, reps))

@@ -31,9 +31,10 @@ def build_report(inputs: list[Path], out: Path, figures: Path | None = None, pap
     sibling folder and moved into place at the end, so ``out`` is never half-written.
     """
     from dpexp.report import collect, page, paper
+    from dpexp.results import find_results_dirs
 
     warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
-    dirs = collect.find_results_dirs(inputs)
+    dirs = find_results_dirs(inputs)
     refs = paper.load(paper_values)
     _check_out(out)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"

@@ -1,10 +1,11 @@
 """Which experiments a report covers, and their figures.
 
 An input is a results directory (``manifest.json`` + ``results.csv[.gz]``) or a folder whose direct sub-folders are
-results directories (``results/``, ``results/fast/``).  Figures are looked up where ``make figures`` and
-``dpexp plot`` put them (``results/fast/X`` -> ``figures/fast/X``; ``figures/X`` for ``results/X``; with
-``--figures DIR``: ``DIR/X``); an experiment whose figures are missing or older than its results is drawn again
-with the same entry ``dpexp plot`` uses.  The images shown are copied into the report folder,
+results directories (``results/``, ``results/fast/``; ``dpexp.results.find_results_dirs``).  Figures are looked up
+where ``dpexp plot`` puts them by default (``dpexp.plotting.draw.figure_dir``: ``results/X`` -> ``figures/X``,
+``results/fast/X`` -> ``figures/fast/X``, ``runs/X`` -> ``runs/figures/X``) or, with ``--figures DIR``, in
+``DIR/X``; an experiment whose figures are missing, older than its results or drawn from other results is drawn
+again with the same entry ``dpexp plot`` uses.  The images shown are copied into the report folder,
 so the page keeps working when the folder is moved.
 """
 
@@ -46,30 +47,6 @@ class Experiment:
     @property
     def name(self) -> str:
         return str(self.manifest.get("experiment") or self.results_dir.name)
-
-
-def find_results_dirs(inputs: list[Path]) -> list[Path]:
-    """The results directories named by ``inputs`` (each one, or its direct sub-folders), in a stable order."""
-    found: list[Path] = []
-    seen: set[Path] = set()
-    for p in inputs:
-        if not p.exists():
-            raise UserError(f"{p}: no such directory")
-        if not p.is_dir():
-            raise UserError(f"{p}: not a directory (give a results directory or a folder of them)")
-        if (p / "manifest.json").is_file():
-            here = [p]
-        else:
-            here = sorted(c for c in p.iterdir() if c.is_dir() and (c / "manifest.json").is_file())
-        if not here:
-            raise UserError(f"{p}: no dpexp results directories (no manifest.json in it or in its sub-folders; "
-                            "run `dpexp run CONFIG --out DIR` first)")
-        for d in here:
-            key = d.resolve()
-            if key not in seen:
-                seen.add(key)
-                found.append(d)
-    return found
 
 
 def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | None,
@@ -120,21 +97,14 @@ def expected_stems(manifest: dict[str, Any]) -> list[str]:
 
 
 def figure_candidates(results_dir: Path, name: str, figures_root: Path | None) -> list[Path]:
-    """Folders that may hold the figures of ``results_dir``, most specific first.
+    """The folder that may hold the figures of ``results_dir``: ``DIR/X`` with ``--figures DIR``, else the default
+    of ``dpexp plot`` (``dpexp.plotting.draw.figure_dir``), so ``results/fast/X`` never borrows the figures of the
+    full run ``results/X``."""
+    from dpexp.plotting.draw import figure_dir
 
-    ``figures/<experiment>`` (the default of ``dpexp plot``) is only trusted when the results folder has the
-    experiment's name: ``results/fast/X`` must not borrow the figures of the full run ``results/X``.
-    """
     if figures_root is not None:
         return [figures_root / results_dir.name]
-    parts = list(results_dir.parts)
-    cands = []
-    if "results" in parts:  # results/fast/X -> figures/fast/X (the layout of `make figures`)
-        i = len(parts) - 1 - parts[::-1].index("results")
-        cands.append(Path(*parts[:i], "figures", *parts[i + 1:]))
-    if results_dir.name == name:
-        cands.append(Path("figures") / name)
-    return list(dict.fromkeys(cands))
+    return [figure_dir(results_dir)]
 
 
 def _images(folder: Path) -> dict[str, Path]:
@@ -150,6 +120,7 @@ def _images(folder: Path) -> dict[str, Path]:
 
 def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn: Callable[[str], None],
              shown_as: Path) -> None:
+    from dpexp.plotting.draw import other_run
     from dpexp.results import results_file
 
     stems = expected_stems(exp.manifest)
@@ -165,6 +136,10 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
             continue
         if min(imgs[s].stat().st_mtime for s in stems) < newest_result:
             why = why or f"the figures in {cand} are older than the results"
+            continue
+        source = other_run(cand, exp.manifest, exp.results_dir)
+        if source is not None:
+            why = why or f"the figures in {cand} were drawn from another run ({source})"
             continue
         folder, images = cand, imgs
         break

@@ -15,12 +15,12 @@ from urllib.parse import quote
 
 
 from dpexp import __version__
+from dpexp.formatting import fmt, signed
+from dpexp.plotting.privacy import DAGGER, CurvePrivacy, curve_privacy
+from dpexp.plotting.titles import fill
 from dpexp.report.collect import Experiment
-from dpexp.report.formatting import fmt, signed
 from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
-from dpexp.report.privacy import CurvePrivacy, curve_privacy
 
-DAGGER = "†"
 DAGGER_NOTE = ("† not differentially private: a non-private baseline, a heuristic without a formal guarantee, or a "
                "computation that touches private rows without paying (the reason is in the privacy table).")
 
@@ -117,7 +117,7 @@ def _index(experiments: list[Experiment], privacy: dict[str, list[CurvePrivacy]]
         refs = entries[e.slug]
         n_cmp = len(refs.entries) if refs else 0
         not_dp = sum(c.not_dp for c in privacy[e.slug])
-        rows.append([str(i), tag("a", e.name, href=f"#exp-{e.slug}"), e.manifest.get("title", ""),
+        rows.append([str(i), tag("a", e.name, href=f"#exp-{e.slug}"), _title(e.manifest),
                      refs.figure if refs else "", _status(e), str(len(e.figures)),
                      f"{not_dp} of {len(privacy[e.slug])}", str(n_cmp) if n_cmp else "",
                      "yes" if fast_mode(e.manifest) else "no"])
@@ -137,7 +137,7 @@ def _section(e: Experiment, privacy: list[CurvePrivacy], refs: Any, all_refs: Pa
     raw = m.get("raw_config") or {}
     not_dp = {c.label for c in privacy if c.not_dp}
     out = [f'<section id="exp-{esc(e.slug)}">',
-           tag("h2", join([e.name, Html(" — ") if m.get("title") else "", m.get("title", "")]))]
+           tag("h2", join([e.name, Html(" — ") if m.get("title") else "", _title(m)]))]
     if raw.get("description"):
         out.append(tag("p", raw["description"]))
     for p in e.problems:
@@ -315,8 +315,16 @@ KNOWN_MANIFEST_KEYS = {"experiment", "title", "config_file", "config", "raw_conf
                        "seconds_this_invocation"}
 
 
+def _title(manifest: dict[str, Any]) -> str:
+    """The experiment's title with its ``{placeholders}`` filled from the resolved config (as in its figures)."""
+    return fill(str(manifest.get("title") or ""), manifest)
+
+
 def fast_mode(manifest: dict[str, Any]) -> str:
-    """'' unless the run applied the config's ``fast:`` section (``dpexp run --fast`` records it as overrides)."""
+    """'' unless the run applied the config's ``fast:`` section: the manifest's ``fast`` flag, or, for runs recorded
+    before it existed, a guess from the overrides (``dpexp run --fast`` applies the section's first)."""
+    if "fast" in manifest:
+        return "yes (dpexp run --fast)" if manifest["fast"] else ""
     fast = (manifest.get("raw_config") or {}).get("fast")
     if not isinstance(fast, dict):
         return ""

@@ -119,7 +119,9 @@ def test_curve_baseline_has_its_own_colour(tmp_path, monkeypatch):
                                   "--set", "sizes.n_private=[0, 100]"])
     assert r.exit_code == 0, r.output
     figs = []
-    monkeypatch.setattr(plotting, "save", lambda fig, *a, **k: figs.append(fig) or [])
+    from dpexp.plotting import layout
+
+    monkeypatch.setattr(layout, "save", lambda fig, *a, **k: figs.append(fig) or [])
     spec = SimpleNamespace(kind="curve", metric="spearman", x="n_private", title=None,
                            options={"baselines": ["LR, 10 public rows only"]})
     plotting.curve(results.read_results(out), spec, results.read_manifest(out), tmp_path / "f", ["png"])

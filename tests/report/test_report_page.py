@@ -161,6 +161,22 @@ def test_figures_older_than_the_results_are_redrawn(runs, tmp_path):
     assert code == 0 and "older than the results" in output
 
 
+def test_figures_of_another_run_are_not_borrowed(runs, tmp_path):
+    """results/fast/X must not show the figures of results/X: figures/fast/X holding another run's images (same
+    names) is recognised from the record `dpexp plot` leaves, and the report draws its own."""
+    res = tmp_path / "results" / "fast" / "demo"
+    shutil.copytree(runs.root / "results" / "demo", res)
+    m = json.loads((res / "manifest.json").read_text())
+    m["root_seed"] += 1   # another run of the same experiment
+    (res / "manifest.json").write_text(json.dumps(m))
+    shutil.copytree(runs.root / "figures" / "demo", tmp_path / "figures" / "fast" / "demo")
+    for p in (tmp_path / "figures" / "fast" / "demo").iterdir():
+        os.utime(p)
+    code, output = report([str(res), "--out", str(tmp_path / "r")])
+    assert code == 0 and "were drawn from another run" in output, output
+    assert str(runs.root / "results" / "demo") in output
+
+
 def test_bad_inputs_one_line_exit_2_nothing_written(runs, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()

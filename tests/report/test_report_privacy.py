@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpexp.report.formatting import fmt, signed
-from dpexp.report.privacy import curve_privacy
+from dpexp.formatting import fmt, signed
+from dpexp.plotting.privacy import curve_privacy
 
 MANIFEST = {"algorithms": [
     {"name": "lr", "label": "LR", "private": False, "formally_dp": True, "neighbouring": None,
@@ -57,3 +57,12 @@ def test_formatting():
     assert [fmt(v) for v in (0.123456, 10721.0, 1592.29, -2.5, float("inf"), float("nan"))] == \
         ["0.1235", "10,721", "1592", "−2.5", "∞", ""]
     assert [signed(v) for v in (0.1, -0.1, 0.0)] == ["+0.1", "−0.1", "0"]
+
+
+def test_titles_are_filled_from_the_resolved_config():
+    """Config titles name values through placeholders (tests/core/test_figures.py); the page shows the values."""
+    from dpexp.report.page import _title
+
+    m = {"title": "GDSC, d = {d}, ε = {epsilon}", "config": {"privacy": {"epsilon": [1.0, 2.0]},
+                                                            "datasets": [{"params": {"d": 10}}]}}
+    assert _title(m) == "GDSC, d = 10, ε = 1, 2"

@@ -18,16 +18,12 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from dpexp.plotting.base import PlotOptions, new_figure, save, title_of
+from dpexp.plotting import style
+from dpexp.plotting.base import PlotOptions, finish_plot, new_figure, title_of
 from dpexp.plotting.curve import CurveOptions, curve
+from dpexp.plotting.looks import Looks
 from dpexp.registry import register_plot
 from dpexp.results import to_markdown
-
-
-def plt_colours() -> list[str]:
-    import matplotlib.pyplot as plt
-
-    return plt.rcParams["axes.prop_cycle"].by_key()["color"]
 
 #: Table 1 of the paper: seconds of the Spark implementation, M = 10, rows d, columns N = 1e2 .. 1e5.
 PAPER_TABLE1: dict[int, dict[int, float]] = {
@@ -87,16 +83,16 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     md.write_text(f"# {title_of(spec, manifest)}\n\n" + "\n".join(blocks))
     csv = out_stem.with_suffix(".csv")
     t.to_csv(csv, index=False)
-    fig, ax = new_figure()
-    colours = plt_colours()
+    fig, ax = new_figure(opts.size or "column")
+    looks = Looks(df, manifest)
     ds = sorted(int(v) for v in t["d"].unique())
-    col = {dd: colours[i % len(colours)] for i, dd in enumerate(ds)}
+    col = {dd: style.PALETTE[i % len(style.PALETTE)] for i, dd in enumerate(ds)}
     styles = [("-", "o"), (":", "s"), ("-.", "^"), ("--", "v")]
     labels = list(dict.fromkeys(t["label"]))
     for (label, dd), g in t.groupby(["label", "d"], sort=False):
         g = g.sort_values("N")
         ls, mk = styles[labels.index(label) % len(styles)]
-        ax.plot(g["N"], g["value"], linestyle=ls, marker=mk, markersize=4, color=col[int(dd)])
+        ax.plot(g["N"], g["value"], linestyle=ls, marker=mk, color=col[int(dd)])
     if opts.paper:
         for dd, row in PAPER_TABLE1.items():
             if dd in col:
@@ -107,18 +103,16 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
         ax.plot([], [], color=col[dd], linewidth=4, label=f"d = {dd}")
     for i, label in enumerate(labels):
         ls, mk = styles[i % len(styles)]
-        ax.plot([], [], linestyle=ls, marker=mk, color="black", label=f"{label} (this machine)")
+        ax.plot([], [], linestyle=ls, marker=mk, color="black", label=f"{looks.name(label)} (this machine)")
     if opts.paper:
         ax.plot([], [], linestyle="--", color="grey", label="paper, Spark cluster (no encryption)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("clients N (count)")
-    ax.set_ylabel(f"{metric} (wall time of one DCA round, s)" if metric == "seconds" else metric)
-    ax.set_title(f"{title_of(spec, manifest)}\nin-process back-end on one machine vs the paper's Spark cluster",
-                 fontsize=10)
+    ax.set_ylabel("wall time of one DCA round (s)" if metric == "seconds" else metric)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, ncol=2)
-    return [md, csv] + save(fig, out_stem, formats)
+    return [md, csv] + finish_plot(fig, spec, manifest, out_stem, formats, looks=looks,
+                                   subtitle="in-process back-end on one machine vs the paper's Spark cluster")
 
 
 class NoiseFactorOptions(PlotOptions):
@@ -136,18 +130,19 @@ def dca_noise_factor(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
         seen = pd.to_numeric(df["n_private"], errors="coerce").max()
         if np.isfinite(seen):
             n_max = max(n_max, int(seen))
-    fig, ax = new_figure()
-    for T in opts.T:
+    fig, ax = new_figure(opts.size or "column")
+    for i, T in enumerate(opts.T):
         n = np.unique(np.geomspace(T + 2, n_max, 200).astype(int))
         n = n[n - T - 1 >= 1]
-        ax.plot(n, n / (n - T - 1), label=f"T = {T}")
+        ax.plot(n, n / (n - T - 1), label=f"T = {T}", color=style.PALETTE[i % len(style.PALETTE)],
+                linestyle=style.LINESTYLES[i % len(style.LINESTYLES)])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("clients N (count)")
     ax.set_ylabel("noise variance vs trusted aggregator, N/(N − T − 1)")
-    ax.set_title(spec.title or "Extra noise factor of the distributed Gaussian mechanism (Fig. 1b)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    return save(fig, out_stem, formats)
+    return finish_plot(fig, spec, manifest, out_stem, formats,
+                       title=spec.title or "Extra noise factor of the distributed Gaussian mechanism (Fig. 1b)",
+                       subtitle="closed form of Theorem 1; T: colluding or dropped-out clients")
 
 

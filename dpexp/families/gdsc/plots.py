@@ -2,8 +2,10 @@
 
 * ``gdsc_curve`` — Fig. 2/6 (thesis 4.2, 4.3, 4.5, 4.6): metric against x, one line per label with std error bars
   over Monte Carlo repeats (values first averaged over drugs within a repeat), baselines as horizontal dashed lines.
-* ``gdsc_tradeoff`` — Fig. 3 a/b/c: heat map over (x = n_private, y = d | n_public | epsilon) of the relative
-  improvement (m − m_base)/|m_base| of one method over the best 10-public-point baseline, colour bar, optimum marked.
+* ``gdsc_tradeoff`` — Fig. 3 a/b/c: heat map over (x = n_private, y = d | n_public | epsilon) of the improvement
+  of one method over the best 10-public-point baseline: relative, (m − b)/b, only when the baseline b is positive
+  (a ratio to b ≤ 0 means nothing: the absolute difference m − b is shown and the figure says why), colour map
+  centred at 0, optimum marked.
 * ``param_heatmap`` — Fig. 5 (split simplex) and similar: mean metric over two algorithm/dataset parameters (e.g.
   p1 × p2 of rplr), colour bar, optimum marked with a cross.
 * ``gdsc_thresholds`` — Fig. 4: several extras metrics (e.g. omega_x, omega_y or B_x, B_y) against n, ± std.
@@ -23,9 +25,13 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from dpexp import registry
 from dpexp.errors import UserError
-from dpexp.plotting.base import PlotOptions, axis_label, decorate, new_figure, save, title_of
+from dpexp.plotting.base import PlotOptions, auto_width, axis_label, decorate, finish_plot, new_figure
+from dpexp.plotting.curve import grid_ticks, spread_text
 from dpexp.plotting.heatmap import heat_figure
+from dpexp.plotting.looks import Looks
+from dpexp.plotting.titles import number
 from dpexp.registry import register_plot
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -35,13 +41,23 @@ _SIZE_METRICS = {"n_private_requested": "n_private", "n_public_requested": "n_pu
 
 
 def requested_sizes(df: pd.DataFrame) -> pd.DataFrame:
-    """Replace ``n_private``/``n_public`` by the requested sizes where the table has the ``*_requested`` metric
-    rows, and drop those rows.  A cell's rows share all identity columns; cells whose identity coincides (same seen
-    sizes) are told apart by their order in the table (the runner writes each cell's metric rows together)."""
+    """Replace ``n_private``/``n_public`` by the requested sizes and drop the ``*_requested`` metric rows.
+
+    The results schema has the columns ``n_private_requested``/``n_public_requested`` (a whole-dataset "all" keeps
+    the seen size); tables written before them carry the requested sizes as metric rows only: a cell's rows share
+    all identity columns, and cells whose identity coincides (same seen sizes) are told apart by their order in the
+    table (the runner writes each cell's metric rows together).
+    """
+    if all(f"{col}_requested" in df.columns for col in _SIZE_METRICS.values()):
+        out = df[~df["metric"].isin(list(_SIZE_METRICS))].copy()
+        for col in _SIZE_METRICS.values():
+            req = pd.to_numeric(out[f"{col}_requested"], errors="coerce")
+            out[col] = np.where(req.notna(), req, out[col]).astype(float).round().astype(int)
+        return out
     present = [m for m in _SIZE_METRICS if (df["metric"] == m).any()]
     if not present:
         return df
-    ident = [c for c in df.columns if c not in ("metric", "value", "error")]
+    ident = [c for c in df.columns if c not in ("metric", "value", "error", *_SIZE_METRICS.values())]
     d = df.copy()
     d["_k"] = d.groupby(ident + ["metric"], sort=False, dropna=False).cumcount()
     out = d[~d["metric"].isin(list(_SIZE_METRICS))].copy()
@@ -94,7 +110,8 @@ class BaselineSpec(PlotOptions):
 
 def baseline_level(df: pd.DataFrame, metric: str, b: BaselineSpec) -> tuple[float, str]:
     """Level of the reference: per variant (label × dataset params) the mean over drugs, repeats and x, then the max
-    (the "best 10-public-point baseline") or mean over variants.  Returns (level, description)."""
+    (the "best 10-public-point baseline") or mean over variants.  Returns (level, description); the description
+    names the dataset parameters only when several variants share the label."""
     d = df[(df["algorithm"] == b.algorithm) & (df["metric"] == metric)]
     if b.n_public is not None:
         d = d[d["n_public"] == b.n_public]
@@ -104,8 +121,19 @@ def baseline_level(df: pd.DataFrame, metric: str, b: BaselineSpec) -> tuple[floa
     per = d.groupby(["label", "dataset_params"], dropna=False)["value"].mean()
     if b.select == "max":
         (label, dparams), level = per.idxmax(), float(per.max())
-        return level, f"{label} [{dparams}]"
-    return float(per.mean()), f"mean of {len(per)} {b.algorithm} variants"
+        shared = (per.index.get_level_values(0) == label).sum() > 1
+        return level, f"“{label}”" + (f" ({str(dparams).replace(',', ', ')})" if shared and dparams else "")
+    return float(per.mean()), f"the mean of {len(per)} {b.algorithm} variants"
+
+
+def mean_text(df: pd.DataFrame, error: str, repeats: int) -> str:
+    """'mean over 265 drugs, ± std over 20 repeats' (GDSC; 'subsets' for other datasets), or 'mean ± std over 20
+    repeats' for a single subset."""
+    n = int(df["subset"].nunique())
+    if n <= 1:
+        return spread_text("mean", error, repeats)
+    noun = "drugs" if set(df["dataset"]) == {"gdsc"} else "subsets"
+    return f"mean over {n} {noun}, " + spread_text("mean", error, repeats).removeprefix("mean ")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -116,7 +144,9 @@ class GdscCurveOptions(PlotOptions):
     error: Literal["std", "sem", "none"] = Field("std", description="error bars over Monte Carlo repeats")
     logx: bool = False
     ylim: list[float] | None = None
-    legend: Literal["inside", "outside"] = "outside"
+    legend: Literal["inside", "below", "outside"] = Field(
+        "below", description="below the plot (one legend, columns as fit), inside it, or outside (= below: an "
+                             "outside legend widened the figure)")
 
 
 @register_plot(options=GdscCurveOptions)
@@ -129,38 +159,33 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     metric = spec.metric or "spearman"
     x = spec.x or "n_private"
     s = summary(df, metric, ["label", "dataset_params", x])
-    fig, ax = new_figure(7.0, 4.6)
+    looks = Looks(df, manifest)
+    fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"]).ngroups))
     order = list(dict.fromkeys(df["label"]))
     multi = s["dataset_params"].nunique() > 1
     for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
         g = g.sort_values(x)
-        name = f"{label} ({dparams})" if multi and label not in o.baselines else label
+        name = looks.name(label) + (f" ({dparams})" if multi and label not in o.baselines else "")
         if label in o.baselines:
-            ax.axhline(float(g["mean"].mean()), linestyle="--", linewidth=1.3,
+            ax.axhline(float(g["mean"].mean()), linewidth=1.2,
                        label=name if "baseline" in name.lower() else f"{name} (baseline)",
-                       color=f"C{order.index(label) % 10}" if label in order else None)
+                       **looks.look(label, baseline=True))
             continue
         err = {"std": g["std"].fillna(0), "sem": (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0),
                "none": 0 * g["std"].fillna(0)}[o.error].to_numpy(float)
-        ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, marker="s", markersize=3,
-                    capsize=2, label=name, color=f"C{order.index(label) % 10}" if label in order else None)
+        ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, label=name, **looks.look(label))
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(metric))
     if o.logx:
         ax.set_xscale("log")
+        grid_ticks(ax, s[x].to_numpy(float))
     if o.ylim:
         ax.set_ylim(*o.ylim)
     reps = int(s["repeats"].max()) if len(s) else 0
-    ndrugs = df["subset"].nunique()
-    ax.set_title(f"{title_of(spec, manifest)}\nmean over {ndrugs} subsets, ± {o.error} over {reps} repeats",
-                 fontsize=10)
-    ax.grid(alpha=0.3)
-    if o.legend == "outside":
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    else:
-        ax.legend(fontsize=8)
-    return save(fig, out_stem, formats)
+    subtitle = mean_text(df, o.error, reps)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle,
+                       legend="inside" if o.legend == "inside" else "below")
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -170,15 +195,21 @@ class TradeoffOptions(PlotOptions):
     y: str = Field(..., description="second axis: d, n_public or epsilon")
     algorithm: str = Field("rplr", description="the method whose improvement is shown")
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
-    relative: bool = Field(True, description="(m - base)/|base| (True) or m - base")
+    relative: bool = Field(True, description="(m - base)/base when the baseline is positive (True) or m - base")
     annotate: bool = True
-    cmap: str = "viridis"
+    cmap: str = Field("PuOr", description="colour map (diverging: its middle is no improvement)")
+
+
+def _method_label(df: pd.DataFrame, algorithm: str) -> str:
+    labels = list(dict.fromkeys(df.loc[df["algorithm"] == algorithm, "label"]))
+    return f"“{labels[0]}”" if len(labels) == 1 else algorithm
 
 
 @register_plot(options=TradeoffOptions)
 def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                   formats: list[str]) -> list[Path]:
-    """Fig. 3: relative improvement of ``algorithm`` over the best baseline, heat map over (x, y)."""
+    """Fig. 3: improvement of ``algorithm`` over the best baseline, heat map over (x, y); relative only when the
+    baseline is positive (module docstring)."""
     o = TradeoffOptions.model_validate(spec.options)
     df = requested_sizes(df)
     metric = spec.metric or "spearman"
@@ -188,13 +219,39 @@ def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
     if d.empty:
         raise UserError(f"gdsc_tradeoff: no rows of algorithm {o.algorithm!r}")
     s = summary(d, metric, [o.y, x])
-    s["z"] = (s["mean"] - level) / (abs(level) if o.relative else 1.0)
-    what = "relative improvement" if o.relative else "improvement"
-    fig, ax, _ = heat_figure(s, x, o.y, "z", axis_label(x), axis_label(o.y), f"{what} of mean {metric} over baseline",
-                             ".2f", o.cmap, o.annotate, "max", (7.0, 5.0))
-    ax.set_title(f"{title_of(spec, manifest)}\n{o.algorithm} vs baseline {desc} = {level:.4f} ({metric}); "
-                 f"{int(s['repeats'].max())} repeats", fontsize=9)
-    return save(fig, out_stem, formats)
+    relative = o.relative and level > 0
+    s["z"] = (s["mean"] - level) / (level if relative else 1.0)
+    human = axis_label(metric).split(" (")[0]
+    what = "relative improvement (m − b)/b" if relative else "improvement m − b"
+    fig, ax, opt, written = heat_figure(s, x, o.y, "z", axis_label(x), axis_label(o.y), what,
+                                        ".2f", o.cmap, o.annotate, "max", o.size or "column", center=0.0)
+    notes = [f"m: mean {human} of {_method_label(df, o.algorithm)}; b: that of the best baseline, {desc} with "
+             f"{o.baseline.n_public} public rows ({level:.3g})."
+             + (f" Framed: the largest improvement, at {number(opt.x)}, {number(opt.y)} ({opt.value:.2f})."
+                if opt is not None else "")]
+    if o.relative and not relative:
+        notes.append(f"The baseline's mean {metric} is {level:.3g} ≤ 0: the absolute difference m − b is shown, as "
+                     "a ratio to a non-positive baseline has no meaning.")
+    if o.annotate and not written:
+        notes.append("Cells too small for their numbers: read the values from the colour bar.")
+    subtitle = f"{'relative ' if relative else ''}improvement over the best baseline; {int(s['repeats'].max())} repeats"
+    return finish_plot(fig, spec, manifest, out_stem, formats, subtitle=subtitle, notes=notes, legend="none")
+
+
+def _param_label(df: pd.DataFrame, algorithm: str | None, name: str) -> str:
+    """Axis label of a grid variable: a results column's label, or ``name: description`` of an algorithm
+    parameter (the description before any parenthesis, from the algorithm's Params)."""
+    if name in df.columns or name in ("n_private", "n_public", "epsilon", "d"):
+        return axis_label(name)
+    algos = [algorithm] if algorithm else list(dict.fromkeys(df["algorithm"]))
+    for a in algos:
+        try:
+            field = registry.get("algorithm", a).Params.model_fields.get(name)
+        except (UserError, AttributeError):
+            continue
+        if field is not None and field.description:
+            return f"{name}: {field.description.split(' (')[0]}".replace("epsilon", "ε")
+    return name
 
 
 class ParamHeatmapOptions(PlotOptions):
@@ -219,11 +276,19 @@ def param_heatmap(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
     d = df if o.algorithm is None else df[df["algorithm"] == o.algorithm]
     d = _params_columns(d, [spec.x, o.y])
     s = summary(d, metric, [o.y, spec.x])
-    fig, ax, (bx, by) = heat_figure(s, spec.x, o.y, "mean", axis_label(spec.x), axis_label(o.y), f"mean {metric}",
-                                    o.fmt, o.cmap, o.annotate, o.mark, (7.0, 5.6))
-    ax.set_title(f"{title_of(spec, manifest)}\noptimum {spec.x}={bx}, {o.y}={by}; "
-                 f"{int(s['repeats'].max())} repeats", fontsize=9)
-    return save(fig, out_stem, formats)
+    reps = int(s["repeats"].max())
+    fig, ax, opt, written = heat_figure(s, spec.x, o.y, "mean", _param_label(df, o.algorithm, spec.x),
+                                        _param_label(df, o.algorithm, o.y),
+                                        f"{axis_label(metric)}\n(mean over {reps} repeats)", o.fmt, o.cmap,
+                                        o.annotate, o.mark, o.size or "column")
+    notes = ["Empty cells: grid points that were not run (invalid parameters, e.g. off the simplex)."] \
+        if s["mean"].isna().any() or len(s) < s[spec.x].nunique() * s[o.y].nunique() else []
+    if o.annotate and not written:
+        notes.append("Cells too small for their numbers: read the values from the colour bar.")
+    best = (f"{o.mark}imum (framed) at {spec.x} = {number(opt.x)}, {o.y} = {number(opt.y)}: "
+            f"{format(opt.value, o.fmt)}" if opt is not None else "no values")
+    return finish_plot(fig, spec, manifest, out_stem, formats, subtitle=f"{best}; {reps} repeats", notes=notes,
+                       legend="none")
 
 
 class ThresholdOptions(PlotOptions):
@@ -231,6 +296,10 @@ class ThresholdOptions(PlotOptions):
                                description="metric rows (algorithm extras) drawn against x")
     algorithm: str | None = "rplr"
     logx: bool = False
+
+
+THRESHOLD_LABELS = {"omega_x": "ω_x (x threshold, multiples of σ_x)", "omega_y": "ω_y (y threshold, multiples of σ_y)",
+                    "B_x": "B_x (x bound, data units)", "B_y": "B_y (y bound, data units)"}
 
 
 @register_plot(options=ThresholdOptions)
@@ -242,23 +311,28 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
     df = requested_sizes(df)
     x = spec.x or "n_private"
     d = df if o.algorithm is None else df[df["algorithm"] == o.algorithm]
-    fig, ax = new_figure(6.4, 4.4)
-    drawn = 0
-    for m in o.metrics:
+    looks = Looks(df, manifest)
+    fig, ax = new_figure(o.size or "column")
+    drawn, reps = 0, 0
+    for k, m in enumerate(o.metrics):
         if not (d["metric"] == m).any():
             continue
         s = summary(d, m, ["label", x])
+        reps = max(reps, int(s["repeats"].max()))
+        labels = list(dict.fromkeys(s["label"]))
         for label, g in s.groupby("label", sort=False):
             g = g.sort_values(x)
+            kw = looks.look(label)
+            kw["linestyle"] = ["-", "--", ":", "-."][k % 4]
+            kw["marker"] = ["o", "s", "^", "D"][k % 4]
+            name = THRESHOLD_LABELS.get(m, m) + (f", {looks.name(label)}" if len(labels) > 1 else "")
             ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=g["std"].fillna(0).to_numpy(float),
-                        marker="o", markersize=3, capsize=2, label=f"{m} ({label})")
+                        label=name, **kw)
             drawn += 1
     if drawn == 0:
         raise UserError(f"gdsc_thresholds: none of the metrics {o.metrics} is in the results")
     if o.logx:
         ax.set_xscale("log")
-    decorate(ax, axis_label(x), "threshold (multiples of σ, or data units for B)", title_of(spec, manifest),
-             title_size=10, legend_size=8)
-    return save(fig, out_stem, formats)
-
-
+    decorate(ax, axis_label(x), "chosen threshold")
+    subtitle = (f"{_method_label(df, o.algorithm)}: " if o.algorithm else "") + mean_text(d, "std", reps)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle)

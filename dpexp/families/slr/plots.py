@@ -3,11 +3,16 @@
 * ``slr_ecdf`` — ECDF over subsets (cells, tracts, bikeshare hours) of a per-subset metric, by default
   ``error_bound_se`` = Ĉ(68)/σ̂(p̂), one curve per algorithm, with the dotted "noise = standard error" line at 1
   (Figs 6, 7).  A subset's value is first averaged over repeats.  Panels: one per ``facet`` value
-  (``dataset_params`` and ``epsilon`` by default when they vary).
+  (``dataset_params`` and ``epsilon`` by default when they vary).  The x axis spans every value (log axis), so no
+  curve is cut; with ``xlim`` the share beyond each edge is marked.
 * ``slr_output_ecdf`` — ECDF of the DP output p̃25 itself (Figs 8, 9): from metrics whose label starts with
   ``quantile_prefix`` (``output_quantile`` at many levels of one cell with many trials; label ``q05`` = level 5) or,
   with ``source: values``, from the values of ``metric`` (e.g. ``prediction``) over repeats.  The grey band is
   p̂ ± σ̂(p̂) and the "standard error" curve the Gaussian CDF N(p̂, σ̂²) (metrics ``ols_estimate``/``ols_se``).
+  When the curves' spreads differ by orders of magnitude (ε = 0.01 beside ε = 1, or a method far wider than the
+  others) a linear axis collapses all but the widest into one vertical line: ``scale: auto`` then draws
+  p̃ − p̂ on an asinh axis (linear within ± σ̂, logarithmic beyond) that shows every curve whole; on a linear axis
+  the share of each curve beyond the window is marked at the edges.
 * ``slr_curve`` — mean (± s.e.m. over repeats) of a metric against ``x``: a results column (n_private, epsilon)
   or a dataset/algorithm parameter (sigma_x2, sigma_e2, x_new, theta, beta ...), or ``env`` = ε·n·σx²;
   panels by ``facet`` (Figs 10, 11, 16, 18).
@@ -16,7 +21,7 @@
 * ``slr_failure`` — NoisyStats failure rate: ``mode: epsilon`` against ε for the subsets with the lowest and highest
   n·var(x) (Figs 13, 14); ``mode: sorted`` against the subsets sorted by ε·n·var(x), one series per ε (Fig 15).
 
-Algorithms with ``formally_dp = False`` in the manifest (``oi_mos``) get "(not DP)" appended to their legend name.
+Curves that are not DP (non-private references, ``oi_mos``) carry a dagger and a footnote (``dpexp.plotting.looks``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,11 @@ import pandas as pd
 from pydantic import Field
 
 from dpexp.errors import UserError
-from dpexp.plotting.base import PlotOptions, axis_label, decorate, panels, save_with_title
-from dpexp.plotting.ecdf import ecdf
+from dpexp.plotting.base import PlotOptions, auto_width, axis_label, decorate, finish_plot, new_figure, panels
+from dpexp.plotting.curve import grid_ticks
+from dpexp.plotting.ecdf import CLIP_NOTE, FAILED_NOTE, ecdf, mark_beyond
+from dpexp.plotting.looks import Looks
+from dpexp.plotting.titles import plural
 from dpexp.registry import register_plot
 from dpexp.results import parse_params
 
@@ -53,25 +61,6 @@ SLR_LABELS = {
 
 def _label(name: str) -> str:
     return SLR_LABELS.get(name) or axis_label(name)
-
-
-def _not_dp(manifest: dict[str, Any]) -> set[str]:
-    """Labels/names of algorithms the manifest marks as not formally DP."""
-    algos = manifest.get("algorithms") or []
-    out = set()
-    if isinstance(algos, list):
-        for a in algos:
-            if isinstance(a, dict) and a.get("formally_dp") is False:
-                out.update({str(a.get("label", "")), str(a.get("name", ""))})
-    elif isinstance(algos, dict):
-        for k, a in algos.items():
-            if isinstance(a, dict) and a.get("formally_dp") is False:
-                out.add(str(k))
-    return out
-
-
-def _legend_name(label: str, algorithm: str, not_dp: set[str]) -> str:
-    return f"{label} (not DP)" if (label in not_dp or algorithm in not_dp) else label
 
 
 def _column(df: pd.DataFrame, x: str) -> pd.Series:
@@ -139,13 +128,18 @@ def _labels(d: pd.DataFrame, labels: list[str] | None) -> pd.DataFrame:
     return d[d["label"].isin(labels)] if labels else d
 
 
-def _facets(d: pd.DataFrame, facet: str | None, width: float = 5.2
+def _facets(d: pd.DataFrame, facet: str | None, size: str | None = None
             ) -> tuple[Any, list[tuple[Any, str, pd.DataFrame]], str | None]:
     """One panel per value of ``facet`` ("auto": the first of dataset_params, ε, dataset that varies; None/"none":
-    one panel): (figure, [(axes, panel title, rows)], the facet used)."""
+    one panel): (figure, [(axes, panel title, rows)], the facet used).  One panel is a column wide, several a
+    page (``size`` overrides)."""
     facet = _auto_facet(d) if facet == "auto" else facet
     values = _facet_values(d, facet)
-    fig, axes = panels(len(values), width=width)
+    if len(values) == 1:
+        fig, ax = new_figure(size or auto_width(d["label"].nunique()))
+        axes = [ax]
+    else:
+        fig, axes = panels(len(values), width=size or "page")
     return fig, [(ax, title, rows) for ax, (title, rows) in zip(axes, values)], facet
 
 
@@ -161,45 +155,65 @@ class EcdfOptions(PlotOptions):
 
 @register_plot(options=EcdfOptions)
 def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
-    """Empirical CDF over subsets of a per-subset metric (Alabi et al. Figs 6, 7)."""
+    """Empirical CDF over subsets of a per-subset metric (Alabi et al. Figs 6, 7); the x axis spans every value."""
     opts = EcdfOptions.model_validate(spec.options)
     metric = spec.metric or "error_bound_se"
     d = _labels(_metric_rows(df, metric), opts.labels)
-    fig, cells, _ = _facets(d, opts.facet)
-    not_dp = _not_dp(manifest)
+    fig, cells, _ = _facets(d, opts.facet, opts.size)
+    looks = Looks(df, manifest)
     order = _order(d)
+    clipped = failed = hidden = False
     for ax, ptitle, pd_ in cells:
         per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
+        drawn = []
         for label in order:
             g = per_subset[per_subset["label"] == label]
             if g.empty:
                 continue
             v, y = ecdf(g["value"].to_numpy(float))   # subsets where every trial failed keep the curve below 1
+            if opts.logx:
+                keep = v > 0                          # a log axis cannot show 0: counted in the note
+                hidden |= bool((~keep).any())
+                v, y = v[keep], y[keep]
             if len(v) == 0:
                 continue
-            finite = np.isfinite(v)
-            ax.step(v[finite], y[finite], where="post",
-                    label=_legend_name(label, str(g["algorithm"].iloc[0]), not_dp))
+            failed |= bool(y[-1] < 1 - 1e-12) and not hidden
+            (line,) = ax.step(v, y, where="post", label=looks.name(label), **_step_look(looks, label))
+            drawn.append((v, y, line.get_color()))
         if opts.ref_line is not None:
-            ax.axvline(opts.ref_line, linestyle=":", color="k", linewidth=1.2, label="noise = standard error")
+            ax.axvline(opts.ref_line, linestyle=":", color="k", linewidth=1.0, label="noise = standard error")
         if opts.logx:
             ax.set_xscale("log")
         if opts.xlim:
             ax.set_xlim(*opts.xlim)
-        else:  # the bulk of the curves: 0.5th to 99th percentile of the finite values (outliers off-axis)
-            v = pd_["value"].to_numpy(float)
-            v = v[np.isfinite(v) & (v > 0)] if opts.logx else v[np.isfinite(v)]
+        else:  # every value on the axis: nothing is cut
+            v = np.concatenate([c[0] for c in drawn]) if drawn else np.array([])
             if len(v):
-                lo, hi = np.percentile(v, 0.5), np.percentile(v, 99)
+                lo, hi = float(v.min()), float(v.max())
+                if opts.ref_line is not None:
+                    lo, hi = min(lo, opts.ref_line), max(hi, opts.ref_line)
                 if opts.logx:
-                    ax.set_xlim(lo / 1.5, max(hi * 1.5, (opts.ref_line or 0) * 2))
+                    ax.set_xlim(lo / 1.4, hi * 1.4)
                 elif hi > lo:
-                    ax.set_xlim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+                    ax.set_xlim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
+        clipped |= mark_beyond(ax, drawn)
         ax.set_ylim(0, 1.02)
         n_sub = pd_["subset"].nunique()
         decorate(ax, opts.xlabel or _label(metric), "fraction of subsets (ECDF)",
                  f"{ptitle}  ({n_sub} subsets)".strip())
-    return save_with_title(fig, spec, manifest, out_stem, formats)
+    notes = [CLIP_NOTE if clipped else "", FAILED_NOTE.format(what="subsets") if failed else "",
+             "Values ≤ 0 cannot be drawn on the log axis: their curves start above 0." if hidden else ""]
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks,
+                       subtitle=f"per-subset value averaged over {plural(int(d['repeat'].nunique()), 'repeat')}",
+                       notes=notes)
+
+
+def _step_look(looks: Looks, label: str) -> dict[str, Any]:
+    """A curve's look for a step ECDF: colour and line style, no markers (hundreds of steps)."""
+    kw = looks.look(label)
+    kw.pop("marker", None)
+    kw.pop("markerfacecolor", None)
+    return kw
 
 
 # ------------------------------------------------------------------------------------------------------ output ECDF
@@ -207,18 +221,68 @@ class OutputEcdfOptions(PlotOptions):
     source: Literal["quantiles", "values"] = "quantiles"
     quantile_prefix: str = Field("q", description="labels <prefix><level> of output_quantile metrics")
     facet: str | None = "auto"
+    where: dict[str, Any] = Field(default_factory=dict, description="keep rows whose column/parameter equals")
     labels: list[str] | None = None
     xlim: list[float] | None = None
-    window: Literal["se", "outputs"] = Field("se", description="x range: p̂ ± window_se·σ̂ (se), or the central "
-                                             "68% of every drawn algorithm's outputs plus p̂ ± 3σ̂ (outputs)")
+    scale: Literal["auto", "linear", "asinh"] = Field(
+        "auto", description="x axis: linear in p̃; asinh in p̃ − p̂ (linear within ± σ̂, logarithmic beyond: "
+                            "curves whose spreads differ by orders of magnitude all show); auto: asinh when the "
+                            "curves' central 68% widths differ more than 30-fold")
+    window: Literal["se", "outputs"] = Field("se", description="linear x range: p̂ ± window_se·σ̂ (se), or the "
+                                             "central 68% of every drawn algorithm's outputs plus p̂ ± 3σ̂ (outputs)")
     window_se: float = Field(10.0, gt=0, description="half-width of the 'se' window in standard errors")
     xlabel: str = "DP estimate p̃25  (y units, y ∈ [0, 1])"
+
+
+def _output_curves(d: pd.DataFrame, opts: OutputEcdfOptions) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(label, x, F) of each algorithm's output distribution in ``d`` (finite points only)."""
+    out = []
+    for label in _order(d):
+        g = d[d["label"] == label]
+        if opts.source == "quantiles":
+            g = g.groupby("level")["value"].mean().reset_index().sort_values("level")
+            xs, ys = g["value"].to_numpy(float), g["level"].to_numpy(float)
+        else:
+            xs, ys = ecdf(g["value"].to_numpy(float))
+        ok = np.isfinite(xs)
+        if ok.any():
+            out.append((label, xs[ok], ys[ok]))
+    return out
+
+
+def _decade_ticks(ax: Any, lo: float, hi: float, unit: float, most: int = 9) -> None:
+    """Ticks of an asinh axis (linear width ``unit``): 0 and ± powers of ten, kept only where they are at least
+    1/``most`` of the axis apart (the default locator crowds the linear part with overlapping labels)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    def pos(t: float) -> float:
+        return float(np.arcsinh(t / unit))
+
+    gap = (pos(hi) - pos(lo)) / (most + 1)
+    k0 = int(np.floor(np.log10(unit))) - 1
+    k1 = int(np.ceil(np.log10(max(abs(lo), abs(hi), unit))))
+    ticks = [0.0]
+    for sign, end in ((1.0, hi), (-1.0, lo)):
+        last = 0.0
+        for k in range(k0, k1 + 1):
+            t = sign * 10.0 ** k
+            if abs(t) <= abs(end) and abs(pos(t) - last) >= gap:
+                ticks.append(t)
+                last = pos(t)
+    ax.xaxis.set_major_locator(FixedLocator(sorted(ticks)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda t, _p: "0" if t == 0 else f"{t:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())
+
+
+def _central(xs: np.ndarray, ys: np.ndarray) -> tuple[float, float]:
+    return float(np.interp(0.16, ys, xs)), float(np.interp(0.84, ys, xs))
 
 
 @register_plot(options=OutputEcdfOptions)
 def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                     formats: list[str]) -> list[Path]:
-    """ECDF of the DP output p̃ (Figs 8, 9) with the p̂ ± σ̂ band and the N(p̂, σ̂²) 'standard error' curve."""
+    """ECDF of the DP output p̃ (Figs 8, 9) with the p̂ ± σ̂ band and the N(p̂, σ̂²) 'standard error' curve; the
+    x axis shows every curve (asinh) or marks what lies beyond it (linear); see the module docstring."""
     from scipy.stats import norm
 
     opts = OutputEcdfOptions.model_validate(spec.options)
@@ -230,48 +294,66 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
         d["level"] = d["metric"].map(lambda m: float(pat.match(m).group(1)) / 100.0)
     else:
         d = _metric_rows(df, spec.metric or "prediction").copy()
-    d = _labels(d, opts.labels)
-    fig, cells, facet = _facets(d, opts.facet)
-    not_dp = _not_dp(manifest)
+    d = _labels(_where(d, opts.where), opts.labels)
+    if d.empty:
+        raise UserError(f"slr_output_ecdf: no rows left after options.where {opts.where} and labels")
+    fig, cells, facet = _facets(d, opts.facet, opts.size)
+    looks = Looks(df, manifest)
+    panels_data = []
     for ax, ptitle, pd_ in cells:
-        lo_hi, central = [], []
-        for label in _order(pd_):
-            g = pd_[pd_["label"] == label]
-            if opts.source == "quantiles":
-                g = g.groupby("level")["value"].mean().reset_index().sort_values("level")
-                xs, ys = g["value"].to_numpy(float), g["level"].to_numpy(float)
-            else:
-                xs, ys = ecdf(g["value"].to_numpy(float))
-            ok = np.isfinite(xs)
-            if ok.any():
-                ax.step(xs[ok], ys[ok], where="post",
-                        label=_legend_name(label, str(g.get("algorithm", pd.Series([label])).iloc[0])
-                                           if "algorithm" in g else label, not_dp))
-                lo_hi += [xs[ok].min(), xs[ok].max()]
-                central += [np.interp(0.16, ys[ok], xs[ok]), np.interp(0.84, ys[ok], xs[ok])]
         sel = df[(df["metric"].isin(["ols_estimate", "ols_se"]))]
         if facet and facet != "none":
             sel = sel[_column(sel, facet).isin(_column(pd_, facet).unique())]
-        p_hat = sel[sel["metric"] == "ols_estimate"]["value"].mean()
-        se = sel[sel["metric"] == "ols_se"]["value"].mean()
-        if np.isfinite(p_hat) and np.isfinite(se) and se > 0:
-            ax.axvspan(p_hat - se, p_hat + se, color="0.85", zorder=0, label="p̂ ± 1 standard error")
+        p_hat = float(sel[sel["metric"] == "ols_estimate"]["value"].mean())
+        se = float(sel[sel["metric"] == "ols_se"]["value"].mean())
+        panels_data.append((ax, ptitle, _output_curves(pd_, opts), p_hat, se))
+    widths = [b - a for *_, curves, _p, _s in panels_data for _lb, xs, ys in curves for a, b in [_central(xs, ys)]]
+    widths = [w for w in widths if w > 0]
+    asinh = opts.scale == "asinh" or (opts.scale == "auto" and not opts.xlim and len(widths) > 1
+                                      and max(widths) / min(widths) > 30)
+    clipped = False
+    for ax, ptitle, curves, p_hat, se in panels_data:
+        has_ref = np.isfinite(p_hat) and np.isfinite(se) and se > 0
+        shift = p_hat if (asinh and has_ref) else 0.0
+        drawn = []
+        for label, xs, ys in curves:
+            (line,) = ax.step(xs - shift, ys, where="post", label=looks.name(label), **_step_look(looks, label))
+            drawn.append((xs - shift, ys, line.get_color()))
+        if has_ref:
+            ax.axvspan(p_hat - se - shift, p_hat + se - shift, color="0.85", zorder=0, label="p̂ ± 1 standard error")
             grid = np.linspace(p_hat - 4 * se, p_hat + 4 * se, 200)
-            ax.plot(grid, norm.cdf(grid, p_hat, se), "k--", linewidth=1, label="standard error")
-            ax.axvline(p_hat, color="k", linewidth=0.8)
+            ax.plot(grid - shift, norm.cdf(grid, p_hat, se), "k--", linewidth=1, label="standard error")
+            ax.axvline(p_hat - shift, color="k", linewidth=0.8)
+        lo_hi = [v for xs, _ys, _c in drawn for v in (xs.min(), xs.max())]
         if opts.xlim:
             ax.set_xlim(*opts.xlim)
-        elif opts.window == "outputs" and central:
-            a, b = min(central), max(central)
-            if np.isfinite(se) and se > 0:
+        elif asinh:
+            ax.set_xscale("asinh", linear_width=se if has_ref else 1e-3)
+            if lo_hi:
+                a, b = min(lo_hi), max(lo_hi)
+                pad = 0.05 * (abs(a) + abs(b)) + (se if has_ref else 0)
+                ax.set_xlim(a - pad, b + pad)
+                _decade_ticks(ax, a - pad, b + pad, se if has_ref else 1e-3)
+        elif opts.window == "outputs" and curves:
+            cs = [_central(xs, ys) for _lb, xs, ys in curves]
+            a, b = min(c[0] for c in cs), max(c[1] for c in cs)
+            if has_ref:
                 a, b = min(a, p_hat - 3 * se), max(b, p_hat + 3 * se)
             pad = 0.05 * (b - a) if b > a else 1e-3
             ax.set_xlim(a - pad, b + pad)
-        elif lo_hi and np.isfinite(se) and se > 0:
+        elif lo_hi and has_ref:
             w = opts.window_se * se
             ax.set_xlim(max(min(lo_hi), p_hat - w), min(max(lo_hi), p_hat + w))
-        decorate(ax, opts.xlabel, "empirical CDF over trials", ptitle)
-    return save_with_title(fig, spec, manifest, out_stem, formats)
+        clipped |= mark_beyond(ax, drawn)
+        xlabel = ("p̃25 − p̂25: DP estimate minus the OLS estimate (asinh axis: linear within ± σ̂, "
+                  "logarithmic beyond)" if asinh and has_ref else opts.xlabel)
+        decorate(ax, xlabel, "empirical CDF over trials", ptitle)
+    notes = [CLIP_NOTE if clipped else ""]
+    trials = int((manifest.get("config") or {}).get("trials") or 0)
+    reps = (f"distribution of the DP estimate over {plural(trials, 'trial')}" if opts.source == "quantiles" and trials
+            else "distribution of the DP estimate over trials" if opts.source == "quantiles"
+            else "distribution of the outputs over repeats")
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=reps, notes=notes)
 
 
 # ------------------------------------------------------------------------------------------------------ curves
@@ -301,33 +383,29 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     d = d[d["_x"].notna()]
     x_in_algo = d["params"].map(lambda s: spec.x in parse_params(s)).any()
     d["_line"] = d["label"].map(lambda s: s.split("[")[0]) if x_in_algo else d["label"]
-    fig, cells, _ = _facets(d, opts.facet)
-    not_dp = _not_dp(manifest)
+    line_label = d.groupby("_line", sort=False)["label"].first().to_dict()   # a label of the line, for its look
+    fig, cells, _ = _facets(d, opts.facet, opts.size)
+    looks = Looks(df, manifest)
+    reps = 0
     for ax, ptitle, pd_ in cells:
         per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False)["value"].mean().reset_index()
         for line in dict.fromkeys(pd_["_line"]):
             g = per_rep[per_rep["_line"] == line]
             s = g.groupby("_x")["value"].agg(["mean", "std", "count"]).reset_index().sort_values("_x")
             sem = (s["std"] / np.sqrt(s["count"].clip(lower=1))).fillna(0)
-            ax.errorbar(s["_x"], s["mean"], yerr=sem, marker="o", markersize=3, capsize=2,
-                        label=_legend_name(line, str(g["algorithm"].iloc[0]), not_dp))
+            ax.errorbar(s["_x"], s["mean"], yerr=sem, label=looks.name(line_label.get(line, line)) if not x_in_algo
+                        else line, **looks.look(line_label.get(line, line)))
         if opts.logx:
             ax.set_xscale("log")
-            xv = np.sort(pd_["_x"].unique())
-            xv = xv[xv > 0]
-            if len(xv) and xv.max() / xv.min() < 50:  # < 2 decades: label the grid values, no crowded minors
-                from matplotlib.ticker import FixedLocator, FormatStrFormatter, NullFormatter
-                ax.xaxis.set_major_locator(FixedLocator(xv))
-                ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))
-                ax.xaxis.set_minor_formatter(NullFormatter())
+            grid_ticks(ax, pd_["_x"].to_numpy(float), max_ticks=11)   # the grid values, not decades only
         if opts.logy:
             ax.set_yscale("log")
         if opts.ylim:
             ax.set_ylim(*opts.ylim)
-        reps = int(pd_["repeat"].nunique())
-        decorate(ax, opts.xlabel or _label(spec.x), opts.ylabel or _label(metric),
-                 f"{ptitle}  (mean ± s.e.m. over {reps} datasets)".strip())
-    return save_with_title(fig, spec, manifest, out_stem, formats)
+        reps = max(reps, int(pd_["repeat"].nunique()))
+        decorate(ax, opts.xlabel or _label(spec.x), opts.ylabel or _label(metric), ptitle)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks,
+                       subtitle=f"mean ± s.e.m. over {plural(reps, 'simulated dataset')}")
 
 
 # ------------------------------------------------------------------------------------------------------ sorted by SE
@@ -348,19 +426,21 @@ def slr_sorted(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     d = _labels(_metric_rows(df, metric), opts.labels)
     key = _metric_rows(df, opts.sort_by).groupby("subset")["value"].mean().sort_values()
     rank = {s: i for i, s in enumerate(key.index)}
-    fig, cells, _ = _facets(d, opts.facet, width=7.0)
-    not_dp = _not_dp(manifest)
+    fig, cells, _ = _facets(d, opts.facet, opts.size)
+    looks = Looks(df, manifest)
     for ax, ptitle, pd_ in cells:
         per = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
         for label in _order(pd_):
             g = per[per["label"] == label]
-            ax.plot(g["subset"].map(rank), g["value"], ".", markersize=4,
-                    label=_legend_name(label, str(g["algorithm"].iloc[0]), not_dp))
+            kw = looks.look(label)
+            kw["linestyle"] = "none"
+            ax.plot(g["subset"].map(rank), g["value"], markersize=2.5, label=looks.name(label), **kw)
         ax.plot(np.arange(len(key)), key.to_numpy(float), "k-", linewidth=1, label=_label(opts.sort_by))
         if opts.logy:
             ax.set_yscale("log")
-        decorate(ax, f"subset (index), sorted by {_label(opts.sort_by)}", _label(metric), ptitle)
-    return save_with_title(fig, spec, manifest, out_stem, formats)
+        decorate(ax, f"subset, sorted by {_label(opts.sort_by)}", _label(metric), ptitle)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks,
+                       subtitle=f"one dot per subset and algorithm; {len(key)} subsets")
 
 
 # ------------------------------------------------------------------------------------------------------ failures
@@ -381,11 +461,15 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
     fr = _labels(fr, opts.labels)
     nvar = _metric_rows(df, "n_var_x").groupby(["dataset_params", "subset"])["value"].mean()
     groups = list(fr.groupby("dataset_params", sort=False))
-    fig, axes = panels(len(groups) * (2 if opts.mode == "epsilon" else 1))
+    n_panels = len(groups) * (2 if opts.mode == "epsilon" else 1)
+    fig, axes = panels(n_panels, width=opts.size or "page") if n_panels > 1 else \
+        (lambda f: (f[0], [f[1]]))(new_figure(opts.size or "column"))
+    looks = Looks(df, manifest)
     ai = 0
+    eps_colours: dict[float, int] = {}
     for dparams, g in groups:
         nv = nvar.loc[dparams] if dparams in nvar.index.get_level_values(0) else pd.Series(dtype=float)
-        tag = f"{g['dataset'].iloc[0]} {dparams}".strip()
+        tag = str(dparams).replace(",", ", ") or str(g["dataset"].iloc[0])
         if opts.mode == "epsilon":
             chosen = opts.subsets or ([nv.idxmin(), nv.idxmax()] if len(nv) else sorted(g["subset"].unique())[:2])
             for s in chosen:
@@ -394,12 +478,12 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
                 gs = g[g["subset"] == s]
                 for label in _order(gs):
                     r = gs[gs["label"] == label].groupby("epsilon")["value"].mean()
-                    ax.plot(r.index, r.to_numpy(float), "o-", markersize=3, label=label)
+                    ax.plot(r.index, r.to_numpy(float), label=looks.name(label), **looks.look(label))
                 ax.set_xscale("log", base=2)
                 ax.set_ylim(-0.02, 1.02)
                 n_s = int(gs["n_private"].iloc[0]) if len(gs) else 0
                 decorate(ax, "privacy budget ε", _label("failure_rate"),
-                         f"{tag}: {s}, n = {n_s}, n·var(x) = {nv.get(s, float('nan')):.4g}", title_size=8)
+                         f"{tag}: {s}\nn = {n_s}, n·var(x) = {nv.get(s, float('nan')):.4g}")
         else:
             ax = axes[ai]
             ai += 1
@@ -409,9 +493,11 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
                 r = ge.groupby("subset")["value"].mean()
                 env = eps * nv.reindex(r.index).to_numpy(float)
                 o = np.argsort(env)
-                ax.plot(env[o], r.to_numpy(float)[o], ".", markersize=3, label=f"{label}, ε = {eps:g}")
+                k = eps_colours.setdefault(float(eps), len(eps_colours))
+                from dpexp.plotting import style
+
+                ax.plot(env[o], r.to_numpy(float)[o], ".", markersize=3, color=style.PALETTE[k % len(style.PALETTE)],
+                        label=f"{looks.name(label)}, ε = {eps:g}")
             ax.set_xscale("log")
             decorate(ax, "ε·n·var(x) of the subset (sorted)", _label("failure_rate"), tag)
-    return save_with_title(fig, spec, manifest, out_stem, formats)
-
-
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks)

@@ -64,6 +64,10 @@ class _UCIDataset(Dataset):
     def _path(self) -> Path:
         return data_path(f"{self.folder}/{next(iter(self.files))}", self.download_hint, self.data_dir)
 
+    @classmethod
+    def expected_files(cls) -> dict[str, str | None]:
+        return {f"{cls.folder}/{f}": sha for f, (_url, sha) in cls.files.items()}
+
     def read_raw(self, path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 

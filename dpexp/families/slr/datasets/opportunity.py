@@ -200,6 +200,7 @@ class Opportunity(Dataset):
     download_hint = "dpexp data download opportunity"
     release_point = ("one cell/tract: a row's epsilon covers both predictions (p25, p75) of one tract; the {n} "
                      "tracts are disjoint groups of people, so by parallel composition it is also each person's loss")
+    data_files = {MICRO_DTA: MICRO_DTA_SHA256, MICRO_FILE: None}   # the csv is derived from the .dta
     Params = _OIParams
 
     def preprocessing(self) -> Preprocessing:

@@ -156,6 +156,7 @@ class BikeShare(Dataset):
 
     def preprocessing(self) -> Preprocessing:
         return minmax_statement("temp and cnt")
+    data_files = {BIKE_FILE: BIKE_HOUR_SHA256}
 
     def _data(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return _load_bikeshare(str(data_path(BIKE_FILE, self.download_hint).resolve()))
@@ -233,6 +234,7 @@ class CarbonNanotubes(Dataset):
     def preprocessing(self) -> Preprocessing:
         return Preprocessing("", "nothing is computed across rows: rows outside [0, 1]^2 are dropped one by one "
                                  "(row-local); the values are used as given")
+    data_files = {CARBON_FILE: None}   # no byte-verified checksum of the UCI original (download() checks content)
 
     def _data(self) -> tuple[np.ndarray, np.ndarray, int]:
         return _load_carbon(str(data_path(CARBON_FILE, self.download_hint).resolve()))
@@ -299,6 +301,7 @@ class StockExchange(Dataset):
     description = "UCI Istanbul stock exchange: ISE (TL) -> ISE (USD), rescaled to [0,1] (Alabi et al. Fig 8)"
     release_point = DISJOINT_SUBSETS
     download_hint = "dpexp data download stock_exchange"
+    data_files = {STOCK_FILE: None}    # derived from an Excel file re-saved by every copy: no byte checksum
     Params = _StockParams
 
     def preprocessing(self) -> Preprocessing:

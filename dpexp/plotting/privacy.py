@@ -1,10 +1,14 @@
-"""The privacy guarantee of every curve (algorithm label) of an experiment.
+"""The privacy guarantee of every curve (algorithm label) of an experiment, and how figures, summaries and the report
+mark the curves that are not differentially private (a dagger † and a footnote with the reason).
 
 Preferred source: the per-row columns of ``results.csv`` (``guarantee`` in {pure, approx, zcdp, none},
 ``epsilon_spent``, ``delta_spent``, ``rho_spent``, ``privacy_note``), which state what each row actually cost.
 Results written before those columns existed fall back to the manifest's per-algorithm record (``private``,
 ``formally_dp``, ``neighbouring``, ``privacy_spent``) — what the algorithm class declares, not a derivation, and the
 page says so.  A curve whose guarantee is ``none`` is not differentially private and is marked with a dagger.
+
+One helper for every consumer: plot kinds (``NotDP.name`` on legend entries, ``NotDP.footnote`` under the figure),
+``dpexp summarize`` (the label column and a footnote) and ``dpexp report`` (``curve_privacy``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from dpexp.report.formatting import fmt
+from dpexp.formatting import fmt
 
+DAGGER = "†"
 GUARANTEE_WORDS = {
     "pure": "ε-DP (pure)",
     "approx": "(ε, δ)-DP",
@@ -84,10 +89,10 @@ def _from_manifest(label: str, entries: list[dict[str, Any]], neighbouring: str)
         spent = [s for s in (a.get("privacy_spent") or []) if isinstance(s, dict)]
         if a.get("private") is False:
             kinds.append("none")
-            notes.append("non-private baseline: uses the data without any privacy protection")
+            notes.append("a non-private reference")
         elif a.get("formally_dp") is False:
             kinds.append("none")
-            notes.append("declared not formally DP by the algorithm (heuristic noise)")
+            notes.append("heuristic noise, not formally DP")
         elif any("rho" in s for s in spent):
             kinds.append("zcdp")
             notes.append("ρ-zCDP, converted to the (ε, δ) shown")
@@ -122,3 +127,49 @@ def _range(values) -> str:
     if len(nums) <= 4:
         return ", ".join(fmt(v) for v in nums)
     return f"{fmt(nums[0])} … {fmt(nums[-1])} ({len(nums)} values)"
+
+
+class NotDP:
+    """The curves of one experiment that are not DP (guarantee ``none``), with their reasons, for marking labels.
+
+    ``name(label)`` is the label with a dagger when the curve is not DP (and records that it was shown);
+    ``footnote()`` is the note for the labels shown so far: "† not differentially private: LR (…): non-private
+    reference: no privacy protection".
+    """
+
+    def __init__(self, df: pd.DataFrame | None, manifest: dict[str, Any]) -> None:
+        # a row's note starts with "not DP: " (Guarantee.note); the footnote already says so
+        self.reasons: dict[str, str] = {c.label: (c.note.removeprefix("not DP: ") or "no differential-privacy "
+                                                                                    "guarantee")
+                                        for c in curve_privacy(df, manifest) if c.not_dp}
+        self.shown: list[str] = []
+
+    def __contains__(self, label: object) -> bool:
+        return label in self.reasons
+
+    def name(self, label: str) -> str:
+        """``label``, followed by a dagger when its curve is not DP."""
+        label = str(label)
+        if label not in self.reasons:
+            return label
+        if label not in self.shown:
+            self.shown.append(label)
+        return f"{label} {DAGGER}"
+
+    def footnote(self, labels: list[str] | None = None, limit: int = 4) -> str:
+        """'† not differentially private: “A”, “B” — reason; “C” — reason' for ``labels`` (default: those shown),
+        labels that share a reason grouped, at most ``limit`` named per reason; '' when there are none."""
+        labels = [lb for lb in (self.shown if labels is None else labels) if lb in self.reasons]
+        if not labels:
+            return ""
+        by_reason: dict[str, list[str]] = {}
+        for lb in dict.fromkeys(labels):
+            by_reason.setdefault(self.reasons[lb], []).append(lb)
+        if len(by_reason) == 1:  # the marked labels say which curves: the reason is enough
+            return f"{DAGGER} not differentially private: {next(iter(by_reason))}"
+        parts = []
+        for reason, lbs in by_reason.items():
+            named = ", ".join(f"“{lb}”" for lb in lbs[:limit])
+            named += f" and {len(lbs) - limit} more" if len(lbs) > limit else ""
+            parts.append(f"{named} — {reason}")
+        return f"{DAGGER} not differentially private: " + "; ".join(parts)

@@ -1,4 +1,4 @@
-"""Number formatting shared by the report's tables (stable text for the same value)."""
+"""Number formatting shared by summaries, figures and the report (stable text for the same value)."""
 
 from __future__ import annotations
 
