@@ -42,9 +42,10 @@ class Executor(Protocol):
 
     describe: str
 
-    def run(self, payload: Any, todo: list[Any], local: Any) -> Iterator[Any]:
+    def run(self, payload: Any, todo: list[Any], local: Any, work: Any) -> Iterator[Any]:
         """Yield a ``runner.ChunkDone`` per chunk of ``todo`` as it finishes (``local``: the driver's experiment,
-        used when computing in this process)."""
+        used when computing in this process; ``work``: the runner's chunk functions ``compute_chunk(exp, chunk,
+        seed)`` and ``chunk_task(payload, chunk)``, handed in so that this module never imports the runner)."""
 
     def close(self) -> None:
         """Stop outstanding work and release what the executor started."""
@@ -55,11 +56,9 @@ class InProcess:
 
     describe = "in process"
 
-    def run(self, payload: Any, todo: list[Any], local: Any) -> Iterator[Any]:
-        from dpexp.runner import compute_chunk
-
+    def run(self, payload: Any, todo: list[Any], local: Any, work: Any) -> Iterator[Any]:
         for chunk in todo:
-            yield compute_chunk(local, chunk, payload.seed)
+            yield work.compute_chunk(local, chunk, payload.seed)
 
     def close(self) -> None:
         pass
@@ -72,11 +71,10 @@ class Loky:
         self.jobs = jobs
         self.describe = f"joblib loky, {jobs} processes"
 
-    def run(self, payload: Any, todo: list[Any], local: Any) -> Iterator[Any]:
+    def run(self, payload: Any, todo: list[Any], local: Any, work: Any) -> Iterator[Any]:
         from joblib import Parallel, delayed
 
-        from dpexp.runner import chunk_task
-
+        chunk_task = work.chunk_task
         par = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered", batch_size=1)
         yield from par(delayed(chunk_task)(payload, c) for c in todo)
 
@@ -131,11 +129,11 @@ class DaskCluster:
                   "chunks are mostly Python (one thread at a time per process): start workers with --nthreads 1 "
                   "--nworkers N for full speed", file=sys.stderr, flush=True)
 
-    def run(self, payload: Any, todo: list[Any], local: Any) -> Iterator[Any]:
+    def run(self, payload: Any, todo: list[Any], local: Any, work: Any) -> Iterator[Any]:
         from distributed import as_completed
         from distributed.client import FutureCancelledError
 
-        from dpexp.runner import chunk_task
+        chunk_task = work.chunk_task
 
         token = uuid.uuid4().hex[:8]
         name = payload.key

@@ -481,7 +481,7 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
                    dynamic_ncols=True, mininterval=0.5)
     names = {c.index: c.file_name for c in todo}
     try:
-        for done in executor.run(payload, todo, exp):
+        for done in executor.run(payload, todo, exp, sys.modules[__name__]):
             if isinstance(done, WorkerProblem):
                 raise UserError(f"worker {done.worker}: {done.message}")
             cache.write_atomic(parts / names[done.index], done.data)
