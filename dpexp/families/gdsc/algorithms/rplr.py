@@ -90,8 +90,8 @@ class _RPLRParams(FixedPrecisionParams):
         "joint", description="prior: gamma: joint PSD projection of the released statistics before the fit, or none "
                              "(the authors' ADVI on the statistics as released; engine: pymc only — VB needs a proper "
                              "posterior)")
-    cross_check: bool = Field(False, description="engine: pymc: also fit the vb engine to the same released statistics "
-                                                 "and write extras vb_gap and vb_rank_agreement")
+    cross_check: bool = Field(False, description="engine: pymc: also fit the vb engine (without / with the noise "
+                                                 "ridge) to the same released statistics; extras vb_* and vb_ridge_*")
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":
@@ -263,7 +263,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             XXp, Xyp, yyp = clipped_stats(split.X_public, split.y_public, B_x, B_y, trials)
         extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
         ridge = None
-        if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+        if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
             if np.ndim(B_x) == 0:
                 ridge = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
             else:
@@ -294,15 +294,17 @@ class RobustPrivateLR(BatchedAlgorithm):
             yy = np.stack([it[3] for it in items])
             n = np.array([it[4] for it in items])[:, None]
             ridge = None
-            if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+            if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
                 ridge = np.stack([np.broadcast_to(np.asarray(0.0 if it[6] is None else it[6], dtype=float),
                                                   (trials,)) for it in items])
                 if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
                     ridge = ridge[:, :1]
             try:
                 W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, ledgers[items[0][0]].noise.generator,
-                                ridge, p.solver, project=p.repair)
-                W_vb = fit_weights(XX, Xy, yy, n, "gamma", p.lam, p.lam0, "vb") if p.cross_check else None
+                                ridge if p.engine == "vb" else None, p.solver, project=p.repair)
+                # cross_check: the vb engine on the same released statistics, without and with the noise ridge
+                W_vb = [fit_weights(XX, Xy, yy, n, "gamma", p.lam, p.lam0, "vb", ridge=r)
+                        for r in (None, ridge)] if p.cross_check else None
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
@@ -310,17 +312,20 @@ class RobustPrivateLR(BatchedAlgorithm):
             for i, ((k, *_, ex, _ridge), w) in enumerate(zip(items, W)):
                 ex = dict(ex)
                 if W_vb is not None:
-                    ex.update(engine_gap(w, W_vb[i], splits[k].X_test))
+                    for tag, Wv in zip(("vb", "vb_ridge"), W_vb):
+                        ex.update(engine_gap(w, Wv[i], splits[k], tag))
                 out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=ex,
                                 guarantee=ledgers[k].guarantee())
         return out
 
 
-def engine_gap(w: np.ndarray, w_vb: np.ndarray, X_test: np.ndarray) -> dict[str, float]:
-    """How far the vb engine is from the fit ``w`` (trials, d) on the same statistics (``cross_check``):
-    ``vb_gap`` = max_j |w_j − w_vb,j| / max_j |w_vb,j| and ``vb_rank_agreement`` = Spearman correlation of the two
-    engines' test predictions, each the mean over trials."""
+def engine_gap(w: np.ndarray, w_vb: np.ndarray, split: Split, tag: str = "vb") -> dict[str, float]:
+    """How far the vb engine is from the fit ``w`` (trials, d) on the same released statistics (``cross_check``),
+    each the mean over trials: ``<tag>_gap`` = max_j |w_j − w_vb,j| / max_j |w_vb,j|, ``<tag>_rank_agreement`` =
+    Spearman correlation of the two engines' test predictions, and ``<tag>_spearman`` = the vb fit's own test
+    Spearman (a diagnostic beside the run's ``spearman`` metric: the two engines on identical statistics)."""
     gap = np.max(np.abs(w - w_vb), axis=-1) / np.maximum(np.max(np.abs(w_vb), axis=-1), 1e-300)
-    P, P_vb = w @ X_test.T, w_vb @ X_test.T
+    P, P_vb = w @ split.X_test.T, w_vb @ split.X_test.T
     agree = [spearman_rows(P[t][None], P_vb[t])[0] for t in range(P.shape[0])]
-    return {"vb_gap": float(np.mean(gap)), "vb_rank_agreement": float(np.mean(agree))}
+    return {f"{tag}_gap": float(np.mean(gap)), f"{tag}_rank_agreement": float(np.mean(agree)),
+            f"{tag}_spearman": float(np.mean(spearman_rows(P_vb, split.y_test)))}
