@@ -131,11 +131,13 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     s = summary(df, metric, ["label", "dataset_params", x])
     fig, ax = new_figure(7.0, 4.6)
     order = list(dict.fromkeys(df["label"]))
-    multi = s["dataset_params"].nunique() > 1
+    # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
+    # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
+    multi = s.groupby("label")["dataset_params"].nunique()
     for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
         g = g.sort_values(x)
-        name = f"{label} ({dparams})" if multi and label not in o.baselines else label
+        name = f"{label} ({dparams})" if multi[label] > 1 and label not in o.baselines else label
         if label in o.baselines:
             ax.axhline(float(g["mean"].mean()), linestyle="--", linewidth=1.3,
                        label=name if "baseline" in name.lower() else f"{name} (baseline)",
