@@ -130,23 +130,30 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     x = spec.x or "n_private"
     s = summary(df, metric, ["label", "dataset_params", x])
     fig, ax = new_figure(7.0, 4.6)
+    import matplotlib   # loaded (with the Agg backend) by new_figure
+
     order = list(dict.fromkeys(df["label"]))
     # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
     # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
     multi = s.groupby("label")["dataset_params"].nunique()
+    # one colour per label (20 distinct beyond 10 labels); one line style per dataset variant, so curves of the same
+    # method on different data paths (the paper protocol and ours) are told apart at a glance
+    palette = [f"C{k}" for k in range(10)] if len(order) <= 10 else list(matplotlib.colormaps["tab20"].colors)
+    variants = list(dict.fromkeys(s["dataset_params"]))
+    styles = ["-", "-.", ":", (0, (5, 1, 1, 1))]
     for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
         g = g.sort_values(x)
         name = f"{label} ({dparams})" if multi[label] > 1 and label not in o.baselines else label
+        color = palette[order.index(label) % len(palette)] if label in order else None
         if label in o.baselines:
             ax.axhline(float(g["mean"].mean()), linestyle="--", linewidth=1.3,
-                       label=name if "baseline" in name.lower() else f"{name} (baseline)",
-                       color=f"C{order.index(label) % 10}" if label in order else None)
+                       label=name if "baseline" in name.lower() else f"{name} (baseline)", color=color)
             continue
         err = {"std": g["std"].fillna(0), "sem": (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0),
                "none": 0 * g["std"].fillna(0)}[o.error].to_numpy(float)
         ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, marker="s", markersize=3,
-                    capsize=2, label=name, color=f"C{order.index(label) % 10}" if label in order else None)
+                    capsize=2, label=name, color=color, linestyle=styles[variants.index(dparams) % len(styles)])
     ax.set_xlabel(axis_label(x))
     ax.set_ylabel(axis_label(metric))
     if o.logx:
