@@ -83,12 +83,17 @@ NOISE_STATEMENTS = {
 def algorithm_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
     """What the manifest says about each algorithm variant: what its class declares (relation, the guarantee as a
     function of its parameters).  What the run *spent* is in ``privacy_summary``, derived from the rows."""
-    return [{"name": a.name, "label": a.label, "params": a.params,
-             "private": bool(getattr(a.instance, "private", True)),
-             "formally_dp": bool(getattr(a.instance, "formally_dp", True)),
-             "neighbouring": getattr(a.instance, "neighbouring", None),
-             "guarantee_text": getattr(a.instance, "guarantee_text", "")}
-            for a in exp.algorithms]
+    out = []
+    for a in exp.algorithms:
+        rec = {"name": a.name, "label": a.label, "params": a.params,
+               "private": bool(getattr(a.instance, "private", True)),
+               "formally_dp": bool(getattr(a.instance, "formally_dp", True)),
+               "neighbouring": getattr(a.instance, "neighbouring", None),
+               "guarantee_text": getattr(a.instance, "guarantee_text", "")}
+        if a.datasets is not None:   # algorithms[].datasets: the dataset entries it runs on
+            rec["datasets"] = sorted(exp.spec.datasets[i].key for i in a.datasets)
+        out.append(rec)
+    return out
 
 
 def dataset_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:

@@ -53,10 +53,10 @@ class Chunk:
 
 def plan_chunks(exp: ResolvedExperiment) -> list[Chunk]:
     """Canonical chunk list: datasets x repeats x subset blocks sized by ``spec.chunk_work``."""
-    per_subset = exp.cells_per_subset_repeat * exp.spec.trials
-    block = max(1, exp.spec.chunk_work // max(per_subset, 1))
     chunks: list[Chunk] = []
     for di, dv in enumerate(exp.datasets):
+        per_subset = exp.cells_per_subset_repeat(dv) * exp.spec.trials
+        block = max(1, exp.spec.chunk_work // max(per_subset, 1))
         for r in range(exp.spec.repeats):
             for s in range(0, len(dv.subsets), block):
                 chunks.append(Chunk(len(chunks), di, r, tuple(dv.subsets[s : s + block])))
@@ -87,7 +87,7 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed)
-        for av in exp.algorithms:
+        for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
             for eps, delta in runs:
@@ -317,7 +317,7 @@ def plan_digest(exp: ResolvedExperiment) -> str:
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
     rows = run_chunk(exp, chunk, seed)
-    return ChunkDone(chunk.index, _rows_to_csv(rows, header=False), len(chunk.subsets) * exp.cells_per_subset_repeat)
+    return ChunkDone(chunk.index, _rows_to_csv(rows, header=False), _chunk_cells(exp, chunk))
 
 
 _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once
@@ -467,6 +467,10 @@ def _start_afresh(out: Path, resume: bool) -> None:
             (out / name).unlink(missing_ok=True)
 
 
+def _chunk_cells(exp: ResolvedExperiment, chunk: Chunk) -> int:
+    return len(chunk.subsets) * exp.cells_per_subset_repeat(exp.datasets[chunk.dataset])
+
+
 def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], parts: Path, executor: Any,
              payload: Payload, progress: bool) -> None:
     """Compute the missing chunks with ``executor`` and write each one's part here, atomically, as it arrives (the
@@ -476,7 +480,7 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
         from tqdm import tqdm
 
         todo_idx = {c.index for c in todo}
-        done_cells = sum(len(c.subsets) * exp.cells_per_subset_repeat for c in chunks if c.index not in todo_idx)
+        done_cells = sum(_chunk_cells(exp, c) for c in chunks if c.index not in todo_idx)
         bar = tqdm(total=exp.n_cells, initial=done_cells, unit="cell", desc=exp.spec.name, file=sys.stderr,
                    dynamic_ncols=True, mininterval=0.5)
     names = {c.index: c.file_name for c in todo}
@@ -555,7 +559,7 @@ def sample_cells(exp: ResolvedExperiment, k: int = 5) -> list[dict[str, Any]]:
         for r in range(exp.spec.repeats):
             for subset in dv.subsets:
                 for n_test, n_public, n_private in exp.size_grid:
-                    for av in exp.algorithms:
+                    for av in exp.algorithms_for(dv):
                         for e in exp.epsilons:
                             for d in exp.deltas:
                                 out.append({"dataset": f"{dv.name}[{dv.params_str}]", "subset": subset, "repeat": r,

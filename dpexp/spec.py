@@ -44,8 +44,15 @@ def _grid(v: Any, what: str, kind: type) -> list[Any]:
 
 class DatasetSpec(_Strict):
     name: str
+    label: str | None = Field(None, description="name by which algorithm entries restrict themselves to this entry "
+                                                "(algorithms[].datasets); default: the dataset name")
     params: dict[str, Any] = Field(default_factory=dict)
     subsets: Union[Literal["all"], list[str], "FirstSubsets"] = "all"
+
+    @property
+    def key(self) -> str:
+        """What ``algorithms[].datasets`` refers to: the label, else the name."""
+        return self.label if self.label is not None else self.name
 
 
 class FirstSubsets(_Strict):
@@ -108,6 +115,9 @@ class AlgorithmSpec(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     skip_invalid: bool = Field(False, description="leave out grid points whose parameters are invalid (e.g. off a "
                                                   "simplex) instead of rejecting the config; counted in the manifest")
+    datasets: list[str] | None = Field(None, min_length=1,
+                                       description="run only on the dataset entries with these labels (datasets[]."
+                                                   "label, else name); default: on every dataset entry")
 
 
 class MetricSpec(_Strict):
@@ -343,6 +353,7 @@ class AlgoVariant:
     params_str: str
     label: str
     instance: Any
+    datasets: frozenset[int] | None = None   # dataset entry indices it runs on (algorithms[].datasets); None: all
 
 
 @dataclass
@@ -378,14 +389,17 @@ class ResolvedExperiment:
         """(n_test, n_public, n_private) combinations in canonical order."""
         return list(itertools.product(self.n_test, self.n_public, self.n_private))
 
-    @property
-    def cells_per_subset_repeat(self) -> int:
-        return len(self.size_grid) * len(self.algorithms) * len(self.epsilons) * len(self.deltas)
+    def algorithms_for(self, dv: DatasetVariant) -> list[AlgoVariant]:
+        """The algorithm variants that run on dataset variant ``dv`` (``algorithms[].datasets``; all by default)."""
+        return [a for a in self.algorithms if a.datasets is None or dv.index in a.datasets]
+
+    def cells_per_subset_repeat(self, dv: DatasetVariant) -> int:
+        """Cells of one subset and repeat of ``dv``: sizes × its algorithms × ε × δ."""
+        return len(self.size_grid) * len(self.algorithms_for(dv)) * len(self.epsilons) * len(self.deltas)
 
     @property
     def n_cells(self) -> int:
-        subsets = sum(len(d.subsets) for d in self.datasets)
-        return subsets * self.spec.repeats * self.cells_per_subset_repeat
+        return sum(len(d.subsets) * self.spec.repeats * self.cells_per_subset_repeat(d) for d in self.datasets)
 
     def to_json(self) -> dict[str, Any]:
         return json.loads(self.spec.model_dump_json())
@@ -425,6 +439,7 @@ def resolve(raw: dict[str, Any], source: str, overrides: list[str] | None = None
     registry.load_all()
     datasets = _resolve_datasets(spec, source, check_data)
     algorithms, skipped = _resolve_algorithms(spec, source)
+    _check_restrictions(spec, datasets, algorithms, source)
     metrics = _resolve_metrics(spec, source)
     _check_plots(spec, {a.label for a in algorithms}, source)
     if check_data:
@@ -524,13 +539,42 @@ def _resolve_algorithms(spec: ExperimentSpec, source: str) -> tuple[list[AlgoVar
             if getattr(cls, "requires_delta", False) and any(d <= 0 for d in spec.privacy.delta):
                 raise ConfigError(f"{source}: privacy.delta must be in (0, 1) for algorithm {alg.name} "
                                   f"(an (epsilon, delta) mechanism), got 0")
-            algorithms.append(AlgoVariant(i, alg.name, params, pstr, label, inst))
+            algorithms.append(AlgoVariant(i, alg.name, params, pstr, label, inst, _dataset_entries(spec, i, source)))
         if kept == 0:
             raise ConfigError(f"{source}: algorithms[{i}].params: every grid point is invalid (skip_invalid left "
                               "nothing to run)")
         if len(grid) > kept:
             skipped[i] = len(grid) - kept
     return algorithms, skipped
+
+
+def _dataset_entries(spec: ExperimentSpec, i: int, source: str) -> frozenset[int] | None:
+    """The dataset entries ``algorithms[i].datasets`` names (by label, else name): each name must pick exactly one
+    entry."""
+    names = spec.algorithms[i].datasets
+    if names is None:
+        return None
+    keys = [ds.key for ds in spec.datasets]
+    out = set()
+    for k, name in enumerate(names):
+        hits = [j for j, key in enumerate(keys) if key == name]
+        if len(hits) != 1:
+            what = "names no dataset entry" if not hits else "names several dataset entries (give them labels)"
+            raise ConfigError(f"{source}: algorithms[{i}].datasets[{k}] {what}; dataset labels are "
+                              f"{', '.join(map(repr, keys))}, got {name!r}")
+        out.add(hits[0])
+    return frozenset(out)
+
+
+def _check_restrictions(spec: ExperimentSpec, datasets: list[DatasetVariant], algorithms: list[AlgoVariant],
+                        source: str) -> None:
+    """With ``algorithms[].datasets``, every dataset entry must still run some algorithm."""
+    if all(a.datasets is None for a in algorithms):
+        return
+    for i, ds in enumerate(spec.datasets):
+        if not any(a.datasets is None or i in a.datasets for a in algorithms):
+            raise ConfigError(f"{source}: datasets[{i}] ({ds.key}) runs no algorithm: every algorithm entry restricts "
+                              f"itself to other datasets (algorithms[].datasets), got {ds.key!r} in none")
 
 
 def _resolve_metrics(spec: ExperimentSpec, source: str) -> list[tuple[str, Any]]:

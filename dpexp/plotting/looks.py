@@ -27,8 +27,9 @@ class Looks:
         seen: dict[str, int] = {}
         self.variant: dict[str, int] = {}
         for label, algo in algorithm.items():  # config order: the same label gets the same variant in every run
-            self.variant[label] = seen.get(algo, 0)
-            seen[algo] = self.variant[label] + 1
+            m = style.method(algo)   # a protocol variant (plr_paper) is drawn as another curve of its method
+            self.variant[label] = seen.get(m, 0)
+            seen[m] = self.variant[label] + 1
 
     def name(self, label: str) -> str:
         """The legend name of ``label``: the label, with a dagger when the curve is not DP."""

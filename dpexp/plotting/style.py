@@ -58,6 +58,15 @@ METHODS: dict[str, tuple[str, str]] = {
     "null_model": (GREY, "x"),
 }
 
+#: algorithms that are another protocol of one method (the authors' code path beside ours): they share its look and,
+#: drawn beside it, differ only in line style (``method``)
+VARIANT_OF: dict[str, str] = {"plr_paper": "plr", "oplr_paper": "oplr", "fmlr_paper": "fmlr"}
+
+
+def method(algorithm: str) -> str:
+    """The method an algorithm draws as (itself, or the method it is a protocol variant of)."""
+    return VARIANT_OF.get(algorithm, algorithm)
+
 
 def rc() -> dict[str, Any]:
     """Matplotlib settings of the style (applied by ``apply``)."""
@@ -88,6 +97,7 @@ def width_of(size: Width | float) -> float:
 
 def method_colour(algorithm: str) -> tuple[str, str]:
     """(colour, marker) of an algorithm: ``METHODS``, else derived from its name (the same in every figure)."""
+    algorithm = method(algorithm)
     if algorithm in METHODS:
         return METHODS[algorithm]
     h = zlib.crc32(algorithm.encode())

@@ -453,6 +453,27 @@ def gamma_norm(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     return v + g * np.asarray(r)[..., None]
 
 
+def heuristic_gamma_norm(value: Any, scale: Any, rng: Any, size: int | Sequence[int] | None = None, *,
+                         reason: str, label: str = "") -> np.ndarray:
+    """value + b with ‖b‖ ~ Gamma(d, scale) and the direction of a Uniform[−½, ½]^d vector, normalised — the draw of
+    the output perturbation in Honkela et al. 2018's comparison code.  Such a direction is *not* uniform on the
+    sphere (it favours the cube's diagonals), so this is not the Gamma-norm mechanism of ``gamma_norm`` and carries
+    no DP guarantee: recorded as a ``none`` spend with ``reason``.  Draws Uniform(−½, ½) of shape ``size + (d,)``,
+    then Gamma(d, 1) of shape ``size`` times the scale."""
+    v = np.asarray(value, dtype=float)
+    if v.ndim != 1:
+        raise ValueError(f"heuristic_gamma_norm releases one vector (1-D value), got shape {v.shape}")
+    lead = _lead(size)
+    sc = _check_nonneg(scale, "scale")
+    d = v.shape[0]
+    noise = as_noise(rng)
+    u = noise.uniform(-0.5, 0.5, size=lead + (d,))
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    r = noise.gamma(shape=d, scale=1.0, size=lead) * _per_trial(np.asarray(sc), lead, 0, "scale")
+    _record(rng, Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=_min(sc)))
+    return v + u * np.asarray(r)[..., None]
+
+
 # ----------------------------------------------------------------------------------------------- exponential
 def gumbel_max(log_weights: np.ndarray, rng: Any, size: int | None = None) -> np.ndarray:
     """Index sampled with probability ∝ exp(log_weights) via the Gumbel-max trick (exponential mechanism).

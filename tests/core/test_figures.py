@@ -71,10 +71,11 @@ def png_width(path: Path) -> int:
 # ------------------------------------------------------------------------------------------------- the style
 def test_every_algorithm_has_one_look_and_methods_of_one_figure_differ():
     for name in registry.names("algorithm"):
-        assert name in style.METHODS, f"{name}: add its colour and marker to dpexp/plotting/style.py METHODS"
+        assert style.method(name) in style.METHODS, f"{name}: add its colour and marker to plotting/style.py METHODS"
+    assert style.method_colour("plr_paper") == style.method_colour("plr")
     for path in CONFIGS:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        algos = sorted({a["name"] for a in raw["algorithms"]})
+        algos = sorted({style.method(a["name"]) for a in raw["algorithms"]})
         colours = [style.method_colour(a)[0] for a in algos]
         assert len(set(colours)) == len(colours), (path.name, dict(zip(algos, colours)))
 

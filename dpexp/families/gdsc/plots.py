@@ -162,11 +162,14 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     looks = Looks(df, manifest)
     fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"]).ngroups))
     order = list(dict.fromkeys(df["label"]))
-    multi = s["dataset_params"].nunique() > 1
+    # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
+    # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
+    multi = s.groupby("label")["dataset_params"].nunique()
+    # colours by algorithm, line styles by variant (the paper-protocol and our curves of one method): Looks
     for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
         g = g.sort_values(x)
-        name = looks.name(label) + (f" ({dparams})" if multi and label not in o.baselines else "")
+        name = looks.name(label) + (f" ({dparams})" if multi[label] > 1 and label not in o.baselines else "")
         if label in o.baselines:
             ax.axhline(float(g["mean"].mean()), linewidth=1.2,
                        label=name if "baseline" in name.lower() else f"{name} (baseline)",

@@ -16,6 +16,20 @@ standard deviations (σ_x over all entries of X), and the chosen ω are then app
   the paper's ADVI) is fitted at those thresholds and scored the same way; the split with the highest mean
   Spearman wins (paper: n = 500, d = 10, ε = 2).
 
+Two choices follow either the paper's text (our default) or the authors' code (the paper protocol,
+docs/reproduction.md):
+
+* ``aux``: ``"eq10"`` — auxiliary rows drawn from Eq. (10) as they are (x ~ N(0, I_d), the text);
+  ``"preprocessed"`` — generated like the real data after preprocessing (the authors' code): x ~ N(0, I_d), then
+  every feature centred and every row scaled to unit L2 norm, then y ~ N(xᵀβ, 1) from those rows with β ~ N(0, I),
+  then y centred (``sample_preprocessed``).  (Whether y was drawn from the raw or the scaled rows is not recorded;
+  we draw it from the scaled rows, the data the model is fitted to.)
+* ``solver``: ``"psd_floor"`` — the fixed-precision fit floors the negative eigenvalues of the perturbed nXX at 0;
+  ``"direct"`` — (I + nXX)⁻¹ nXy as released, no positive-definite repair (the authors' closed form).
+
+Both enter the cache key (and hence the seeds) only when they differ from the defaults, so tuning results of
+configs that do not use them are unchanged.
+
 Vectorisation: the whole ω grid (and all auxiliary sets × noise draws) is evaluated with batched linear algebra.
 nXX depends only on ω_x, so one batched ``eigh`` per (aux, noise, ω_x) gives every ω_y's fixed-precision
 solution by matrix products; noise is drawn once per (aux, noise draw) as standard Laplace variables and scaled
@@ -44,6 +58,10 @@ from dpexp import cache
 from dpexp.families.gdsc.stats import laplace_noise, noise_scales
 from dpexp.models.bayes_lr import sample_data
 from dpexp.rng import stream
+
+#: auxiliary data generators (module docstring) and fixed-precision solvers of the threshold fit
+AUX_KINDS = ("eq10", "preprocessed")
+SOLVERS = ("psd_floor", "direct")
 
 #: Fixed root seed of all tuning streams (documented; change it only together with the cache version).
 TUNING_SEED = 20180606
@@ -97,13 +115,29 @@ def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     return (s - n * m * m) / (n * (n * n - 1) / 12.0)
 
 
+def sample_preprocessed(reps: int, n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` auxiliary data sets generated like the real data after preprocessing (the authors' code): x ~ N(0,
+    I_d); every feature centred and every row scaled to unit L2 norm; β ~ N(0, I), y ~ N(xᵀβ, 1) from the scaled
+    rows (λ = λ0 = 1); y centred.  Returns X (reps, n, d), y (reps, n); draws X, β, noise in that order."""
+    X = rng.standard_normal((reps, n, d))
+    X = X - X.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(X, axis=2, keepdims=True)
+    X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+    beta = rng.standard_normal((reps, d))
+    y = np.einsum("rnd,rd->rn", X, beta) + rng.standard_normal((reps, n))
+    return X, y - y.mean(axis=1, keepdims=True)
+
+
 class _AuxProblem:
     """Auxiliary data, its clipped statistics on the ω grid, and standard noise draws (shared by all splits)."""
 
     def __init__(self, n: int, d: int, n_aux: int, n_noise: int, omegas: tuple[float, ...],
-                 rng: np.random.Generator) -> None:
-        self.n, self.d, self.omegas = n, d, np.asarray(omegas, dtype=float)
-        X, y = sample_data(n_aux, n, d, rng)   # Eq. (10) with λ = λ0 = 1
+                 rng: np.random.Generator, aux: str = "eq10", solver: str = "psd_floor") -> None:
+        if aux not in AUX_KINDS or solver not in SOLVERS:
+            raise ValueError(f"aux must be one of {AUX_KINDS} and solver one of {SOLVERS}, got {aux!r}, {solver!r}")
+        self.n, self.d, self.omegas, self.solver = n, d, np.asarray(omegas, dtype=float), solver
+        # Eq. (10) with λ = λ0 = 1, as drawn or preprocessed like the real data (module docstring)
+        X, y = sample_data(n_aux, n, d, rng) if aux == "eq10" else sample_preprocessed(n_aux, n, d, rng)
         self.X, self.y = X, y
         self.sx, self.sy = X.std(axis=(1, 2)), y.std(axis=1)                     # (A,)
         self.Bx = self.omegas[None, :] * self.sx[:, None]                        # (A, K)
@@ -131,7 +165,10 @@ class _AuxProblem:
         """Spearman (A, N, Kx, Ky) of the fixed-precision (λ = λ0 = 1) fit on every grid point."""
         XX, Xy, _ = self.noisy(split, eps)
         s, V = np.linalg.eigh(0.5 * (XX + np.swapaxes(XX, -1, -2)))              # (A,N,Kx,d), (A,N,Kx,d,d)
-        shrink = 1.0 / (1.0 + np.maximum(s, 0.0))                                 # λ/(λ0 + λ s) with λ = λ0 = 1
+        if self.solver == "psd_floor":
+            s = np.maximum(s, 0.0)
+        with np.errstate(divide="ignore"):                                         # direct: s = −1 is singular
+            shrink = 1.0 / (1.0 + s)                                              # λ/(λ0 + λ s) with λ = λ0 = 1
         rr = np.einsum("ankdi,ankjd->ankji", V, Xy) * shrink[:, :, :, None, :]
         W = np.einsum("ankdi,ankji->ankjd", V, rr)                                # (A,N,Kx,Ky,d)
         out = np.empty(W.shape[:-1])
@@ -162,21 +199,35 @@ def _check(n: int, d: int, epsilon: float) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ tuning
+def _variant_key(aux: str, solver: str) -> dict[str, str]:
+    """The key fields of the non-default tuning variants (none for the defaults: their keys and seeds stay)."""
+    if aux not in AUX_KINDS or solver not in SOLVERS:
+        raise ValueError(f"aux must be one of {AUX_KINDS} and solver one of {SOLVERS}, got {aux!r}, {solver!r}")
+    out = {}
+    if aux != "eq10":
+        out["aux"] = aux
+    if solver != "psd_floor":
+        out["solver"] = solver
+    return out
+
+
 def tune_thresholds(n: int, d: int, epsilon: float, split: tuple[float, float, float],
                     n_aux: int = PAPER_THRESHOLD_REPS[0], n_noise: int = PAPER_THRESHOLD_REPS[1],
-                    omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True) -> dict[str, Any]:
+                    omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True, aux: str = "eq10",
+                    solver: str = "psd_floor") -> dict[str, Any]:
     """Choose (ω_x, ω_y) for a test case (n, d, ε) at a given split (Methods 4.3, Eqs. 11–12); cached.
+    ``aux`` and ``solver``: the text's or the authors' code's choices (module docstring).
 
     Returns ``{"omega_x", "omega_y", "score", "scores": Kx×Ky mean Spearman, "omegas", "cache_hit"}``.
     """
     _check(n, d, epsilon)
     split = tuple(float(p) for p in split)
     key = dict(n=int(n), d=int(d), epsilon=float(epsilon), split=list(split), omegas=list(omegas),
-               n_aux=int(n_aux), n_noise=int(n_noise))
+               n_aux=int(n_aux), n_noise=int(n_noise), **_variant_key(aux, solver))
 
     def compute() -> dict[str, Any]:
         rng = stream(TUNING_SEED, "tuning", "thresholds", *[f"{k}={key[k]}" for k in sorted(key)])
-        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng)
+        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver)
         mean = prob.grid_scores(split, float(epsilon)).mean(axis=(0, 1))
         i, j = _best(mean, prob.omegas)
         return {"omega_x": float(prob.omegas[i]), "omega_y": float(prob.omegas[j]), "score": float(mean[i, j]),
@@ -189,10 +240,11 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
                epsilon: float = PAPER_SPLIT_CASE["epsilon"], n_aux: int = PAPER_SPLIT_REPS[0],
                n_noise: int = PAPER_SPLIT_REPS[1], splits: tuple[tuple[float, float, float], ...] = SPLIT_GRID,
                omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True,
-               stabilize: str = "noise_ridge") -> dict[str, Any]:
+               stabilize: str = "noise_ridge", aux: str = "eq10", solver: str = "psd_floor") -> dict[str, Any]:
     """Choose the budget split (Methods 4.3): for every split tune (ω_x, ω_y) on ``n_aux`` × ``n_noise`` auxiliary
-    problems (fixed precisions), then score the Gamma-prior model (``vb`` engine, stabilised as rplr's ``stabilize``
-    parameter says: ``dpexp.models.vb.noise_ridge``) at those thresholds; cached.
+    problems (fixed precisions, ``solver``), then score the Gamma-prior model (``vb`` engine, stabilised as rplr's
+    ``stabilize`` parameter says: ``dpexp.models.vb.noise_ridge``) at those thresholds; cached.  ``aux``: the
+    auxiliary data generator (module docstring).
 
     Returns ``{"p1", "p2", "p3", "score", "table": [[p1, p2, p3, mean Spearman, ω_x, ω_y], …], "cache_hit"}``.
     """
@@ -203,11 +255,11 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
         raise ValueError(f"stabilize must be 'noise_ridge' or 'none', got {stabilize!r}")
     splits = tuple(tuple(float(p) for p in sp) for sp in splits)
     key = dict(n=int(n), d=int(d), epsilon=float(epsilon), splits=_splits_digest(splits), omegas=list(omegas),
-               n_aux=int(n_aux), n_noise=int(n_noise), stabilize=stabilize)
+               n_aux=int(n_aux), n_noise=int(n_noise), stabilize=stabilize, **_variant_key(aux, solver))
 
     def compute() -> dict[str, Any]:
         rng = stream(TUNING_SEED, "tuning", "split", *[f"{k}={key[k]}" for k in sorted(key)])
-        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng)
+        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver)
         A, N = int(n_aux), int(n_noise)
         table = []
         for sp in splits:

@@ -6,7 +6,9 @@
   d = 64 baseline of Fig. 2 beside the d = 10 methods.  It ignores the private rows, so its value does not depend on
   ``n_private``: plots draw it as a horizontal line.
 * ``rlr``: non-private robust LR — the same clipping as ``rplr`` (same thresholds, tuned the same way) on the
-  private rows, exact statistics, no noise (thesis §3.8.1 "non-private version with clipping").
+  private rows (and the public rows with ``clip_public``), exact statistics, no noise (thesis §3.8.1 "non-private
+  version with clipping"; the authors' code: the rplr script with the noise switched off).  ``tune_epsilon`` should
+  be the ε of the private method it accompanies, so both use the same tuned ω.
 
 Neither is private (``private = False``): they release nothing under DP and spend no budget.  ``lr_public``
 touches no private row: its guarantee is 0-DP on the private rows (``ledger.public_only``), subject to the
@@ -118,7 +120,10 @@ class RobustLR(Reference):
         if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
             B_x = B_y = np.inf
         Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
-        return np.concatenate([split.X_public, Xc]), np.concatenate([split.y_public, yc]), B_x, B_y
+        Xu, yu = split.X_public, split.y_public
+        if ref.params.clip_public:   # as rplr with clip_public (the authors' code): the same bounds on public lines
+            Xu, yu = np.clip(Xu, -B_x, B_x), np.clip(yu, -B_y, B_y)
+        return np.concatenate([Xu, Xc]), np.concatenate([yu, yc]), B_x, B_y
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
         out = self.run_many([split], epsilon, delta, [ledger], trials)[0]

@@ -46,12 +46,12 @@ def with_bias(X: np.ndarray) -> np.ndarray:
     return np.concatenate([np.ones((X.shape[0], 1)), X], axis=1)
 
 
-def trimmed_minimiser(M: np.ndarray, alpha: np.ndarray, reg: float) -> np.ndarray:
-    """argmin of wᵀMw + αᵀw over the span of M's positive eigen-directions after symmetrising and adding reg·I;
-    batched over leading axes: M (…,D,D), α (…,D) → (…,D)."""
+def trimmed_minimiser(M: np.ndarray, alpha: np.ndarray, reg: float, tol: float = 0.0) -> np.ndarray:
+    """argmin of wᵀMw + αᵀw over the span of M's eigen-directions with eigenvalue > ``tol`` after symmetrising and
+    adding reg·I; batched over leading axes: M (…,D,D), α (…,D) → (…,D)."""
     Ms = 0.5 * (M + np.swapaxes(M, -1, -2)) + reg * np.eye(M.shape[-1])
     ev, Q = np.linalg.eigh(Ms)
-    pos = ev > 0
+    pos = ev > tol
     inv = np.where(pos, 1.0 / np.where(pos, ev, 1.0), 0.0)
     c = np.einsum("...ji,...j->...i", Q, alpha)
     return -0.5 * np.einsum("...ij,...j->...i", Q, inv * c)

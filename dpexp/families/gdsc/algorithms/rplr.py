@@ -13,6 +13,12 @@ the whole run is ε-DP end to end from the split it receives.  ``sigma: data`` (
 std ``split.meta['sigma_x'|'sigma_y']`` computed from rows that include the private ones, at no cost: **not DP**
 (D = 19 zero rows + (1, 1) vs D′ = 20 zero rows: σ = 0 on D′ gives B = 0 and the release 0 with probability 1,
 never on D), and every row of such a run says so (guarantee ``none``, "clipping σ from private rows").
+
+The paper protocol (the authors' Python scripts; docs/reproduction.md) is a set of explicit parameters:
+``sigma: data`` on the ``gdsc`` dataset with ``protocol: python`` (whose σ_y is pooled over all drugs), the code's
+split ``p1, p2, p3 = 0.35, 0.60, 0.05``, ``clip_public: true`` (public lines clipped with the private bounds),
+``tune_aux: preprocessed`` and ``tune_solver: direct`` (the authors' threshold tuning), ``stabilize: none`` (no
+ridge) and, with ``engine: pymc``, ``repair: none`` (ADVI on the statistics as released).
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
+from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
+from dpexp.metrics.accuracy import spearman_rows
 from dpexp.models.vb import noise_ridge
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
@@ -72,6 +79,20 @@ class _RPLRParams(FixedPrecisionParams):
                                                         "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
     sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
                                                         "values are clipped for the estimate only (docs/privacy.md)")
+    clip_public: bool = Field(False, description="clip the public lines with the private bounds too (the authors' "
+                                                 "code) or add their exact statistics unclipped (default)")
+    tune_aux: Literal["eq10", "preprocessed"] = Field(
+        "eq10", description="auxiliary data of the tuning: Eq. (10) as drawn (the text) or preprocessed like the real "
+                            "data (the authors' code); dpexp.families.gdsc.tuning")
+    tune_solver: Literal["psd_floor", "direct"] = Field(
+        "psd_floor", description="fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as "
+                                 "released (the authors' code)")
+    repair: Literal["joint", "none"] = Field(
+        "joint", description="prior: gamma: joint PSD projection of the released statistics before the fit, or none "
+                             "(the authors' ADVI on the statistics as released; engine: pymc only — VB needs a proper "
+                             "posterior)")
+    cross_check: bool = Field(False, description="engine: pymc: also fit the vb engine (without / with the noise "
+                                                 "ridge) to the same released statistics; extras vb_* and vb_ridge_*")
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":
@@ -96,6 +117,12 @@ class _RPLRParams(FixedPrecisionParams):
                     object.__setattr__(self, name, 1.0)
         if min(self.tune_reps) < 1 or min(self.split_reps) < 1:
             raise ValueError(f"tune_reps and split_reps must be >= 1, got {self.tune_reps}, {self.split_reps}")
+        if self.repair == "none" and not (self.prior == "gamma" and self.engine == "pymc"):
+            raise ValueError("repair: none needs prior: gamma with engine: pymc (the vb engine needs a proper "
+                             f"posterior: repair: joint), got prior: {self.prior}, engine: {self.engine}")
+        if self.cross_check and not (self.prior == "gamma" and self.engine == "pymc"):
+            raise ValueError(f"cross_check needs prior: gamma with engine: pymc, got prior: {self.prior}, "
+                             f"engine: {self.engine}")
         return self
 
     @property
@@ -179,7 +206,8 @@ class RobustPrivateLR(BatchedAlgorithm):
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
         r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
-                       stabilize=p.stabilize if p.prior == "gamma" else "none")   # memoised by dpexp.cache
+                       stabilize=p.stabilize if p.prior == "gamma" else "none", aux=p.tune_aux,
+                       solver=p.tune_solver)   # memoised by dpexp.cache
         return float(r["p1"]), float(r["p2"]), float(r["p3"])
 
     def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
@@ -192,7 +220,8 @@ class RobustPrivateLR(BatchedAlgorithm):
             return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]
         if n < 2:
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
-        r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])  # memoised
+        r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1], aux=p.tune_aux,
+                            solver=p.tune_solver)  # memoised
         return float(r["omega_x"]), float(r["omega_y"])
 
     def _tune_n(self, split: Split) -> int:
@@ -240,9 +269,11 @@ class RobustPrivateLR(BatchedAlgorithm):
         B_x, B_y = wx * sx, wy * sy
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
                                         sp[2] * eps, ledger, trials)
+        if p.clip_public:   # the authors' code: the public lines clipped with the same (public-by-then) bounds
+            XXp, Xyp, yyp = clipped_stats(split.X_public, split.y_public, B_x, B_y, trials)
         extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
         ridge = None
-        if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+        if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
             if np.ndim(B_x) == 0:
                 ridge = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
             else:
@@ -273,19 +304,38 @@ class RobustPrivateLR(BatchedAlgorithm):
             yy = np.stack([it[3] for it in items])
             n = np.array([it[4] for it in items])[:, None]
             ridge = None
-            if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
+            if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
                 ridge = np.stack([np.broadcast_to(np.asarray(0.0 if it[6] is None else it[6], dtype=float),
                                                   (trials,)) for it in items])
                 if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
                     ridge = ridge[:, :1]
             try:
                 W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, ledgers[items[0][0]].noise.generator,
-                                ridge, p.solver)
+                                ridge if p.engine == "vb" else None, p.solver, project=p.repair)
+                # cross_check: the vb engine on the same released statistics, without and with the noise ridge
+                W_vb = [fit_weights(XX, Xy, yy, n, "gamma", p.lam, p.lam0, "vb", ridge=r)
+                        for r in (None, ridge)] if p.cross_check else None
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
                 continue
-            for (k, *_, ex, _ridge), w in zip(items, W):
-                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex),
+            for i, ((k, *_, ex, _ridge), w) in enumerate(zip(items, W)):
+                ex = dict(ex)
+                if W_vb is not None:
+                    for tag, Wv in zip(("vb", "vb_ridge"), W_vb):
+                        ex.update(engine_gap(w, Wv[i], splits[k], tag))
+                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=ex,
                                 guarantee=ledgers[k].guarantee())
         return out
+
+
+def engine_gap(w: np.ndarray, w_vb: np.ndarray, split: Split, tag: str = "vb") -> dict[str, float]:
+    """How far the vb engine is from the fit ``w`` (trials, d) on the same released statistics (``cross_check``),
+    each the mean over trials: ``<tag>_gap`` = max_j |w_j − w_vb,j| / max_j |w_vb,j|, ``<tag>_rank_agreement`` =
+    Spearman correlation of the two engines' test predictions, and ``<tag>_spearman`` = the vb fit's own test
+    Spearman (a diagnostic beside the run's ``spearman`` metric: the two engines on identical statistics)."""
+    gap = np.max(np.abs(w - w_vb), axis=-1) / np.maximum(np.max(np.abs(w_vb), axis=-1), 1e-300)
+    P, P_vb = w @ split.X_test.T, w_vb @ split.X_test.T
+    agree = [spearman_rows(P[t][None], P_vb[t])[0] for t in range(P.shape[0])]
+    return {f"{tag}_gap": float(np.mean(gap)), f"{tag}_rank_agreement": float(np.mean(agree)),
+            f"{tag}_spearman": float(np.mean(spearman_rows(P_vb, split.y_test)))}

@@ -33,6 +33,15 @@ class _SplitSearchParams(Params):
     sigma_share: float = Field(0.1, gt=0, lt=1, description="rplr's sigma_share (sigma: dp)")
     sigma_bound_x: float = Field(1.0, gt=0, description="rplr's sigma_bound_x (sigma: dp)")
     sigma_bound_y: float = Field(5.0, gt=0, description="rplr's sigma_bound_y (sigma: dp)")
+    stabilize: Literal["noise_ridge", "none"] = Field(
+        "noise_ridge", description="rplr's stabilize: the Gamma-prior score and fit with the noise ridge or without "
+                                   "(the paper protocol)")
+    tune_aux: Literal["eq10", "preprocessed"] = Field(
+        "eq10", description="auxiliary data of the search: Eq. (10) as drawn (the text) or preprocessed like the "
+                            "real data (the authors' code)")
+    tune_solver: Literal["psd_floor", "direct"] = Field(
+        "psd_floor", description="fixed-precision threshold fit of the search: eigenvalue floor or as released "
+                                 "(the authors' code)")
 
     @model_validator(mode="after")
     def _on_simplex(self) -> "_SplitSearchParams":
@@ -68,7 +77,8 @@ class SplitSearch(Algorithm):
         for k, sp in enumerate(SPLIT_GRID):
             if max(abs(sp[0] - p.p1), abs(sp[1] - p.p2), abs(sp[2] - p3)) < 1e-9:
                 table = tune_split(p.tune_n, p.tune_d, p.tune_epsilon, n_aux=p.split_reps[0],
-                                   n_noise=p.split_reps[1])["table"]
+                                   n_noise=p.split_reps[1], stabilize=p.stabilize, aux=p.tune_aux,
+                                   solver=p.tune_solver)["table"]
                 return table[k]
         raise UserError(f"split_search: (p1, p2, p3) = ({p.p1:g}, {p.p2:g}, {p3:g}) is not on the split grid "
                         "{0.05, ..., 0.90}^3 with sum 1 (off-simplex cell)")
@@ -78,7 +88,7 @@ class SplitSearch(Algorithm):
         p = self.params
         return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5], sigma=p.sigma,
                                sigma_share=p.sigma_share, sigma_bound_x=p.sigma_bound_x,
-                               sigma_bound_y=p.sigma_bound_y)
+                               sigma_bound_y=p.sigma_bound_y, stabilize=p.stabilize)
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         return self._rplr().bounds(split, epsilon)

@@ -42,6 +42,11 @@ then taken from the repeat's test and public pools only (no private line is read
 assumption).  The default stays the paper's because the assumption is stated, and it leaves every DP-by-default
 algorithm DP.  The number of private lines with a response to a drug is public (replace-one neighbours).
 Release point: one drug; the drugs of a run are releases about the same cell lines (``release_point``).
+
+The paper protocol (``protocol: python`` or ``matlab``; the default ``ours`` is everything above): the authors'
+two data paths — per-set normalisation, their split positions, σ_y pooled over all drugs, the Matlab path's
+training-line centring and raw rows for fmlr — in ``dpexp.families.gdsc.datasets.protocols``.  They read the
+private set without budget, so the dataset declares that preprocessing as leaking (guarantee ``none`` on every row).
 """
 
 from __future__ import annotations
@@ -55,12 +60,13 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path
 from dpexp.errors import UserError
+from dpexp.families.gdsc.datasets import protocols
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
@@ -253,9 +259,42 @@ class Gdsc(Dataset):
         centre: Literal["all", "public"] = Field(
             "all", description="centre genes and responses over all lines (the paper; public by assumption) or over "
                                "the repeat's test + public pools only (no private line read)")
+        protocol: Literal["ours", "python", "matlab"] = Field(
+            "ours", description="data path: ours (pools, dataset-wide preprocessing) or the authors' python (rplr, "
+                                "LR) / matlab (plr, oplr, fmlr) path: per-set normalisation, their split positions "
+                                "(not DP: reads the private set; dpexp.families.gdsc.datasets.protocols)")
+        public_start: int = Field(800, ge=0, description="protocol: python: position of the first public line in the "
+                                                         "training permutation (the authors' code: 800)")
+
+        @model_validator(mode="after")
+        def _protocol_options(self) -> "Gdsc.Params":
+            ours_only = sorted({"centre", "missing", "public_pool"} & self.model_fields_set)
+            if self.protocol != "ours" and ours_only:
+                raise ValueError(f"{', '.join(ours_only)} apply to protocol: ours only (the paper paths fix their "
+                                 f"own), got protocol: {self.protocol}")
+            if self.protocol != "python" and "public_start" in self.model_fields_set:
+                raise ValueError(f"public_start applies to protocol: python only, got protocol: {self.protocol}")
+            return self
 
     def preprocessing(self) -> Preprocessing:
-        """Centring (module docstring): ``all`` is public by assumption, ``public`` reads no private line."""
+        """Centring (module docstring): ``all`` is public by assumption, ``public`` reads no private line; the paper
+        paths (``protocol: python|matlab``) leak."""
+        if self.params.protocol == "python":
+            return Preprocessing(
+                "paper protocol (python path): each set normalised by its own lines, the private one too; σ from "
+                "the private set — not DP",
+                "the authors' Python path: the test, public and private sets are each centred (genes, and each "
+                "drug's response) at their own means and their rows scaled to unit L2 norm; the private set's means "
+                "move with every private line, and the clipping scales σ_x, σ_y are the private set's stds (σ_y "
+                "pooled over all drugs) read without budget: not DP (guarantee none on every row).",
+                leaks=True)
+        if self.params.protocol == "matlab":
+            return Preprocessing(
+                "paper protocol (matlab path): responses centred over all training lines, private x by its own "
+                "lines — not DP",
+                "the authors' Matlab path: each drug's response centred over all its tested training lines (private "
+                "ones included), the x of each set centred at its own means and scaled to unit rows; fmlr's "
+                "min-max ranges come from all lines: not DP (guarantee none on every row).", leaks=True)
         if self.params.centre == "public":
             return Preprocessing(
                 "gdsc centre: public (no private line read)",
@@ -284,6 +323,10 @@ class Gdsc(Dataset):
         if raw.X.shape[1] < self.params.d:
             raise UserError(f"gdsc: params.d must be <= {raw.X.shape[1]} (genes in the file), got {self.params.d}")
         n = self._prep().X.shape[0]
+        if self.params.protocol != "ours":
+            if n <= self.params.test_pool:
+                raise UserError(f"gdsc: test_pool must be < {n} cell lines, got {self.params.test_pool}")
+            return
         if n <= self.params.test_pool + self.params.public_pool:
             raise UserError(f"gdsc: test_pool + public_pool must be < {n} cell lines, got "
                             f"{self.params.test_pool + self.params.public_pool}")
@@ -303,6 +346,8 @@ class Gdsc(Dataset):
         if j is None:
             raise UserError(f"gdsc: unknown subset {subset!r}; subsets are drug names like "
                             f"{next(iter(prep.drug_index))!r}")
+        if p.protocol != "ours":
+            return self._paper_split(subset, j, sizes, rng)
         N = prep.X.shape[0]
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
@@ -342,6 +387,41 @@ class Gdsc(Dataset):
             "view": GdscView(e, i, p.evidence, iu, it, ref),
         }
         return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
+
+    def _paper_split(self, subset: str, j: int, sizes: Sizes, rng: np.random.Generator) -> Split:
+        """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
+        (memoised), then this drug's tested lines of each."""
+        p = self.params
+        prep = self._prep()
+        e, i = self._paths()
+        N = prep.X.shape[0]
+        perm = rng.permutation(N)                      # same for every drug: the stream is keyed by repeat only
+        train = N - p.test_pool
+        n_priv = sizes.n_private
+        if n_priv < 0:   # "all": every line before the public ones (python) or after them (matlab)
+            n_priv = p.public_start if p.protocol == "python" else train - sizes.max_public
+        sets = protocols.protocol_sets(p.protocol, load_raw(e, i).source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
+                                       perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool, p.public_start,
+                                       sizes.max_public)
+        has = prep.has[:, j]
+        keep = [has[idx] for idx in sets.index]        # the drug's tested lines of each set, after normalising
+        (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
+        kt, ku, kv = keep
+        meta = {
+            "drug": subset,
+            "protocol": p.protocol,
+            "sigma_x": sets.sigma_x,
+            "sigma_y": sets.sigma_y,
+            "sigma_source": ("std of all entries of the private x and of the private y of all drugs pooled, no "
+                             "budget spent (the authors' code; not DP)"),
+            "y_sd": float(prep.sigma_y[j]),
+            "x_bound": 1.0,
+            "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt),
+        }
+        if p.protocol == "matlab":
+            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, keep, j, p.test_pool, perm)
+        return Split(Xv[kv], Yv[kv, j], Xu[ku], Yu[ku, j], Xt[kt], Yt[kt, j], meta)
 
     # ----------------------------------------------------------------------------------------------------------
     # download and build from the official release files

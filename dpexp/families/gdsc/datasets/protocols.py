@@ -1,0 +1,173 @@
+"""The authors' data paths of the GDSC figures (Honkela et al. 2018; their code, DPBayes/robust-private-lr), used by
+the ``gdsc`` dataset with ``protocol: python`` or ``protocol: matlab`` (the paper protocol; docs/reproduction.md).
+
+Both paths start from the raw expression of the first d genes and the raw ln IC50 of every drug (no dataset-wide
+preprocessing) and one random permutation of the cell lines per fold, shared by all drugs:
+
+* **python** (rplr, robust LR, LR, the baselines): test = the first ``test_pool`` (100) lines of the permutation;
+  the rest is the training permutation; private = its first n lines, public = its lines at positions
+  ``public_start`` (800) … ``public_start + n_public − 1``, so the public lines do not depend on n.  Each set (test,
+  public, private) is normalised on its own (``normalise_set``): every gene centred over the set's lines, every
+  line's d-vector scaled to unit L2 norm, every drug's response centred over the set's lines tested with it.  The
+  clipping scales are σ_x = std of all entries of the private x and σ_y = std of the private y of **all** drugs
+  pooled (each drug centred over the private set) — data statistics of the private set, no budget spent.
+* **matlab** (plr, oplr, fmlr): the test lines as above; the training lines in file order; every drug's response
+  centred over all its tested training lines; public = the first ``n_public`` training lines in file order,
+  private = the first n of the lines after the ``max_public`` public ones (nested across n); x normalised per set
+  as above (the response keeps the training centring).  fmlr switches the row normalisation off: its raw rows
+  and the per-column minima and maxima over **all** lines (test included) are in ``Split.meta['raw']``
+  (``RawRows``), from which it min–max scales x and y to [−1, 1].
+
+Lines without a response to a drug are dropped per drug after the sets are formed and normalised (the sets are
+normalised as wholes, once per fold and size, for all drugs alike).  Folds come from the dataset's split stream
+(the authors' Matlab folds came from Matlab's generator with a fixed seed: not reproducible here).
+
+Not DP: the private set is centred (python: also x; matlab: x) by means over its own lines and σ_x, σ_y are read
+from it without budget; the Matlab response centring reads all training lines.  The dataset declares this
+preprocessing as leaking (every row's guarantee becomes ``none``, with the reason).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dpexp import cache
+from dpexp.errors import UserError
+
+#: the two paths of the authors' code
+PROTOCOLS = ("python", "matlab")
+
+
+def normalise_set(X: np.ndarray, Y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """One set normalised on its own lines: genes centred, rows scaled to unit L2 norm (zero rows stay 0), each
+    response column centred over the lines that have a value (NaN stays NaN; ``Y`` None: x only)."""
+    Xc = X - X.mean(axis=0, keepdims=True) if X.shape[0] else X
+    norms = np.linalg.norm(Xc, axis=1, keepdims=True)
+    Xn = np.divide(Xc, norms, out=np.zeros_like(Xc), where=norms > 0)
+    if Y is None:
+        return Xn, None
+    return Xn, Y - _column_means(Y)[None, :]
+
+
+def _column_means(Y: np.ndarray) -> np.ndarray:
+    """Mean of each column over its non-NaN entries (0 for a column with none)."""
+    has = ~np.isnan(Y)
+    return np.where(has, Y, 0.0).sum(axis=0) / np.maximum(has.sum(axis=0), 1)
+
+
+@dataclass(frozen=True)
+class RawRows:
+    """The Matlab path's unnormalised rows of one drug's sets (for fmlr, whose row normalisation is off) and the
+    per-column ranges over all lines of the data, test lines included (its min–max scaling)."""
+
+    X_private: np.ndarray
+    X_public: np.ndarray
+    X_test: np.ndarray
+    x_min: np.ndarray        # (d,) over all lines
+    x_max: np.ndarray
+    y_min: float             # the drug's centred response over all its tested lines
+    y_max: float
+
+
+@dataclass(frozen=True)
+class ProtocolSets:
+    """One fold and size of a paper path, for all drugs: line indices of the sets (test, public, private), their
+    normalised x and responses (centred per drug as the path says), and the private set's clipping scales."""
+
+    index: tuple[np.ndarray, np.ndarray, np.ndarray]
+    X: tuple[np.ndarray, np.ndarray, np.ndarray]
+    Y: tuple[np.ndarray, np.ndarray, np.ndarray]
+    sigma_x: float           # std of all entries of the private x (nan without private lines)
+    sigma_y: float           # std of the private y of all drugs pooled (nan without private lines)
+
+
+def _digest(perm: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(perm, dtype=np.int64).tobytes()).hexdigest()[:24]
+
+
+def set_indices(protocol: str, perm: np.ndarray, n_test: int, n_public: int, n_private: int, test_pool: int,
+                public_start: int, max_public: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Line indices (test, public, private) of one fold of ``protocol`` (module docstring); errors in one line."""
+    N = perm.size
+    train = perm[test_pool:]
+    if n_test > test_pool:
+        raise UserError(f"gdsc: sizes.n_test must be <= test_pool={test_pool}, got {n_test}")
+    if protocol == "python":
+        if public_start + n_public > train.size:
+            raise UserError(f"gdsc protocol python: public_start + n_public must be <= {train.size} training lines, "
+                            f"got {public_start} + {n_public}")
+        if n_private > public_start:
+            raise UserError(f"gdsc protocol python: sizes.n_private must be <= public_start={public_start} (the "
+                            f"private lines precede the public ones), got {n_private}")
+        return perm[:n_test], train[public_start:public_start + n_public], train[:n_private]
+    if protocol == "matlab":
+        train = np.sort(train)                                   # file order
+        if max_public + n_private > train.size:
+            raise UserError(f"gdsc protocol matlab: n_public + n_private must be <= {train.size} training lines "
+                            f"(N = {N}, test_pool = {test_pool}), got {max_public} + {n_private}")
+        return perm[:n_test], train[:n_public], train[max_public:max_public + n_private]
+    raise UserError(f"gdsc: protocol must be one of {PROTOCOLS} here, got {protocol!r}")
+
+
+def protocol_sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
+                  n_test: int, n_public: int, n_private: int, test_pool: int, public_start: int,
+                  max_public: int) -> ProtocolSets:
+    """The normalised sets of one fold and size (module docstring), memoised per (data, fold, sizes): every drug of
+    a chunk reuses them."""
+    key = (protocol, source, X_raw.shape, _digest(perm), n_test, n_public, n_private, test_pool, public_start,
+           max_public)
+    return cache.memo("gdsc.protocol_sets", key, lambda: _sets(protocol, X_raw, Y_raw, perm, n_test, n_public,
+                                                               n_private, test_pool, public_start, max_public),
+                      maxsize=32)
+
+
+def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int, n_public: int,
+          n_private: int, test_pool: int, public_start: int, max_public: int) -> ProtocolSets:
+    idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public)
+    if protocol == "python":
+        sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
+        Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
+    else:   # matlab: responses centred over all training lines, x per set
+        Yc = Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :]
+        Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
+        Ys = [Yc[i] for i in idx]
+    Xp, Yp = Xs[2], Ys[2]
+    sx = float(Xp.std()) if Xp.size else float("nan")
+    sy = float(np.nanstd(Yp)) if np.isfinite(Yp).any() else float("nan")
+    return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
+
+
+def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray], j: int,
+             test_pool: int, perm: np.ndarray) -> RawRows:
+    """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
+    response) and the ranges over all lines (x: every line; y: the drug's lines, centred like the sets)."""
+    y_all = Y_raw[:, j] - _column_means(Y_raw[perm[test_pool:], j:j + 1])[0]
+    tested = y_all[np.isfinite(y_all)]
+    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], X_raw.min(axis=0), X_raw.max(axis=0),
+                   float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
+
+
+class ProtocolView:
+    """Public and test rows of one drug's split of a paper path with another number of genes (``view(d)``: the
+    d = 64 baseline of Fig. 2), normalised per set as the path does.  Picklable (holds file paths)."""
+
+    def __init__(self, expr: Path, ic50: Path, evidence: str, public: np.ndarray, test: np.ndarray,
+                 keep_public: np.ndarray, keep_test: np.ndarray):
+        self.expr, self.ic50, self.evidence = expr, ic50, evidence
+        self.public, self.test = public, test                  # all lines of the sets
+        self.keep_public, self.keep_test = keep_public, keep_test   # the drug's lines among them
+
+    def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        from dpexp.families.gdsc.datasets.gdsc import N_GENES, load_raw, prepare
+
+        if not 1 <= d <= N_GENES:
+            raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
+        X_raw = prepare(load_raw(self.expr, self.ic50), d, self.evidence).X_raw
+        Xu = normalise_set(X_raw[self.public], None)[0][self.keep_public]
+        Xt = normalise_set(X_raw[self.test], None)[0][self.keep_test]
+        return Xu, Xt
