@@ -239,7 +239,7 @@ def _oplr_patch() -> Iterator[None]:
 
 MUTANTS: list[Mutant] = [_fix_oplr(m) for m in _build()]
 #: the fast subset run by `make test` (tests/audit/test_audit_mutants.py)
-FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/double-eps", "rplr/double-eps", "ta/double-eps")
+FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/half-noise", "rplr/half-noise", "rplr/sigma-data-free")
 
 
 def mutant_names() -> list[str]:

@@ -21,7 +21,15 @@ def clipped_statistics(alg: Clipping) -> Design:
     probe = Split(np.zeros((1, 1)), np.zeros(1), np.empty((0, 1)), np.empty(0), np.zeros((1, 1)), np.zeros(1),
                   dict(meta))
     B_x, B_y = (float(v) for v in alg.bounds(probe))
-    return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta)
+    # σ is recomputed from each dataset of a pair (an algorithm that reads it for free must show its leak: the
+    # issue's D = 19 zero rows + (1, 1) vs D′ = 20 zero rows, the extra pair on the origin base)
+    return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta,
+                  extra_pairs=(((B_x, B_y), (0.0, 0.0)),), data_meta=sigma_of_rows)
+
+
+def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """meta['sigma_x'|'sigma_y'] of one dataset: the standard deviations of its own rows (as the GDSC loader's)."""
+    return {"sigma_x": float(np.std(X)), "sigma_y": float(np.std(y))}
 
 
 def unit_box(alg: Algorithm) -> Design:
