@@ -11,7 +11,7 @@ FIGROOT := figures$(if $(FAST),/fast)
 REPORT  ?= report
 CONFIGS := $(sort $(wildcard configs/*.yaml))
 
-.PHONY: install demo test test-fast figures audit bench clean
+.PHONY: install demo test test-fast figures audit audit-mutants bench clean
 
 install: $(STAMP)
 
@@ -46,6 +46,11 @@ figures: $(STAMP)
 ## audit: statistical privacy audit of every registered algorithm
 audit: $(STAMP)
 	$(BIN)/dpexp audit --out results/audit --jobs $(JOBS)
+
+## audit-mutants: audit every shipped mutant (a real algorithm with one injected privacy bug); prints mutant x
+## detected and ends with `mutants detected: K/N` (docs/audit.md)
+audit-mutants: $(STAMP)
+	$(BIN)/dpexp audit --mutants --jobs $(JOBS)
 
 ## bench: the speed benchmarks (print measured numbers and ratios)
 bench: $(STAMP)

@@ -437,10 +437,24 @@ def data_where() -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None, help="Write CSV + Markdown here.")
 @click.option("--seed", type=click.IntRange(min=0), default=20_240_505, show_default=True)
 @click.option("--jobs", "-j", type=int, default=1, show_default=True)
+@click.option("--mutants", is_flag=True, default=False,
+              help="Audit the shipped mutants (real algorithms with one injected privacy bug each; ARGS name mutants, "
+                   "default all) and print mutant x detected, ending with 'mutants detected: K/N'.")
 def audit(algorithms: tuple[str, ...], epsilon: float | None, delta: float | None, trials: int | None,
-          confidence: float, out: str | None, seed: int, jobs: int) -> None:
+          confidence: float, out: str | None, seed: int, jobs: int, mutants: bool) -> None:
     """Black-box statistical test of each algorithm's (epsilon, delta) claim (a lower bound, not a proof)."""
     from dpexp.audit import run_audit
+
+    if mutants:
+        from dpexp.audit.mutants import run_mutants
+        from dpexp.errors import UserError
+
+        if epsilon is not None or delta is not None or out:
+            raise UserError("--mutants audits each mutant at its algorithm's plan: --epsilon, --delta and --out "
+                            "do not apply")
+        if jobs < 1:
+            raise UserError(f"--jobs must be >= 1, got {jobs}")
+        sys.exit(run_mutants(list(algorithms) or None, trials, confidence, seed, jobs))
 
     code = run_audit(list(algorithms) or None, epsilon, delta, trials, confidence, Path(out) if out else None,
                      seed, jobs)

@@ -44,8 +44,10 @@ def _resolve_delta(alg, entry: AuditEntry, design, epsilon: float, seed: int) ->
 
 
 def audit_entry(name: str, epsilon: float | None = None, delta: float | None = None, trials: int | None = None,
-                confidence: float = DEFAULT_CONFIDENCE, seed: int = DEFAULT_SEED) -> AuditResult:
-    """Audit one registered algorithm by name (one row of the table); never raises for algorithm failures."""
+                confidence: float = DEFAULT_CONFIDENCE, seed: int = DEFAULT_SEED,
+                params: dict | None = None) -> AuditResult:
+    """Audit one registered algorithm by name (one row of the table); never raises for algorithm failures.
+    ``params`` update the plan's parameters (the mutants use it)."""
     t0 = time.perf_counter()
     from dpexp import registry
 
@@ -60,8 +62,10 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
     if not entry.audited:
         return AuditResult(name, NOT_DP, note=entry.not_dp or "", relation=str(getattr(cls, "neighbouring", "")))
     try:
-        alg = cls(**entry.params)
+        alg = cls(**{**entry.params, **(params or {})})
         design = entry.design(alg)
+        if entry.view is not None:   # audit the raw release (the outputs are post-processing of it)
+            alg = entry.view(alg)
         eps = float(epsilon if epsilon is not None else entry.epsilon)
         dl = float(delta) if delta is not None else _resolve_delta(alg, entry, design, eps, seed)
         n = int(trials if trials is not None else max(2_000, round(DEFAULT_TRIALS * entry.trials_factor)))

@@ -49,6 +49,10 @@ class Design:
     meta: dict[str, Any] = field(default_factory=dict)
     bases: tuple[str, ...] = BASES
     max_pairs: int = 18
+    #: explicit replacement pairs (row z, row z′) as (x₁..x_d, y) tuples, tried on every base before the corner pairs
+    extra_pairs: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
+    #: data-derived meta computed from EACH dataset's own rows (e.g. σ for clipping), merged over ``meta``
+    data_meta: Any = None
 
     def __post_init__(self) -> None:
         if len(self.x_lo) != len(self.x_hi) or not self.x_lo:
@@ -126,9 +130,12 @@ def make_split(design: Design, X: np.ndarray, y: np.ndarray) -> Split:
     """A ``Split`` whose private rows are (X, y); no public rows; test rows and meta from the design."""
     d = design.d
     Xt = np.asarray(design.X_test, dtype=float).reshape(-1, d)
-    return Split(X_private=np.asarray(X, float).reshape(-1, d), y_private=np.asarray(y, float).ravel(),
-                 X_public=np.empty((0, d)), y_public=np.empty(0), X_test=Xt, y_test=np.full(Xt.shape[0], np.nan),
-                 meta=dict(design.meta))
+    X, y = np.asarray(X, float).reshape(-1, d), np.asarray(y, float).ravel()
+    meta = dict(design.meta)
+    if design.data_meta is not None:
+        meta.update(design.data_meta(X, y))
+    return Split(X_private=X, y_private=y, X_public=np.empty((0, d)), y_public=np.empty(0), X_test=Xt,
+                 y_test=np.full(Xt.shape[0], np.nan), meta=meta)
 
 
 def candidate_pairs(design: Design, relation: str) -> list[NeighbourPair]:
@@ -144,6 +151,12 @@ def candidate_pairs(design: Design, relation: str) -> list[NeighbourPair]:
     for base in design.bases:
         Xb, yb = base_rows(design, base)
         if relation == "replace-one":
+            for zi, zj in design.extra_pairs:
+                zi, zj = np.asarray(zi, float), np.asarray(zj, float)
+                D = make_split(design, np.vstack([Xb, zi[:-1]]), np.append(yb, zi[-1]))
+                Dp = make_split(design, np.vstack([Xb, zj[:-1]]), np.append(yb, zj[-1]))
+                out.append(NeighbourPair(D, Dp, f"{base} base, row {_fmt(zi)} -> {_fmt(zj)}",
+                                         f"{base}+{_fmt(zi)}", f"{base}+{_fmt(zj)}"))
             combos = list(itertools.combinations(range(len(Z)), 2))
             combos.sort(key=lambda ij: -float(np.abs((Z[ij[0]] - Z[ij[1]]) / span).sum()))
             for i, j in combos[:per_base]:
@@ -157,4 +170,5 @@ def candidate_pairs(design: Design, relation: str) -> list[NeighbourPair]:
             for z in Z[:per_base]:
                 Dp = make_split(design, np.vstack([Xb, z[:-1]]), np.append(yb, z[-1]))
                 out.append(NeighbourPair(D, Dp, f"{base} base, add row {_fmt(z)}", f"{base}", f"{base}+{_fmt(z)}"))
-    return out[: design.max_pairs] if len(out) > design.max_pairs else out
+    cap = design.max_pairs + len(design.extra_pairs) * len(design.bases)
+    return out[:cap] if len(out) > cap else out

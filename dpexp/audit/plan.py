@@ -24,7 +24,10 @@ class AuditPlan:
     its constructor parameters for the audit (defaults when empty); ``delta`` None means "0, or
     ``DEFAULT_APPROX_DELTA`` if the algorithm rejects δ = 0"; ``trials_factor`` scales the default trial count and
     ``pilot_trials`` the pilot of slow algorithms; ``skip`` (a reason) leaves an algorithm whose output carries no
-    data out of the audit.
+    data out of the audit.  ``view(alg)``, when set, returns an object with the algorithm's ``run`` signature whose
+    ``Output.coef`` holds the raw noisy release before post-processing (defined in the family's ``audit.py``):
+    auditing the release itself is valid (the outputs are post-processing of it) and sees the privacy loss that
+    post-processing hides.
     """
 
     design: Callable[[Any], Any] | None = None
@@ -35,3 +38,4 @@ class AuditPlan:
     pilot_trials: int | None = None
     chunk: int = 25_000
     skip: str | None = None
+    view: Callable[[Any], Any] | None = None

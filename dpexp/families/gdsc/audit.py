@@ -21,7 +21,15 @@ def clipped_statistics(alg: Clipping) -> Design:
     probe = Split(np.zeros((1, 1)), np.zeros(1), np.empty((0, 1)), np.empty(0), np.zeros((1, 1)), np.zeros(1),
                   dict(meta))
     B_x, B_y = (float(v) for v in alg.bounds(probe))
-    return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta)
+    # σ is recomputed from each dataset of a pair (an algorithm that reads it for free must show its leak: the
+    # issue's D = 19 zero rows + (1, 1) vs D′ = 20 zero rows, the extra pair on the origin base)
+    return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta,
+                  extra_pairs=(((B_x, B_y), (0.0, 0.0)),), data_meta=sigma_of_rows)
+
+
+def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """meta['sigma_x'|'sigma_y'] of one dataset: the standard deviations of its own rows (as the GDSC loader's)."""
+    return {"sigma_x": float(np.std(X)), "sigma_y": float(np.std(y))}
 
 
 def unit_box(alg: Algorithm) -> Design:
@@ -33,3 +41,54 @@ def unit_box(alg: Algorithm) -> Design:
 
 #: the plan of oplr and fmlr: the unit-box design with the public bounds it assumes
 UNIT_BOX = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
+
+
+class ReleasedStatistics:
+    """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): their raw releases as
+    ``Output.coef`` — the noisy XᵀX (unique entries), Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with
+    ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).  The Bayesian fit turns ~4 numbers into d coefficients and
+    loses most of the privacy loss (a d = 1 fit is a ratio); the released statistics do not.  The view captures the
+    values the algorithm's own calls return, for the duration of its run: the algorithm's code runs unchanged."""
+
+    def __init__(self, alg: Algorithm) -> None:
+        self.alg = alg
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        import contextlib
+
+        from dpexp.families.gdsc.algorithms import plr, rplr
+
+        got: dict[str, list] = {"stats": [], "sigma": []}
+
+        def capture(key, f):
+            def g(*a, **k):
+                r = f(*a, **k)
+                got[key].append(r)
+                return r
+            return g
+
+        saved = [(rplr, "perturbed_stats"), (plr, "perturbed_stats"), (rplr, "_dp_sigmas")]
+        old = [getattr(m, a) for m, a in saved]
+        try:
+            for (m, a), f in zip(saved, old):
+                setattr(m, a, capture("sigma" if a == "_dp_sigmas" else "stats", f))
+            out = self.alg.run(split, epsilon, delta, ledger, trials)
+        finally:
+            for (m, a), f in zip(saved, old):
+                setattr(m, a, f)
+        cols = []
+        if got["stats"]:
+            XX, Xy, yy = got["stats"][-1]
+            iu = np.triu_indices(XX.shape[-1])
+            cols += [XX[:, iu[0], iu[1]], Xy]
+            if not np.all(np.isnan(yy)):
+                cols.append(np.asarray(yy)[:, None])
+        if got["sigma"]:
+            cols += [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in got["sigma"][-1]]
+        if cols:
+            out.coef = np.concatenate(cols, axis=1)
+        return out
+
+
+def released_statistics(alg: Algorithm) -> ReleasedStatistics:
+    return ReleasedStatistics(alg)

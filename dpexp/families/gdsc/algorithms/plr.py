@@ -11,7 +11,7 @@ from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
-from dpexp.families.gdsc.audit import clipped_statistics
+from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
 from dpexp.families.gdsc.stats import perturbed_stats, sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
@@ -40,7 +40,7 @@ class PrivateLR(Algorithm):
 
     name = "plr"
     family = "gdsc"
-    audit = AuditPlan(design=clipped_statistics)
+    audit = AuditPlan(design=clipped_statistics, view=released_statistics)
     description = "private LR without projection: whole-range bounds, even split of epsilon"
     neighbouring = "replace-one"
     guarantee_text = "pure ε-DP, replace-one"

@@ -15,7 +15,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
-from dpexp.families.gdsc.audit import clipped_statistics
+from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.tuning import SPLIT_GRID, tune_split
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -64,7 +64,7 @@ class SplitSearch(Algorithm):
 
     name = "split_search"
     family = "gdsc"
-    audit = AuditPlan(design=clipped_statistics)
+    audit = AuditPlan(design=clipped_statistics, view=released_statistics)
     description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
     neighbouring = "replace-one"
     guarantee_text = ("pure ε-DP, replace-one (as rplr with sigma: dp); "

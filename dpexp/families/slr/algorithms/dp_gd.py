@@ -29,7 +29,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params
 from dpexp.errors import UserError
-from dpexp.families.slr.audit import unit_square
+from dpexp.families.slr.audit import GD_PLAN
 from dpexp.families.slr.checks import inputs
 from dpexp.privacy.accounting import approx_dp_to_zcdp_best, zcdp_to_approx_dp_best
 from dpexp.privacy.guarantee import Guarantee
@@ -62,8 +62,9 @@ def clipped_gradient_sum(p: np.ndarray, x: np.ndarray, y: np.ndarray, tau: float
 
 
 def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise, p0: tuple[float, float],
-                        trials: int) -> np.ndarray:
-    """Algorithms 6/7; ``noise(shape)`` draws the per-step noise.  Returns averaged (p25, p75), (trials, 2)."""
+                        trials: int, trace: list | None = None) -> np.ndarray:
+    """Algorithms 6/7; ``noise(shape)`` draws the per-step noise.  Returns averaged (p25, p75), (trials, 2).
+    ``trace`` (a list, for the audit's view) receives every released noisy gradient sum Δ_t, (trials, 2) each."""
     p = np.tile(np.asarray(p0, dtype=float), (trials, 1))
     acc = np.zeros(trials)
     avg = np.zeros((trials, 2))
@@ -72,6 +73,8 @@ def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise,
         if t >= start:
             avg += p
         D = clipped_gradient_sum(p, x, y, tau) + noise((trials, 2))
+        if trace is not None:
+            trace.append(D)
         acc += np.sum(D * D, axis=1)
         gamma = np.where(acc > 0, 1.0 / np.sqrt(np.where(acc > 0, acc, 1.0)), 0.0)
         p = p + gamma[:, None] * D
@@ -91,8 +94,8 @@ def rho_for_approx(epsilon: float, delta: float) -> float:
 
 
 class _DPGD(Algorithm):
-    # T noisy steps over all rows per trial: fewer trials and a smaller pilot keep `make audit` in its time box
-    audit = AuditPlan(design=unit_square, trials_factor=0.4, pilot_trials=2_000)
+    # audited on its released noisy gradients at T = 2, τ = 0.02 (families/slr/audit.py: GD_PLAN)
+    audit = GD_PLAN
     neighbouring = "replace-one"
     Params = GDParams
 
@@ -104,12 +107,14 @@ class _DPGD(Algorithm):
     def guarantee(self, ledger: PrivacyLedger, delta: float) -> Guarantee:
         return ledger.guarantee()
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1,
+            trace: list | None = None) -> Output:
+        """``trace`` (the audit's view, ``families/slr/audit.py``) receives the T released noisy gradient sums."""
         ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
         p = self.params
         P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, ledger), (p.p25_init, p.p75_init),
-                                trials)
+                                trials, trace)
         pred = P[:, :1] + (xs[None, :] - 0.25) * 2.0 * (P[:, 1:] - P[:, :1])
         return Output(predictions=pred, guarantee=self.guarantee(ledger, delta))
 

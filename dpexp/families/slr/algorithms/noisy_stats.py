@@ -18,7 +18,7 @@ import numpy as np
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
-from dpexp.families.slr.audit import unit_square
+from dpexp.families.slr.audit import noisy_stats_view, unit_square
 from dpexp.families.slr.checks import inputs
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace
@@ -33,12 +33,13 @@ def noisy_stats_scales(n: int, epsilon: float) -> tuple[float, float]:
 
 
 def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: float, ledger,
-                        trials: int) -> tuple[np.ndarray, np.ndarray]:
+                        trials: int, release: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised Algorithm 1 for ``trials`` runs: (predictions (trials, len(xs)), failed (trials,)).
 
     Three Laplace mechanisms (``dpexp.privacy.mechanisms.laplace``, recorded in ``ledger``) at ε/3 each: ncov and
     nvar (Δ = 1 − 1/n), then the intercept given α̃ (Δ3 = (1 + |α̃|)/n per trial).  Draw order and arithmetic as
-    the pre-ledger code (byte-identical results)."""
+    the pre-ledger code (byte-identical results).  ``release`` (a dict, for the audit's view) receives the three
+    noisy releases (ncov, nvar, intercept) before post-processing."""
     n = x.size
     b1, b2 = noisy_stats_scales(n, epsilon)
     xm, ym = x.mean(), y.mean()
@@ -55,6 +56,8 @@ def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: f
                                        label="intercept")
     pred = alpha[:, None] * xs[None, :] + beta[:, None]
     pred[~ok] = np.nan
+    if release is not None:
+        release.update(ncov=ncov_t, nvar=den, intercept=beta)
     return pred, ~ok
 
 
@@ -74,6 +77,7 @@ class NoisyStats(_NoisyStatistic):
     under replace-one with public n and data in [0, 1]^2.  A trial with nvar + L2 <= 0 fails (NaN row)."""
 
     name = "noisy_stats"
+    audit = AuditPlan(design=unit_square, view=noisy_stats_view)   # audits the three noisy releases themselves
     description = "NoisyStats (Alg. 1): Laplace-perturbed OLS sufficient statistics, eps-DP; may fail"
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
