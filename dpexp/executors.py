@@ -35,6 +35,8 @@ from dpexp.errors import UserError
 
 #: environment variable naming the cluster when neither --cluster nor --jobs is given
 ENV_VAR = "DPEXP_CLUSTER"
+#: module of joblib's loky resource tracker (its shutdown warnings are silenced, see ``Loky.run``)
+_TRACKER = "joblib.externals.loky.backend.resource_tracker"
 
 
 class Executor(Protocol):
@@ -75,8 +77,27 @@ class Loky:
         from joblib import Parallel, delayed
 
         chunk_task = work.chunk_task
+        # loky's resource tracker (a child process) warns in several lines about the semaphores of workers stopped
+        # by Ctrl-C/SIGTERM before it frees them itself; the interruption is reported in one line by the CLI
+        os.environ.setdefault("PYTHONWARNINGS", f"ignore::UserWarning:{_TRACKER}")
         par = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered", batch_size=1)
-        yield from par(delayed(chunk_task)(payload, c) for c in todo)
+        try:
+            yield from par(delayed(chunk_task)(payload, c) for c in todo)
+        except BaseException:
+            self._stop_workers()
+            raise
+
+    @staticmethod
+    def _stop_workers() -> None:
+        """Stop loky's reusable workers now (an interrupted run: they would finish their chunks for nothing)."""
+        try:
+            from joblib.externals.loky import reusable_executor
+
+            executor = getattr(reusable_executor, "_executor", None)
+            if executor is not None:
+                executor.shutdown(wait=True, kill_workers=True)
+        except Exception:  # best effort: the processes end with this one anyway
+            pass
 
     def close(self) -> None:
         pass
