@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dpexp.families.gdsc.algorithms.baselines import PublicOnlyLR, RobustLR
 from dpexp.families.gdsc.algorithms.functional_mechanism import FunctionalMechanismLR
@@ -126,3 +127,36 @@ def test_gdsc_centre_public_reads_no_private_line():
     idx = perm[6:10][prep.has[perm[6:10], prep.drug_index[drug]]]
     np.testing.assert_array_equal(sp.X_public, X[idx])
     np.testing.assert_array_equal(sp.y_public, y[idx])
+
+
+def test_centre_all_moves_the_other_private_rows():
+    """The docs' claim about centre: all: the means are no harmless location shift — centring comes before the
+    unit-norm scaling, so replacing one private line (here every gene 4 sd out) changes the *other* private lines'
+    clipped X'X by a sizeable fraction of the one-row sensitivity d(d+1)B² (0.31 here; unbounded for unbounded raw
+    values).  centre: public (means from the non-private pools) moves none of them."""
+    from dpexp.families.gdsc.datasets.gdsc import centre_on, preprocess_expression
+    from dpexp.families.gdsc.stats import clipped_stats, sensitivities
+
+    rng = np.random.default_rng(0)
+    N, d, B = 60, 3, 0.5
+    X_raw = rng.normal(5.0, 1.0, size=(N, d))
+    X_nb = X_raw.copy()
+    X_nb[10] = 5.0 + 4.0                       # line 10 (private) replaced
+    others, ref, iu = np.arange(11, N), np.arange(10), np.triu_indices(d)
+
+    def spill(prep) -> float:
+        a, b = (clipped_stats(prep(X)[others], np.zeros(others.size), B, 1.0, 1)[0][iu] for X in (X_raw, X_nb))
+        return float(np.abs(a - b).sum() / sensitivities(d, B, 1.0)[0])
+
+    assert 0.2 < spill(lambda X: preprocess_expression(X, d)) < 0.5
+    assert spill(lambda X: centre_on(X, np.zeros(N), ref)[0]) == 0.0
+
+
+def test_minmax_rescaling_example_of_the_docs():
+    """docs/privacy.md: min-max rescaling over all rows turns D = {0.5 x (n-1), 1} and D' = {0.5 x (n-1), 0} into
+    {0,...,0,1} and {1,...,1,0}: the mean of y moves by (n-2)/n, n-2 times NoisyIntercept's sensitivity 1/n."""
+    from dpexp.families.slr.datasets.uci import minmax
+
+    n = 20
+    D, D2 = np.r_[np.full(n - 1, 0.5), 1.0], np.r_[np.full(n - 1, 0.5), 0.0]
+    assert abs(minmax(D).mean() - minmax(D2).mean()) == pytest.approx((n - 2) / n)

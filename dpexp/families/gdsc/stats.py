@@ -7,7 +7,9 @@ Neighbouring relation: bounded DP — neighbours replace one private row (replac
 Sensitivities (L1, replace-one, after clipping each coordinate to [−B_x, B_x] and y to [−B_y, B_y], Eq. 9):
 
 * XᵀX: each of the d(d+1)/2 unique entries Σ x_j x_k changes by at most 2B_x² (one term in [−B_x², B_x²] is
-  replaced), so Δ₁ = d(d+1)/2 · 2B_x² = d(d+1)B_x²; Laplace scale d(d+1)B_x²/(p1 ε).
+  replaced), so Δ₁ = d(d+1)/2 · 2B_x² = d(d+1)B_x² (the paper's value, Methods 4.2); Laplace scale
+  d(d+1)B_x²/(p1 ε).  Conservative: a diagonal term x_j² lies in [0, B_x²] and changes by at most B_x², so the
+  true Δ₁ ≤ d²B_x² (and one row cannot move every off-diagonal entry by 2B_x² at once): the real ε is below ε.
 * Xᵀy: d entries, each term in [−B_xB_y, B_xB_y]: Δ₁ = 2dB_xB_y; scale 2dB_xB_y/(p2 ε).
 * yᵀy: one entry, each term in [0, B_y²]: Δ₁ = B_y²; scale B_y²/(p3 ε).
 

@@ -34,10 +34,13 @@ the d = 64 public-only baseline of Fig. 2).
 Privacy of the preprocessing (``preprocessing()``, written on every row and in the manifest).  ``centre: all``
 (default, the paper's protocol): the gene means over all retained lines and each drug's mean response over all
 its tested lines — private, public and test lines alike — are treated as **public by assumption**: they are
-population-level constants of the cell-line panel that a data holder could fix from reference data, the paper treats
-them so, and they only shift locations (they never scale a mechanism's noise or clipping, unlike σ; the unit-norm
-scaling is row-local).  Formally, a private line moves a gene mean by 1/N of its deviation, so the guarantee is
-relative to the preprocessed rows; a user who does not accept the assumption sets ``centre: public``: the means are
+population-level constants of the cell-line panel that a data holder could fix from reference data, and the paper
+treats them so.  They are *not* harmless location shifts: the unit-norm scaling comes after the centring, so a
+private line that moves a gene mean by 1/N of its deviation changes the direction of *every* preprocessed row, the
+other private lines' included (a line 4 sd out moves the other lines' clipped XᵀX by ~0.3 of the one-row
+sensitivity, ``tests/gdsc/test_gdsc_privacy.py``; with unbounded raw values the effect is unbounded, as for σ).
+The guarantee is therefore relative to the preprocessed rows only; a user who does not accept the assumption sets
+``centre: public``: the means are
 then taken from the repeat's test and public pools only (no private line is read; the guarantee needs no
 assumption).  The default stays the paper's because the assumption is stated, and it leaves every DP-by-default
 algorithm DP.  The number of private lines with a response to a drug is public (replace-one neighbours).
@@ -306,9 +309,9 @@ class Gdsc(Dataset):
             "gdsc centre: all (paper), incl. private lines: public by assumption",
             "Methods 4.4: each gene centred over all retained cell lines (private, public and test), each line's "
             "d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred over all lines tested with it. "
-            "Treated as public by assumption (the paper's protocol): population-level constants of the panel that "
-            "shift locations only (never a noise or clipping scale); a private line moves a gene mean by 1/N of its "
-            "deviation, so guarantees are relative to the preprocessed rows. Use centre: public to read no private "
+            "Treated as public by assumption (the paper's protocol): population-level constants of the panel; a "
+            "private line moves a gene mean by 1/N of its deviation and, through the unit-norm scaling, every row, so "
+            "guarantees are relative to the preprocessed rows only. Use centre: public to read no private "
             "line. The data std in meta (sigma_x, sigma_y) is used only by sigma: data, reported not DP.")
 
     def _paths(self) -> tuple[Path, Path]:

@@ -7,7 +7,8 @@ split into test / public / private pools; each cell takes prefixes of the pools,
 
 Privacy of the preprocessing: the centring means are taken over the whole generated pool (private rows included),
 as the paper preprocesses its whole data set — public by assumption (stated on every row): location constants of
-the generating distribution (known to be 0 for Eq. 10), never a noise or clipping scale.  ``sigma_x``/``sigma_y``
+the generating distribution (known to be 0 for Eq. 10); the sample means move every unit-norm row a little, so
+guarantees are relative to the preprocessed rows (``preprocess: false`` avoids it).  ``sigma_x``/``sigma_y``
 in meta are stds of the whole pool, used only by ``sigma: data`` (reported not DP).
 """
 
@@ -46,7 +47,8 @@ POOL_CENTRING = Preprocessing(
     "centred over the whole pool incl. private rows (paper): public by assumption",
     "each feature and y are centred at their means over the whole generated pool or file (private rows included) and "
     "each row scaled to unit L2 norm (row-local), as the paper preprocesses its whole data set. Treated as public by "
-    "assumption: location constants of the generating distribution (0 for Eq. 10), never a noise or clipping scale. "
+    "assumption: location constants of the generating distribution (0 for Eq. 10); the sample means move every "
+    "unit-norm row a little, so guarantees are relative to the preprocessed rows. "
     "sigma_x/sigma_y in meta (stds of the whole pool) are used only by sigma: data, which is reported not DP.")
 
 
