@@ -16,7 +16,7 @@ FIX = Path(__file__).parent / "fixtures"
 
 @pytest.fixture
 def ds():
-    return Gdsc(data_dir=FIX, d=5, test_pool=6, public_pool=4)
+    return Gdsc(data_dir=FIX, d=5, test_pool=6, public_pool=4, centre="all")   # the paper's centring (tested here)
 
 
 def sizes(n_private, n_public=3, n_test=6):

@@ -1,6 +1,6 @@
 """The GDSC family's privacy claims as the code derives them: rplr's D/D′ example of issue 10 (sigma: data is not
 DP; the default sigma: dp is), the guarantees of every GDSC algorithm, and the GDSC preprocessing statements
-(centre: all is public by assumption, centre: public reads no private line).  Fixtures: tests/gdsc/fixtures."""
+(centre: public, the default, reads no private line; the paper's centre: all leaks: not DP).  Fixtures: tests/gdsc/fixtures."""
 
 from __future__ import annotations
 
@@ -94,17 +94,19 @@ def test_plr_spends_half_on_each_statistic():
 
 # ------------------------------------------------------------------------------------------------ preprocessing
 def test_gdsc_preprocessing_statements():
-    pre = Gdsc(data_dir=FIX, d=5).preprocessing()
-    assert not pre.leaks and "public by assumption" in pre.note and "centre: all" in pre.note
-    pub = Gdsc(data_dir=FIX, d=5, centre="public").preprocessing()
+    pub = Gdsc(data_dir=FIX, d=5).preprocessing()   # the default reads no private line
     assert not pub.leaks and "no private line" in pub.detail
+    assert Gdsc(data_dir=FIX, d=5, centre="public").preprocessing() == pub
+    pre = Gdsc(data_dir=FIX, d=5, centre="all").preprocessing()   # the paper's centring: not DP
+    assert pre.leaks and "not DP" in pre.note and "centre: all" in pre.note
     g = PrivateLR().run(D, 1.0, 0.0, np.random.default_rng(0)).guarantee
-    assert pre.apply(g).kind == "pure" and pre.note in pre.apply(g).note
+    assert pub.apply(g).kind == "pure"
+    assert pre.apply(g).kind == "none" and "centre: all" in pre.apply(g).reason
 
 
 def test_gdsc_centre_public_reads_no_private_line():
     """centre: public: the rows depend on the non-private lines' raw values only — changing every other line moves
-    no public or test row (nor the response centre); the paper's centre: all moves them (public by assumption)."""
+    no public or test row (nor the response centre); the paper's centre: all moves them (not DP)."""
     from dpexp.families.gdsc.datasets.gdsc import centre_on, preprocess_expression
 
     rng = np.random.default_rng(0)

@@ -31,19 +31,17 @@ evaluation only); ``x_bound`` = 1 (rows have unit L2 norm, so |x_j| ≤ 1 holds 
 ``view`` — a callable giving the public/test rows of the same split preprocessed with another number of genes (for
 the d = 64 public-only baseline of Fig. 2).
 
-Privacy of the preprocessing (``preprocessing()``, written on every row and in the manifest).  ``centre: all``
-(default, the paper's protocol): the gene means over all retained lines and each drug's mean response over all
-its tested lines — private, public and test lines alike — are treated as **public by assumption**: they are
-population-level constants of the cell-line panel that a data holder could fix from reference data, and the paper
-treats them so.  They are *not* harmless location shifts: the unit-norm scaling comes after the centring, so a
-private line that moves a gene mean by 1/N of its deviation changes the direction of *every* preprocessed row, the
-other private lines' included (a line 4 sd out moves the other lines' clipped XᵀX by ~0.3 of the one-row
-sensitivity, ``tests/gdsc/test_gdsc_privacy.py``; with unbounded raw values the effect is unbounded, as for σ).
-The guarantee is therefore relative to the preprocessed rows only; a user who does not accept the assumption sets
-``centre: public``: the means are
-then taken from the repeat's test and public pools only (no private line is read; the guarantee needs no
-assumption).  The default stays the paper's because the assumption is stated, and it leaves every DP-by-default
-algorithm DP.  The number of private lines with a response to a drug is public (replace-one neighbours).
+Privacy of the preprocessing (``preprocessing()``, written on every row and in the manifest).  ``centre: public``
+(default): each gene is centred at its mean over the repeat's test and public pools and each drug's response at its
+mean over the tested lines of those pools — no private line is read, so the algorithms' guarantees need no
+assumption.  ``centre: all`` (the paper's Methods 4.4): the gene means over all retained lines and each drug's mean
+response over all its tested lines, private lines included.  They are *not* harmless location shifts: the unit-norm
+scaling comes after the centring, so a private line that moves a gene mean by 1/N of its deviation changes the
+direction of *every* preprocessed row, the other private lines' included (a line 4 sd out moves the other lines'
+clipped XᵀX by ~0.3 of the one-row sensitivity, ``tests/gdsc/test_gdsc_privacy.py``; with unbounded raw values the
+effect is unbounded, as for σ).  Computed from private rows without budget, so ``centre: all`` is reported as
+**not DP** (guarantee ``none`` on every row, with this reason); the paper configs set it explicitly.
+The number of private lines with a response to a drug is public (replace-one neighbours).
 Release point: one drug; the drugs of a run are releases about the same cell lines (``release_point``).
 
 The paper protocol (``protocol: python`` or ``matlab``; the default ``ours`` is everything above): the authors'
@@ -260,8 +258,8 @@ class Gdsc(Dataset):
             "after_split", description="drop lines without a response after taking the pool prefixes (thesis "
                                        "3.8.2) or before (exact sizes)")
         centre: Literal["all", "public"] = Field(
-            "all", description="centre genes and responses over all lines (the paper; public by assumption) or over "
-                               "the repeat's test + public pools only (no private line read)")
+            "public", description="centre genes and responses over the repeat's test + public pools only (no private "
+                                  "line read; default) or over all lines (the paper's Methods 4.4: not DP)")
         protocol: Literal["ours", "python", "matlab"] = Field(
             "ours", description="data path: ours (pools, dataset-wide preprocessing) or the authors' python (rplr, "
                                 "LR) / matlab (plr, oplr, fmlr) path: per-set normalisation, their split positions "
@@ -280,8 +278,8 @@ class Gdsc(Dataset):
             return self
 
     def preprocessing(self) -> Preprocessing:
-        """Centring (module docstring): ``all`` is public by assumption, ``public`` reads no private line; the paper
-        paths (``protocol: python|matlab``) leak."""
+        """Centring (module docstring): ``public`` reads no private line; ``all`` and the paper paths
+        (``protocol: python|matlab``) read private lines without budget and leak."""
         if self.params.protocol == "python":
             return Preprocessing(
                 "paper protocol (python path): each set normalised by its own lines, the private one too; σ from "
@@ -306,13 +304,13 @@ class Gdsc(Dataset):
                 "tested lines of those pools: no quantity computed from private lines enters the rows. The data std "
                 "in meta (sigma_x, sigma_y; private lines included) is used only by sigma: data, reported not DP.")
         return Preprocessing(
-            "gdsc centre: all (paper), incl. private lines: public by assumption",
+            "gdsc centre: all (paper), means over private lines too — not DP",
             "Methods 4.4: each gene centred over all retained cell lines (private, public and test), each line's "
             "d-vector scaled to unit L2 norm (row-local), each drug's ln IC50 centred over all lines tested with it. "
-            "Treated as public by assumption (the paper's protocol): population-level constants of the panel; a "
-            "private line moves a gene mean by 1/N of its deviation and, through the unit-norm scaling, every row, so "
-            "guarantees are relative to the preprocessed rows only. Use centre: public to read no private "
-            "line. The data std in meta (sigma_x, sigma_y) is used only by sigma: data, reported not DP.")
+            "The means are read from private lines without budget and, through the unit-norm scaling, a private line "
+            "moves every other row: not DP (guarantee none on every row). Use centre: public (the default) to read "
+            "no private line. The data std in meta (sigma_x, sigma_y) is used only by sigma: data, reported not DP.",
+            leaks=True)
 
     def _paths(self) -> tuple[Path, Path]:
         return data_path(EXPR_FILE, DOWNLOAD_HINT, self.data_dir), data_path(IC50_FILE, DOWNLOAD_HINT, self.data_dir)
