@@ -155,3 +155,23 @@ def test_synthetic_param_errors():
         SLRSynthetic(x_new=[1.5])
     with pytest.raises(UserError, match="n_private"):
         SLRSynthetic().split("all", Sizes(-1, 0, 2, -1, 0, 2), np.random.default_rng(0))
+
+
+def test_declared_ranges_are_row_local_and_clipped():
+    """x_range/y_range: each value rescaled with the declared range and clipped to [0, 1] — it depends on its own row
+    only (the default min-max moves every row with one extreme row); the statement then reads no row."""
+    import pandas as pd
+
+    raw = pd.read_csv(FIX / "bike_sharing" / "hour.csv")
+    ds = BikeShare(x_range=(0.0, 0.5), y_range=(0.0, 100.0))
+    sp = ds.split("m01_h00", ALL, np.random.default_rng(0))
+    _contract(sp, 6)
+    rows = raw[(raw["mnth"] == 1) & (raw["hr"] == 0)]
+    np.testing.assert_allclose(sp.X_private[:, 0], np.clip(rows["temp"].to_numpy() / 0.5, 0, 1))
+    np.testing.assert_allclose(sp.y_private, np.clip(rows["cnt"].to_numpy() / 100.0, 0, 1))
+    assert ds.preprocessing().note == "" and "declared ranges" in ds.preprocessing().detail
+    assert "public by assumption" in BikeShare().preprocessing().note            # the paper's min-max
+    assert "cnt" in BikeShare(x_range=(0.0, 1.0)).preprocessing().detail          # y still min-max
+    assert "ISE_USD" in StockExchange(x_range=(-0.1, 0.1)).preprocessing().detail
+    with pytest.raises(ValueError, match="finite lo < hi"):
+        BikeShare(y_range=(5.0, 5.0))

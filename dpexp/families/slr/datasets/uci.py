@@ -24,8 +24,10 @@ Datasets in this module (file names relative to the data directory, see ``dpexp.
   columns can be changed with the ``x_column``/``y_column`` parameters.  When only the original
   ``data_akbilgic.xlsx`` is present it is read (needs the ``xlsx`` extra, openpyxl).
 
-Privacy of the preprocessing (``preprocessing()``, on every row): the min–max rescaling of ``bikeshare`` and
-``stock_exchange`` uses the minimum and maximum of the whole file (private rows included).  Treated as **public by
+Privacy of the preprocessing (``preprocessing()``, on every row): by default the min–max rescaling of ``bikeshare``
+and ``stock_exchange`` uses the minimum and maximum of the whole file (private rows included).  With declared
+ranges (``x_range``, ``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row) nothing is
+computed across rows.  Treated as **public by
 assumption**, as Alabi et al. do: the rescaling fixes the data domain [0, 1]² that every sensitivity assumes, i.e.
 the range of each variable is taken as a known fact (temperature, hourly counts, index returns) rather than
 computed; formally an extreme row moves it, so the guarantee is relative to the rescaled rows.  ``carbon_nanotubes``
@@ -45,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
@@ -66,6 +68,46 @@ def minmax(v: np.ndarray) -> np.ndarray:
     if hi <= lo:
         return np.zeros_like(v)
     return (v - lo) / (hi - lo)
+
+
+Range = tuple[float, float]
+
+
+def rescale(v: np.ndarray, declared: Range | None) -> np.ndarray:
+    """``v`` onto [0, 1]: with a ``declared`` range (lo, hi) linearly and clipped (row-local: no row depends on
+    another), else min-max over all of ``v`` (the paper's protocol)."""
+    if declared is None:
+        return minmax(v)
+    lo, hi = declared
+    return np.clip((np.asarray(v, dtype=float) - lo) / (hi - lo), 0.0, 1.0)
+
+
+def scaling_statement(x_name: str, y_name: str, x_range: Range | None, y_range: Range | None) -> Preprocessing:
+    """The statement of the rescaling: min-max for the variables without a declared range (public by assumption),
+    nothing across rows when both ranges are declared."""
+    computed = [n for n, r in ((x_name, x_range), (y_name, y_range)) if r is None]
+    if computed:
+        return minmax_statement(" and ".join(computed))
+    return Preprocessing("", f"nothing is computed across rows: {x_name} and {y_name} are rescaled to [0, 1] with "
+                             f"the declared ranges {list(x_range)} and {list(y_range)} and clipped there (row-local)")
+
+
+def _check_range(v: Range | None) -> Range | None:
+    if v is not None and not (np.isfinite(v[0]) and np.isfinite(v[1]) and v[1] > v[0]):
+        raise ValueError(f"a declared range needs finite lo < hi, got {list(v)}")
+    return v
+
+
+class _RangeParams(Params):
+    x_range: Range | None = Field(None, description="declared range [lo, hi] of x (rescaled and clipped "
+                                                    "row-locally); default: min-max over the whole file (paper, "
+                                                    "public by assumption)")
+    y_range: Range | None = Field(None, description="declared range [lo, hi] of y; default: min-max over the file")
+
+    @field_validator("x_range", "y_range")
+    @classmethod
+    def _finite(cls, v: Range | None) -> Range | None:
+        return _check_range(v)
 
 
 def minmax_statement(what: str) -> Preprocessing:
@@ -128,13 +170,14 @@ BIKE_HOUR_SHA256 = "e03de4ee4ef4dc376ac6e04bf829673c6269e8eba5c60fa121640fa2f829
 
 
 @cache.memoize("slr.bikeshare", maxsize=4)
-def _load_bikeshare(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _load_bikeshare(path: str, x_range: Range | None = None,
+                    y_range: Range | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     df = pd.read_csv(path)
     missing = {"mnth", "hr", "temp", "cnt"} - set(df.columns)
     if missing:
         raise UserError(f"{path}: bike-sharing file lacks columns {sorted(missing)}")
-    x = minmax(df["temp"].to_numpy(float))
-    y = minmax(df["cnt"].to_numpy(float))
+    x = rescale(df["temp"].to_numpy(float), x_range)
+    y = rescale(df["cnt"].to_numpy(float), y_range)
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     keys = df["mnth"].astype(int).to_numpy() * 100 + df["hr"].astype(int).to_numpy()
     for k in np.unique(keys):
@@ -153,13 +196,15 @@ class BikeShare(Dataset):
     description = "UCI bike sharing: temp -> count, 288 month x hour subsets (Alabi et al. Fig 7, 12)"
     download_hint = "dpexp data download bikeshare"
     release_point = DISJOINT_SUBSETS
-
-    def preprocessing(self) -> Preprocessing:
-        return minmax_statement("temp and cnt")
+    Params = _RangeParams
     data_files = {BIKE_FILE: BIKE_HOUR_SHA256}
 
+    def preprocessing(self) -> Preprocessing:
+        return scaling_statement("temp", "cnt", self.params.x_range, self.params.y_range)
+
     def _data(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        return _load_bikeshare(str(data_path(BIKE_FILE, self.download_hint).resolve()))
+        return _load_bikeshare(str(data_path(BIKE_FILE, self.download_hint).resolve()), self.params.x_range,
+                               self.params.y_range)
 
     def check(self) -> None:
         self._data()
@@ -286,7 +331,7 @@ def _load_stock(path: str) -> pd.DataFrame:
     return read_stock_xlsx(path) if path.endswith(".xlsx") else pd.read_csv(path)
 
 
-class _StockParams(Params):
+class _StockParams(_RangeParams):
     x_column: str = Field("ISE_TL", description="column used as x (TL-based ISE 100 index return)")
     y_column: str = Field("ISE_USD", description="column used as y (USD-based ISE return)")
 
@@ -305,7 +350,8 @@ class StockExchange(Dataset):
     Params = _StockParams
 
     def preprocessing(self) -> Preprocessing:
-        return minmax_statement(f"{self.params.x_column} and {self.params.y_column}")
+        p = self.params
+        return scaling_statement(p.x_column, p.y_column, p.x_range, p.y_range)
 
     def _frame(self) -> pd.DataFrame:
         try:
@@ -326,7 +372,8 @@ class StockExchange(Dataset):
             col = getattr(self.params, key)
             if col not in df.columns:
                 raise UserError(f"{self.name}: params.{key} must be one of {list(df.columns[1:])}, got {col!r}")
-        return minmax(df[self.params.x_column].to_numpy(float)), minmax(df[self.params.y_column].to_numpy(float))
+        p = self.params
+        return rescale(df[p.x_column].to_numpy(float), p.x_range), rescale(df[p.y_column].to_numpy(float), p.y_range)
 
     def check(self) -> None:
         self._xy()
