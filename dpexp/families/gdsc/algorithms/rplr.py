@@ -18,6 +18,7 @@ never on D), and every row of such a run says so (guarantee ``none``, "clipping 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -27,9 +28,10 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import clipped_statistics
-from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
+from dpexp.models.intervals import gaussian_intervals
 from dpexp.models.vb import noise_ridge
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
@@ -129,6 +131,34 @@ def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float,
 SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data, the paper's protocol)"
 
 
+@dataclass
+class Release:
+    """What rplr's release produced for one split: the noisy statistics of the *private* rows only, XX (trials, d, d),
+    Xy (trials, d), yy (trials,) (zeros when there are no private rows), the exact statistics of the unclipped
+    public rows ``public`` = (XᵀX, Xᵀy, yᵀy), the extras, the budget ``split`` (p1, p2, p3) of the statistics' ε
+    ``eps``, and the clipping bounds B_x, B_y and σ_x, σ_y they came from (floats, or (trials,) arrays when σ̂ is
+    drawn per trial; None when nothing private was released)."""
+
+    XX: np.ndarray
+    Xy: np.ndarray
+    yy: np.ndarray
+    public: tuple[np.ndarray, np.ndarray, float]
+    extras: dict[str, float]
+    split: tuple[float, float, float]
+    eps: float
+    B_x: Any
+    B_y: Any
+    sigma_x: Any
+    sigma_y: Any
+
+    def clip_bounds(self, trials: int) -> np.ndarray | None:
+        """(trials, 2) array of the (B_x, B_y) of every trial (``Output.clip_bounds``); None without a release."""
+        if self.B_x is None:
+            return None
+        return np.stack([np.broadcast_to(np.asarray(self.B_x, dtype=float), (trials,)),
+                         np.broadcast_to(np.asarray(self.B_y, dtype=float), (trials,))], axis=-1)
+
+
 @register_algorithm
 class RobustPrivateLR(BatchedAlgorithm):
     """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
@@ -203,10 +233,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         return wx * split.meta["sigma_x"], wy * split.meta["sigma_y"]
 
     # ------------------------------------------------------------------------------------------------ running
-    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
-        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
-        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
+    def release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int) -> "Release":
+        """Clip and release the private statistics (the only private draws of rplr and of the methods that reuse its
+        release, e.g. ``narplr``), keeping them apart from the exact statistics of the public rows (``Release``)."""
         p = self.params
         d = split.d
         eps = self.stats_epsilon(epsilon)
@@ -214,11 +243,11 @@ class RobustPrivateLR(BatchedAlgorithm):
         sp = self.budget_split(self._tune_n(split), d, eps)
         wx, wy = self.omegas(self._tune_n(split), d, eps, sp)
         extras = {"p1": sp[0], "p2": sp[1], "p3": sp[2]}
-        XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
+        public = sufficient_stats(split.X_public, split.y_public)
         if n_priv == 0:
             ledger.public_only()
-            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
-                    np.full(trials, yyp), extras, None)
+            zeros = (np.zeros((trials, d, d)), np.zeros((trials, d)), np.zeros(trials))
+            return Release(*zeros, public, extras, sp, eps, None, None, None, None)
         if p.sigma == "dp":
             sh = p.sigma_share * epsilon / 2.0
             sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
@@ -231,6 +260,27 @@ class RobustPrivateLR(BatchedAlgorithm):
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
                                         sp[2] * eps, ledger, trials)
         extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
+        if p.sigma == "dp":
+            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
+        return Release(XXn, Xyn, yyn, public, extras, sp, eps, B_x, B_y, sx, sy)
+
+    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
+        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
+        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
+        return self._naive_stats(split, self.release(split, epsilon, ledger, trials), trials)
+
+    def _naive_stats(self, split: Split, r: "Release", trials: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
+        """``_release``'s result from a ``Release``: private + public statistics summed, extras, ridge."""
+        p = self.params
+        d = split.d
+        XXp, Xyp, yyp = r.public
+        extras = r.extras
+        if r.B_x is None:
+            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
+                    np.full(trials, yyp), extras, None)
+        B_x, B_y, sp, eps = r.B_x, r.B_y, r.split, r.eps
         ridge = None
         if p.prior == "gamma" and p.engine == "vb" and p.stabilize == "noise_ridge":
             if np.ndim(B_x) == 0:
@@ -238,23 +288,23 @@ class RobustPrivateLR(BatchedAlgorithm):
             else:
                 ridge = np.asarray(noise_ridge(d, sensitivities(d, B_x, B_y)[0] / (sp[0] * eps)), dtype=float)
             extras["ridge"] = float(np.mean(ridge))
-        if p.sigma == "dp":
-            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
-        return XXn + XXp, Xyn + Xyp, yyn + yyp, extras, ridge
+        return r.XX + XXp, r.Xy + Xyp, r.yy + yyp, extras, ridge
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         """Release each split's statistics through its own ledger (same draws as ``run``), then fit all splits ×
-        trials of equal d in one batched call; each output carries its ledger's guarantee."""
+        trials of equal d in one batched call; each output carries its ledger's guarantee and, where the engine
+        keeps one (vb, fixed), the intervals of the naive posterior (the statistics treated as exact)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float, dict[str, float], Any]]] = {}
+        groups: dict[int, list[tuple[Any, ...]]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
             try:
-                XX, Xy, yy, ex, ridge = self._release(s, epsilon, ledger, trials)
+                r = self.release(s, epsilon, ledger, trials)
+                XX, Xy, yy, ex, ridge = self._naive_stats(s, r, trials)
                 n_tot = float(s.X_private.shape[0] + s.X_public.shape[0])
-                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge))
+                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge, r.clip_bounds(trials)))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
         for d, items in groups.items():
@@ -269,13 +319,16 @@ class RobustPrivateLR(BatchedAlgorithm):
                 if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
                     ridge = ridge[:, :1]
             try:
-                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, ledgers[items[0][0]].noise.generator,
-                                ridge, p.solver)
+                W, C = fit_posterior(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine,
+                                     ledgers[items[0][0]].noise.generator, ridge, p.solver)
             except Exception as exc:
                 for it in items:
                     out[it[0]] = exc
                 continue
-            for (k, *_, ex, _ridge), w in zip(items, W):
+            for j, (k, *_, ex, _ridge, bounds) in enumerate(items):
+                w = W[j]
+                ci, pi = gaussian_intervals(w, C[j], splits[k].X_test) if C is not None else (None, None)
                 out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=dict(ex),
-                                guarantee=ledgers[k].guarantee())
+                                guarantee=ledgers[k].guarantee(), coef_interval=ci, pred_interval=pi,
+                                clip_bounds=bounds)
         return out
