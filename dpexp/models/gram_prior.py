@@ -90,3 +90,31 @@ def clipping_scaled_prior(omega_x: np.ndarray | float, omega_y: np.ndarray | flo
     a, b, a0, b0 = (float(p) for p in base)
     shape = np.broadcast_shapes(cx2.shape, cy2.shape)
     return (np.full(shape, a), b * np.broadcast_to(cy2, shape), np.full(shape, a0), b0 * cy2 / cx2)
+
+
+def empirical_gram_prior(X_public: np.ndarray, n: np.ndarray | float, floor_var: np.ndarray | None = None
+                         ) -> GramPrior:
+    """Prior of the private Gram matrix Σ x̃x̃ᵀ over n rows from m public rows X̃ (…, m, d), clipped like the private
+    ones: an honest design prior for correlated features (GDSC genes), at no privacy cost.
+
+    The population second moment E[x̃x̃ᵀ] is estimated by Ŝ = X̃ᵀX̃/m, each entry with standard error √(v_jk/m),
+    v_jk the variance of x̃_j x̃_k over rows; the sum over n private rows adds its own sampling variance n v_jk:
+
+        m_jk = n Ŝ_jk,   s²_jk = n v_jk + n² v_jk / m,   v_jk = max(v̂_jk, floor_jk)
+
+    with v̂ the sample variance (ddof = 1) over the public rows.  ``floor_var`` (…, d, d) guards against the tiny
+    sample variances a handful of rows can show (e.g. the per-row variances of the independent clipped-Gaussian
+    model, ``clipped_gaussian_gram_prior(1, d, B_x, σ_x, 0, 0).var``); None = no floor.  Needs m ≥ 2.
+    """
+    X = np.asarray(X_public, dtype=float)
+    m = X.shape[-2]
+    if m < 2:
+        raise ValueError(f"an empirical design prior needs at least 2 public rows, got {m}")
+    P = X[..., :, :, None] * X[..., :, None, :]                       # (…, m, d, d)
+    S = P.mean(axis=-3)
+    v = P.var(axis=-3, ddof=1)
+    if floor_var is not None:
+        v = np.maximum(v, np.asarray(floor_var, dtype=float))
+    v = np.maximum(v, 1e-300)
+    nn = np.asarray(n, dtype=float)[..., None, None]
+    return GramPrior(nn * S, nn * v + nn * nn * v / m)

@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
+from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats
@@ -49,8 +50,12 @@ class _RPLRParams(FixedPrecisionParams):
     stabilize: Literal["noise_ridge", "none"] = Field(
         "noise_ridge", description="prior: gamma with vb: add the noise-calibrated ridge 2 sqrt(2d) b_xx to the "
                                    "perturbed X'X (dpexp.models.vb.noise_ridge) or fit the projected statistics as is")
-    split: Literal["auto"] | None = Field(None, description="'auto' (default when p1-p3 are not given): tune the "
-                                                            "budget split on auxiliary data")
+    split: Literal["auto", "analytic"] | None = Field(
+        None, description="'auto' (default when p1-p3 are not given): tune the budget split on auxiliary data; "
+                          "'analytic': split and (unless omega_x/omega_y or omega: auto are given) thresholds from the "
+                          "closed-form risk of the noise-aware model (dpexp.families.gdsc.analytic), no search")
+    analytic_sd: float = Field(0.1, ge=0, le=10, description="split: analytic: design uncertainty (relative sd of the "
+                                                             "Gram matrix entries) the closed-form score assumes")
     p1: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'X (explicit split)")
     p2: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'y (explicit split)")
     p3: float | None = Field(None, gt=0, lt=1, description="share of epsilon for y'y (explicit split)")
@@ -80,8 +85,8 @@ class _RPLRParams(FixedPrecisionParams):
         # the ones not given take the former defaults p = (0.35, 0.60, 0.05), omega = 1.0
         ps = [self.p1, self.p2, self.p3]
         if any(p is not None for p in ps):
-            if self.split == "auto":
-                raise ValueError("give split: auto or explicit p1, p2, p3, not both")
+            if self.split is not None:
+                raise ValueError(f"give split: {self.split} or explicit p1, p2, p3, not both")
             for name, default in zip(("p1", "p2", "p3"), EXPLICIT_SPLIT_DEFAULT):
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, default)
@@ -106,6 +111,11 @@ class _RPLRParams(FixedPrecisionParams):
     @property
     def auto_omega(self) -> bool:
         return self.omega_x is None
+
+    @property
+    def analytic_omega(self) -> bool:
+        """Thresholds from the analytic choice: ``split: analytic`` with neither explicit ω nor ``omega: auto``."""
+        return self.split == "analytic" and self.omega is None and self.omega_x is None
 
 
 def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float, eps_y: float, ledger,
@@ -173,7 +183,9 @@ class RobustPrivateLR(BatchedAlgorithm):
     Parameters: ``split: auto`` (default unless p1, p2, p3 are given) chooses the split on auxiliary data
     (``tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper, ``case`` = at the
     test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds per test case
-    (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.
+    (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.  ``split:
+    analytic`` takes the split, and the thresholds unless they are given or ``omega: auto``, from the closed-form
+    risk of ``dpexp.families.gdsc.analytic`` (no auxiliary-data search; ``analytic_sd`` its design uncertainty).
     σ_x, σ_y: ``sigma: dp`` (default) spends ``sigma_share`` of ε on Laplace estimates drawn per trial
     (``_dp_sigmas``; public bounds ``sigma_bound_x|y``) and splits the rest by p1, p2, p3; ``sigma: data`` takes
     ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not DP).  Extras: p1, p2, p3,
@@ -201,6 +213,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         p = self.params
         if not p.auto_split:
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
+        if p.split == "analytic":
+            r = analytic_choice(n, d, epsilon, p.analytic_sd)   # memoised by dpexp.cache
+            return float(r["p1"]), float(r["p2"]), float(r["p3"])
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
         r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
                        stabilize=p.stabilize if p.prior == "gamma" else "none")   # memoised by dpexp.cache
@@ -212,6 +227,9 @@ class RobustPrivateLR(BatchedAlgorithm):
             return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]
         if n < 2:
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
+        if p.analytic_omega:
+            r = analytic_choice(n, d, epsilon, p.analytic_sd)
+            return float(r["omega_x"]), float(r["omega_y"])
         r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1])  # memoised
         return float(r["omega_x"]), float(r["omega_y"])
 

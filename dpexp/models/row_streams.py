@@ -1,0 +1,60 @@
+"""A ``numpy.random.Generator`` look-alike for batched samplers whose problems must each draw from their own stream.
+
+A batched sampler (``dpexp.models.noise_aware.sample_posterior``) draws for a batch of B independent problems at
+once, with the problem index as the leading axis of every draw.  With one Generator for the whole batch, a
+problem's draws depend on which other problems share its batch — so a run's result would depend on how cells are
+grouped into chunks.  ``RowStreams(generators, counts)`` serves every draw's leading axis in blocks: the first
+``counts[0]`` rows from ``generators[0]``, the next ``counts[1]`` from ``generators[1]``, …, so each block's draws
+are exactly what its own generator would give for a batch of that block alone.  Only the methods the samplers use
+are offered (``standard_normal``, ``uniform``, ``gamma``, ``wald``); array parameters broadcast against the draw
+shape and are split along the same axis.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+class RowStreams:
+    """Leading-axis blocks of every draw from their own generators (module docstring)."""
+
+    def __init__(self, generators: Sequence[np.random.Generator], counts: Sequence[int]) -> None:
+        if len(generators) != len(counts) or any(c < 1 for c in counts):
+            raise ValueError("need one positive row count per generator")
+        self.generators = list(generators)
+        self.counts = [int(c) for c in counts]
+        self.rows = int(sum(self.counts))
+        self._edges = np.cumsum([0] + self.counts)
+
+    def _shape(self, size, *params) -> tuple[int, ...]:
+        if size is None:
+            shape = np.broadcast_shapes(*(np.shape(p) for p in params))
+        else:
+            shape = (int(size),) if np.ndim(size) == 0 else tuple(int(s) for s in size)
+        if not shape or shape[0] != self.rows:
+            raise ValueError(f"RowStreams draws need a leading axis of {self.rows} rows, got shape {shape}")
+        return shape
+
+    def _blocks(self, shape, params, draw):
+        full = [np.broadcast_to(np.asarray(p, dtype=float), shape) for p in params]
+        out = [draw(g, *(p[a:b] for p in full), (b - a,) + shape[1:])
+               for g, a, b in zip(self.generators, self._edges[:-1], self._edges[1:])]
+        return np.concatenate(out, axis=0)
+
+    def standard_normal(self, size=None) -> np.ndarray:
+        shape = self._shape(size)
+        return self._blocks(shape, (), lambda g, s: g.standard_normal(s))
+
+    def uniform(self, low=0.0, high=1.0, size=None) -> np.ndarray:
+        shape = self._shape(size, low, high)
+        return self._blocks(shape, (low, high), lambda g, lo, hi, s: g.uniform(lo, hi, s))
+
+    def gamma(self, shape_param, scale=1.0, size=None) -> np.ndarray:
+        shape = self._shape(size, shape_param, scale)
+        return self._blocks(shape, (shape_param, scale), lambda g, k, th, s: g.gamma(k, th, s))
+
+    def wald(self, mean, scale, size=None) -> np.ndarray:
+        shape = self._shape(size, mean, scale)
+        return self._blocks(shape, (mean, scale), lambda g, m, sc, s: g.wald(m, sc, s))
