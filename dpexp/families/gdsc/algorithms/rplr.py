@@ -25,7 +25,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import BatchedAlgorithm
+from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics
@@ -43,7 +43,21 @@ from dpexp.types import Output, Split
 EXPLICIT_SPLIT_DEFAULT = (0.35, 0.60, 0.05)
 
 
-class _RPLRParams(FixedPrecisionParams):
+class SigmaParams(Params):
+    """How the clipping bounds B = ω·σ get their σ_x, σ_y (``clip_sigmas``): rplr's interface, shared by the methods
+    that clip as it does (``narplr``, ``adassp``)."""
+
+    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
+                                                           "epsilon, per trial (default), or the data std without "
+                                                           "budget (the paper's protocol: NOT DP)")
+    sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
+    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
+                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
+    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
+                                                        "values are clipped for the estimate only (docs/privacy.md)")
+
+
+class _RPLRParams(FixedPrecisionParams, SigmaParams):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
@@ -70,14 +84,6 @@ class _RPLRParams(FixedPrecisionParams):
                                  "drug; tuning per distinct n would be wasteful) or the rows actually present")
     tune_reps: tuple[int, int] = Field((20, 20), description="auxiliary data sets x noise draws, threshold tuning")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
-    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
-                                                           "epsilon, per trial (default), or the data std without "
-                                                           "budget (the paper's protocol: NOT DP)")
-    sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
-    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
-                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
-    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
-                                                        "values are clipped for the estimate only (docs/privacy.md)")
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":
@@ -139,6 +145,18 @@ def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float,
 
 #: the reason written on every row of an rplr run with ``sigma: data``
 SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data, the paper's protocol)"
+
+
+def clip_sigmas(p: SigmaParams, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int) -> tuple[Any, Any]:
+    """σ_x, σ_y of the clipping bounds: ``sigma: dp`` releases them (``_dp_sigmas``, sigma_share·ε, per trial:
+    (trials,) arrays, floored at 1e-12); ``sigma: data`` takes ``split.meta`` and marks the run not DP."""
+    if p.sigma == "dp":
+        sh = p.sigma_share * epsilon / 2.0
+        sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
+                            trials)
+        return np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
+    ledger.not_dp(SIGMA_DATA_REASON)
+    return float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
 
 
 @dataclass
@@ -266,14 +284,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             ledger.public_only()
             zeros = (np.zeros((trials, d, d)), np.zeros((trials, d)), np.zeros(trials))
             return Release(*zeros, public, extras, sp, eps, None, None, None, None)
-        if p.sigma == "dp":
-            sh = p.sigma_share * epsilon / 2.0
-            sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
-                                trials)
-            sx, sy = np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
-        else:
-            ledger.not_dp(SIGMA_DATA_REASON)
-            sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
+        sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
         B_x, B_y = wx * sx, wy * sy
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
                                         sp[2] * eps, ledger, trials)
