@@ -11,8 +11,9 @@ the clipped data at its bounds (``dpexp.families.gdsc.truth``), else the unclipp
 * ``coef_width_<L>``, ``pred_width_<L>`` — mean interval width (coefficient / response units; comparable between
   algorithms that clip at the same bounds).
 
-L ∈ {50, 80, 90, 95}, widths at 50 and 90.  An output without intervals, or a split without a target, is an error
-(the metric row says why).
+L ∈ {50, 80, 90, 95}, widths at 50 and 90.  For an output without intervals (a point estimator) the metrics do not
+apply: NaN without an error, so such algorithms can share a config; a split without a target is an error (the
+metric row says why).
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ COVERAGE_LEVELS = (50, 80, 90, 95)
 WIDTH_LEVELS = (50, 90)
 
 
-def _intervals(output: Output, kind: str, level: float) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(output: Output, kind: str, level: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The output's (lower, upper) at ``level``; None when it reports no intervals at all (point estimators)."""
     table = output.coef_interval if kind == "coef" else output.pred_interval
     if not table:
-        raise ValueError("the algorithm reports no credible intervals (Output.coef_interval/pred_interval)")
+        return None
     for lv, (lo, hi) in table.items():
         if abs(lv - level) < 1e-9:
             return np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
@@ -49,8 +51,12 @@ def target_coef(output: Output, split: Split) -> np.ndarray:
 
 
 def coverage(output: Output, split: Split, kind: str, level: float) -> float:
-    """Empirical coverage of the nominal-``level`` intervals of ``kind`` ('coef' | 'pred')."""
-    lo, hi = _intervals(output, kind, level)
+    """Empirical coverage of the nominal-``level`` intervals of ``kind`` ('coef' | 'pred'); NaN for an output
+    without intervals (the metric does not apply)."""
+    iv = _intervals(output, kind, level)
+    if iv is None:
+        return float("nan")
+    lo, hi = iv
     w = target_coef(output, split)
     truth = w if kind == "coef" else w @ split.X_test.T
     lo, hi = np.broadcast_to(lo, truth.shape), np.broadcast_to(hi, truth.shape)
@@ -61,8 +67,12 @@ def coverage(output: Output, split: Split, kind: str, level: float) -> float:
 
 
 def width(output: Output, kind: str, level: float) -> float:
-    """Mean width of the nominal-``level`` intervals of ``kind`` over trials and coordinates (finite ones)."""
-    lo, hi = _intervals(output, kind, level)
+    """Mean width of the nominal-``level`` intervals of ``kind`` over trials and coordinates (finite ones); NaN for
+    an output without intervals."""
+    iv = _intervals(output, kind, level)
+    if iv is None:
+        return float("nan")
+    lo, hi = iv
     wd = hi - lo
     return float(np.mean(wd[np.isfinite(wd)])) if np.isfinite(wd).any() else float("nan")
 

@@ -29,8 +29,10 @@ does most of the work):
   moments with their standard errors, floored at the independent model's per-row variances): correlated features
   (GDSC genes) without any assumption beyond the public rows.
 
-Precisions: ``precision_prior: scaled`` (default) restates the paper's Gamma(2, 2) for clipped data
-(``gram_prior.clipping_scaled_prior``), ``paper`` uses Gamma(2, 2) as is.  What is estimated: the population
+Precisions: ``precision_prior: scaled`` (default) restates the paper's Gamma(2, 2), stated for Eq. 10 data in raw
+units, for the clipped data in their own units (``gram_prior.clipping_scaled_prior`` with the σ_x, σ_y the bounds
+were built from: unit-norm rows have σ_x = 1/√d, so coefficients d^½ times larger than Eq. 10's), ``clipped`` for
+clipping only (Eq. 10 units assumed), ``paper`` uses Gamma(2, 2) as is.  What is estimated: the population
 regression of clipped y on clipped x (docs/noise_aware.md §2.3); ``Output.clip_bounds`` says at which bounds.
 Outputs: posterior-mean coefficients and predictions, credible intervals of the coefficients and of the regression
 function at the test rows (``dpexp.models.intervals.LEVELS``).
@@ -72,9 +74,10 @@ class _NARPLRParams(_RPLRParams):
                                    "(design_sd) or estimated from the clipped public rows (correlated features)")
     design_sd: float = Field(0.1, ge=0, le=10, description="design: independent: prior sd of each feature's relative "
                                                            "scale and of every correlation (0 = the model is exact)")
-    precision_prior: Literal["scaled", "paper"] = Field(
-        "scaled", description="Gamma priors of lambda, lambda0: the paper's Gamma(2,2) restated for clipped data "
-                              "(scaled) or as is (paper)")
+    precision_prior: Literal["scaled", "clipped", "paper"] = Field(
+        "scaled", description="Gamma priors of lambda, lambda0: the paper's Gamma(2,2) restated for the clipped data "
+                              "in their own units (scaled: sigma_x, sigma_y of the bounds), for clipping only "
+                              "(clipped: Eq. 10 units assumed) or as is (paper)")
     clip_public: bool = Field(True, description="clip the public rows with the private rows' bounds (one regression "
                                                 "of clipped data) or use them unclipped as rplr does")
     gibbs: tuple[int, int, int] = Field((200, 300, 2), description="inference: gibbs: kept draws, burn-in sweeps, "
@@ -109,7 +112,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
     audit = AuditPlan(design=clipped_statistics, params={"p1": 0.35, "p2": 0.6, "p3": 0.05, "omega_x": 1.0,
                                                          "omega_y": 1.0})
     description = "noise-aware robust private LR: rplr's release, posterior that models the Laplace noise"
-    guarantee_text = ("pure ε-DP, replace-one (rplr's release; the inference is post-processing); "
+    guarantee_text = ("pure ε-DP, replace-one (rplr's release, inference is post-processing); "
                       "sigma: data → not DP (clipping σ from private rows, the paper's protocol)")
     Params = _NARPLRParams
 
@@ -142,12 +145,18 @@ class NoiseAwareRPLR(RobustPrivateLR):
             floor = clipped_gaussian_gram_prior(1.0, d, Bx, sx, 0.0, 0.0).var
             gram = empirical_gram_prior(np.clip(Xc, -Bx[:, None, None], Bx[:, None, None]), n, floor)
         wx, wy = r.extras["omega_x"], r.extras["omega_y"]
-        prior = (clipping_scaled_prior(wx, wy) if p.precision_prior == "scaled" else PAPER_PRIOR)
+        if p.precision_prior == "scaled":
+            prior = clipping_scaled_prior(wx, wy, units=(sx, _trials(r.sigma_y, trials), d))
+        elif p.precision_prior == "clipped":
+            prior = clipping_scaled_prior(wx, wy)
+        else:
+            prior = PAPER_PRIOR
+        prior = tuple(np.broadcast_to(np.asarray(v, dtype=float), (trials,)) for v in prior)
         return {"XX": r.XX, "Xy": r.Xy, "yy": r.yy, "n": np.full(trials, n),
                 "b_xx": s_xx / (p1 * r.eps), "b_xy": s_xy / (p2 * r.eps), "b_yy": s_yy / (p3 * r.eps),
                 "pXX": pub.XX, "pXy": pub.Xy, "pyy": pub.yy, "pn": pub.n,
                 "gm": np.broadcast_to(gram.mean, (trials, d, d)), "gv": np.broadcast_to(gram.var, (trials, d, d)),
-                "prior": tuple(np.full(trials, float(v)) for v in prior)}
+                "prior": prior}
 
     def _fit(self, probs: list[dict[str, Any]], gens: list[np.random.Generator], trials: int):
         """Posterior of a group of splits of equal d, batched over (splits, trials): (mean, cov) for ``gaussian``
