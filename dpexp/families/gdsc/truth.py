@@ -80,7 +80,7 @@ def _mean_norm(d: int) -> float:
 def coef_target_eq10(beta: np.ndarray, lam: float, unit_norm: bool) -> Callable[[np.ndarray | None], np.ndarray]:
     """The function the calibration metrics call with an output's ``clip_bounds`` (trials, 2) or None: the target
     coefficients (trials, d), or (d,) for None (no clipping)."""
-    beta = np.asarray(beta, dtype=float)
+    beta = np.array(beta, dtype=float)      # this closure's own copy: the memo below is keyed by its identity
 
     def compute(bounds: np.ndarray | None) -> np.ndarray:
         if bounds is None:
@@ -92,7 +92,7 @@ def coef_target_eq10(beta: np.ndarray, lam: float, unit_norm: bool) -> Callable[
 
     def target(bounds: np.ndarray | None) -> np.ndarray:
         # every calibration metric of a cell asks for the same bounds: compute once (memo keyed by this β)
-        key = None if bounds is None else np.asarray(bounds, dtype=float).tobytes()
+        key = (unit_norm, float(lam), None if bounds is None else np.asarray(bounds, dtype=float).tobytes())
         return cache.memo_for("gdsc.truth.target", beta, key, lambda: compute(bounds), maxsize=64)
 
     return target
