@@ -43,18 +43,28 @@ class RowStreams:
                for g, a, b in zip(self.generators, self._edges[:-1], self._edges[1:])]
         return np.concatenate(out, axis=0)
 
+    # Each method uses the cheapest Generator primitive per block (numpy's parameter checks on array arguments
+    # cost more than the draws for the small blocks of a batched sampler).
     def standard_normal(self, size=None) -> np.ndarray:
         shape = self._shape(size)
         return self._blocks(shape, (), lambda g, s: g.standard_normal(s))
 
     def uniform(self, low=0.0, high=1.0, size=None) -> np.ndarray:
         shape = self._shape(size, low, high)
-        return self._blocks(shape, (low, high), lambda g, lo, hi, s: g.uniform(lo, hi, s))
+        u = self._blocks(shape, (), lambda g, s: g.random(s))
+        return low + (np.asarray(high, dtype=float) - low) * u
 
     def gamma(self, shape_param, scale=1.0, size=None) -> np.ndarray:
         shape = self._shape(size, shape_param, scale)
-        return self._blocks(shape, (shape_param, scale), lambda g, k, th, s: g.gamma(k, th, s))
+        return self._blocks(shape, (shape_param,), lambda g, k, s: g.standard_gamma(k, s)) * scale
 
     def wald(self, mean, scale, size=None) -> np.ndarray:
+        """Inverse Gaussian(mean μ, shape λ) by Michael, Schucany & Haas (1976) — numpy's own algorithm — from one
+        normal and one uniform per draw."""
         shape = self._shape(size, mean, scale)
-        return self._blocks(shape, (mean, scale), lambda g, m, sc, s: g.wald(m, sc, s))
+        mu = np.broadcast_to(np.asarray(mean, dtype=float), shape)
+        lam = np.broadcast_to(np.asarray(scale, dtype=float), shape)
+        y = mu * self._blocks(shape, (), lambda g, s: g.standard_normal(s)) ** 2
+        x = mu + mu / (2.0 * lam) * (y - np.sqrt(4.0 * lam * y + y * y))
+        u = self._blocks(shape, (), lambda g, s: g.random(s))
+        return np.where(u <= mu / (mu + x), x, mu * mu / x)
