@@ -4,9 +4,9 @@ report credible intervals and whose datasets state their true coefficients.
 * ``coverage_nominal`` — empirical coverage against the nominal level (the metrics ``<target>_coverage_<L>``), one
   line per algorithm label, the diagonal for perfect calibration; one panel per combination of the varying grid
   columns (n_private × ε, …: never averaged over a grid axis), mean ± s.e.m. over repeats.
-* ``interval_width`` — for one nominal level, the interval width against x (default n_private, log scale) on top
-  and the coverage at that level below with the nominal value and a tolerance band; one column per combination of
-  the other varying grid columns (e.g. ε).
+* ``interval_width`` — for one nominal level, the interval width against x (default n_private, log scale; median
+  and interquartile range over repeats by default) on top and the coverage at that level below (mean ± s.e.m.) with
+  the nominal value and a tolerance band; one column per combination of the other varying grid columns (e.g. ε).
 
 Both read only the results table: values are averaged over subsets within a repeat, then over repeats.
 """
@@ -86,6 +86,9 @@ class IntervalWidthOptions(PlotOptions):
     target: Literal["coef", "pred"] = "coef"
     band: float = Field(0.05, ge=0, le=0.5, description="tolerance band around the nominal coverage (drawn shaded)")
     logy: bool = Field(True, description="log scale for the width")
+    center: Literal["median", "mean"] = Field(
+        "median", description="centre over repeats of the width (median: a few repeats with a degenerate DP σ̂ "
+                              "can make a mean meaningless); coverage is always the mean")
 
 
 @register_plot(options=IntervalWidthOptions)
@@ -118,10 +121,13 @@ def interval_width(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_st
         top, bottom = axes[0, j], axes[1, j]
         for label in [lb for lb in order if lb in set(sel_w["label"])]:
             colour = f"C{order.index(label) % 10}"
-            for ax, sel in ((top, sel_w), (bottom, sel_c)):
+            for ax, sel, centre in ((top, sel_w, opts.center), (bottom, sel_c, "mean")):
                 g = sel[sel["label"] == label].sort_values(x)
-                sem = (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0)
-                ax.errorbar(g[x], g["mean"], yerr=sem, marker="o", markersize=3, capsize=2, label=label,
+                if centre == "median":   # bars: the interquartile range over repeats
+                    err = np.vstack([g["median"] - g["q25"], g["q75"] - g["median"]])
+                else:
+                    err = (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0)
+                ax.errorbar(g[x], g[centre], yerr=err, marker="o", markersize=3, capsize=2, label=label,
                             color=colour)
         bottom.axhline(nominal, color="0.4", linestyle=":", linewidth=1)
         bottom.axhspan(nominal - opts.band, min(nominal + opts.band, 1.0), color="0.85", alpha=0.5, linewidth=0)
