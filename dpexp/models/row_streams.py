@@ -60,11 +60,14 @@ class RowStreams:
 
     def wald(self, mean, scale, size=None) -> np.ndarray:
         """Inverse Gaussian(mean μ, shape λ) by Michael, Schucany & Haas (1976) — numpy's own algorithm — from one
-        normal and one uniform per draw."""
+        normal and one uniform per draw.  The smaller root x = μ + μ/(2λ)(y − √(y² + 4λy)) is evaluated as
+        4λμy / (y + √(y² + 4λy))²: the textbook form cancels catastrophically when y = μz² ≫ λ (a huge mean, as the
+        sampler's mixing variances have for tiny residuals) and returned x ≤ 0 for most draws at μ/λ = 1e12."""
         shape = self._shape(size, mean, scale)
         mu = np.broadcast_to(np.asarray(mean, dtype=float), shape)
         lam = np.broadcast_to(np.asarray(scale, dtype=float), shape)
         y = mu * self._blocks(shape, (), lambda g, s: g.standard_normal(s)) ** 2
-        x = mu + mu / (2.0 * lam) * (y - np.sqrt(4.0 * lam * y + y * y))
+        den = y + np.sqrt(y * (y + 4.0 * lam))
+        x = np.where(den > 0, 4.0 * lam * mu * y / np.where(den > 0, den * den, 1.0), mu)   # y = 0: x = μ
         u = self._blocks(shape, (), lambda g, s: g.random(s))
         return np.where(u <= mu / (mu + x), x, mu * mu / x)
