@@ -9,7 +9,13 @@ split (0.35, 0.6, 0.05), ω = 0.5), the seconds per fit of
 3. rplr's naive VB (``dpexp.models.vb.fit_vb``) for reference;
 
 and the ratios between them, plus what a GDSC Fig. 2 sized run (265 drugs × 50 repeats × 8 sizes) would cost at
-the batched rates.  Usage: ``.venv/bin/python benchmarks/noise_aware.py [--batch 1000] [--single 3]``.
+the batched rates.
+
+Then the registered algorithms as the runner calls them (``run_many`` on one chunk of 265 drug-like splits of
+unit-norm Eq. (10) data, n_private = 300, 10 public rows, d = 10, ε = 2, σ from the data, the paper's split and
+ω = (0.1, 0.4) fixed so no tuning is timed): seconds per split of rplr, narplr (fast approximation), narplr
+(Gibbs; on ``--gibbs-splits`` splits) and adassp, release included, and their ratios to rplr.
+Usage: ``.venv/bin/python benchmarks/noise_aware.py [--batch 1000] [--single 3] [--gibbs-splits 40]``.
 """
 
 from __future__ import annotations
@@ -62,10 +68,42 @@ def timed(f, reps: int = 1) -> float:
     return (time.perf_counter() - t0) / reps
 
 
+def algorithm_costs(gibbs_splits: int) -> None:
+    """Seconds per split of the registered algorithms on one GDSC-sized chunk (module docstring)."""
+    from dpexp import registry
+    from dpexp.families.gdsc.datasets.synthetic import generate_eq10, preprocess
+    from dpexp.privacy.ledger import PrivacyLedger
+    from dpexp.types import Split
+
+    registry.load_all()
+    rng = np.random.default_rng(3)
+    splits = []
+    for _ in range(265):
+        X, y, _beta = generate_eq10(410, D, rng)
+        X, y = preprocess(X, y)
+        splits.append(Split(X[:300], y[:300], X[300:310], y[300:310], X[310:], y[310:],
+                            {"sigma_x": float(X.std()), "sigma_y": float(y.std())}))
+    fixed = dict(sigma="data", p1=0.05, p2=0.9, p3=0.05, omega_x=0.1, omega_y=0.4)
+    variants = [("rplr", "rplr", fixed, len(splits)), ("narplr (fast approximation)", "narplr", fixed, len(splits)),
+                ("narplr (Gibbs, 700 sweeps)", "narplr", {**fixed, "inference": "gibbs"}, gibbs_splits),
+                ("adassp", "adassp", {"sigma": "data"}, len(splits))]
+    per = {}
+    for label, name, params, k in variants:
+        alg = registry.get("algorithm", name)(**params)
+        ledgers = [PrivacyLedger(np.random.default_rng(i)) for i in range(k)]
+        per[label] = timed(lambda: alg.run_many(splits[:k], EPS, 0.0, ledgers, 1)) / k
+    print(f"\nregistered algorithms, run_many on one chunk of 265 unit-norm Eq. 10 splits (n = 300, d = {D}, "
+          f"ε = {EPS}; release + inference):")
+    base = per["rplr"]
+    for label, _, _, k in variants:
+        print(f"  {label:32s}{per[label] * 1e3:10.2f} ms per split  ({per[label] / base:7.1f}x rplr; {k} splits)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=1000, help="problems per batched call (sampler)")
     ap.add_argument("--single", type=int, default=3, help="one-at-a-time sampler fits to average")
+    ap.add_argument("--gibbs-splits", type=int, default=40, help="splits of the Gibbs run_many timing")
     args = ap.parse_args()
     B = args.batch
     stats, prior = releases(max(B, 10_000))
@@ -94,6 +132,7 @@ def main() -> None:
     print(f"batching speed-up: sampler {single_s / batch_s:.0f}x, fast {single_f / batch_f:.0f}x")
     print(f"GDSC Fig. 2 scale ({FIG2_FITS:,} fits, one core, batched rates): sampler {FIG2_FITS * batch_s / 60:.0f} min, "
           f"fast {FIG2_FITS * batch_f:.0f} s, naive VB {FIG2_FITS * batch_v:.1f} s")
+    algorithm_costs(args.gibbs_splits)
 
 
 if __name__ == "__main__":

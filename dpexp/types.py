@@ -63,12 +63,21 @@ class Output:
     ``coef`` optionally holds fitted coefficients with shape (trials, d).
     ``guarantee`` is what the run spent, derived from the mechanisms it called (``ledger.guarantee()``,
     ``dpexp.privacy``); the runner writes it on every row of the cell (docs/privacy.md).
+
+    Uncertainty (optional, for the calibration metrics of ``dpexp.metrics.calibration``): ``coef_interval`` and
+    ``pred_interval`` map a nominal level (e.g. 0.9) to equal-tailed credible intervals ``(lower, upper)`` of the
+    coefficients, each (trials, d), and of the regression function at the test rows, each (trials, n_test).
+    ``clip_bounds`` (trials, 2) are the (B_x, B_y) the private rows were clipped at, per trial: an algorithm that
+    clips estimates the regression of the clipped data, which is the truth its intervals are compared with.
     """
 
     predictions: np.ndarray
     extras: dict[str, float] = field(default_factory=dict)
     coef: np.ndarray | None = None
     guarantee: Guarantee | None = None
+    coef_interval: dict[float, tuple[np.ndarray, np.ndarray]] | None = None
+    pred_interval: dict[float, tuple[np.ndarray, np.ndarray]] | None = None
+    clip_bounds: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         p = np.asarray(self.predictions, dtype=float)

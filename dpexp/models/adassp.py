@@ -85,12 +85,14 @@ def sensitivities(d: int, B_X: float, B_Y: float, norm: str) -> tuple[float, flo
     raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
 
 
-def calibrate(d: int, B_X: float, B_Y: float, epsilon: float, delta: float = 0.0, noise: str = "gaussian",
+def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str = "gaussian",
               split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)) -> AdaSSPNoise:
-    """Noise scales of the three releases for (ε, δ) (Gaussian) or ε (Laplace), split by ``split``."""
+    """Noise scales of the three releases for (ε, δ) (Gaussian) or ε (Laplace), split by ``split``.  ``B_X``,
+    ``B_Y`` may be (trials,) arrays (bounds chosen per trial): the sensitivities and scales are then arrays too
+    (a scale is proportional to its sensitivity at fixed (ε, δ))."""
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1.0) > 1e-9:
         raise ValueError(f"split must be three positive shares summing to 1, got {split}")
-    if B_X <= 0 or B_Y <= 0:
+    if np.any(np.asarray(B_X) <= 0) or np.any(np.asarray(B_Y) <= 0):
         raise ValueError(f"bounds must be > 0, got B_X={B_X}, B_Y={B_Y}")
     eps = tuple(float(p) * epsilon for p in split)
     if noise == "gaussian":
@@ -98,34 +100,44 @@ def calibrate(d: int, B_X: float, B_Y: float, epsilon: float, delta: float = 0.0
             raise ValueError(f"the Gaussian AdaSSP needs 0 < delta < 1, got {delta}")
         sens = sensitivities(d, B_X, B_Y, "l2")
         dl = (delta / 3.0,) * 3
-        sc = [analytic_gaussian_sigma(s, e, dd) for s, e, dd in zip(sens, eps, dl)]
+        sc = [s * analytic_gaussian_sigma(1.0, e, dd) if np.ndim(s) else analytic_gaussian_sigma(s, e, dd)
+              for s, e, dd in zip(sens, eps, dl)]
     elif noise == "laplace":
         sens = sensitivities(d, B_X, B_Y, "l1")
         dl = (0.0, 0.0, 0.0)
-        sc = [laplace_scale(s, e) for s, e in zip(sens, eps)]
+        sc = [s / e if np.ndim(s) else laplace_scale(s, e) for s, e in zip(sens, eps)]
     else:
         raise ValueError(f"noise must be 'gaussian' or 'laplace', got {noise!r}")
     return AdaSSPNoise(noise, sc[0], sc[1], sc[2], eps, dl, sens)  # type: ignore[arg-type]
 
 
-def _draw(value: np.ndarray, scale: float, sens: float, eps: float, kind: str, rng: np.random.Generator,
-          size: int | None) -> np.ndarray:
-    if kind == "gaussian":
-        return gaussian(value, scale, rng, size)
-    return laplace(value, sens, eps, rng, size)   # b = sens/eps = scale
+_LABELS = ("lambda_min(X'X)", "X'X", "X'y")
 
 
-def release(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, rng: np.random.Generator,
-            trials: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draw(shape: tuple[int, ...], cal: AdaSSPNoise, i: int, source, size: int | None) -> np.ndarray:
+    """Noise of release i (0: λ_min, 1: XᵀX entries, 2: Xᵀy) through ``dpexp.privacy.mechanisms`` — recorded when
+    ``source`` is a ``PrivacyLedger`` — with the calibrated scale (per trial when the bounds are)."""
+    scale = (cal.scale_min, cal.scale_xx, cal.scale_xy)[i]
+    if cal.kind == "gaussian":
+        return gaussian(np.zeros(shape), scale, source, size, sensitivity=cal.sens[i], epsilon=cal.eps[i],
+                        delta=cal.delta[i], calibration="analytic", label=_LABELS[i])
+    return laplace(np.zeros(shape), cal.sens[i], cal.eps[i], source, size, scale=scale, label=_LABELS[i])
+
+
+def release(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, rng, trials: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The three private releases of one data set's statistics (steps 1 and 3): (λ_min + N_1, XᵀX + N_2 mirrored,
-    Xᵀy + N_3); with ``trials`` a leading axis of that many independent releases."""
-    XX = 0.5 * (np.asarray(XX, dtype=float) + np.asarray(XX, dtype=float).T)
-    d = XX.shape[0]
-    lam_min = float(np.linalg.eigvalsh(XX)[0])
+    Xᵀy + N_3); with ``trials`` a leading axis of that many independent releases.  ``XX`` (d, d) or (trials, d, d)
+    and ``Xy`` (d,) or (trials, d) (statistics of rows clipped per trial); ``rng`` a Generator (draws only) or a
+    ``PrivacyLedger`` (draws and records the three spends)."""
+    XX = np.asarray(XX, dtype=float)
+    XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    d = XX.shape[-1]
+    lam_min = np.linalg.eigvalsh(XX)[..., 0]
     iu = np.triu_indices(d)
-    lm = _draw(np.asarray(lam_min), cal.scale_min, cal.sens[0], cal.eps[0], cal.kind, rng, trials)
-    u = _draw(XX[iu], cal.scale_xx, cal.sens[1], cal.eps[1], cal.kind, rng, trials)
-    xy = _draw(np.asarray(Xy, dtype=float), cal.scale_xy, cal.sens[2], cal.eps[2], cal.kind, rng, trials)
+    lm = lam_min + _draw((), cal, 0, rng, trials)
+    u = XX[..., iu[0], iu[1]] + _draw((iu[0].size,), cal, 1, rng, trials)
+    xy = np.asarray(Xy, dtype=float) + _draw((d,), cal, 2, rng, trials)
     M = np.zeros(u.shape[:-1] + (d, d))
     M[..., iu[0], iu[1]] = u
     M = M + np.swapaxes(np.triu(M, 1), -1, -2)

@@ -75,7 +75,8 @@ def clipped_gaussian_gram_prior(n: np.ndarray | float, d: int, B_x: np.ndarray |
 
 
 def clipping_scaled_prior(omega_x: np.ndarray | float, omega_y: np.ndarray | float,
-                          base: tuple[float, float, float, float] = (2.0, 2.0, 2.0, 2.0)
+                          base: tuple[float, float, float, float] = (2.0, 2.0, 2.0, 2.0),
+                          units: tuple[np.ndarray | float, np.ndarray | float, int] | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Gamma priors of (λ, λ0) that say about the clipped data what ``base`` (the paper's Gamma(2, 2), Eq. 6) says
     about unclipped data.
@@ -84,9 +85,50 @@ def clipping_scaled_prior(omega_x: np.ndarray | float, omega_y: np.ndarray | flo
     coefficients are ≈ β c_y/c_x and the residual precision ≈ λ/c_y² (exact in scale for independent features).
     The rates are rescaled accordingly: λ ~ Gamma(a, b c_y²), λ0 ~ Gamma(a0, b0 c_y²/c_x²).  With ω → ∞ this is
     ``base``.  Only the public multipliers ω enter (no data, no budget).  Arrays broadcast to a batch.
+
+    ``units = (σ_x, σ_y, d)``: the data are not in the units of Eq. 10 (x ~ N(0, I), y ~ N(xᵀβ, 1), where
+    σ_x = 1 and E σ_y² = d + 1), e.g. unit-norm rows (σ_x = 1/√d: the paper's own preprocessing) or GDSC.  Mapping
+    x ↦ x/σ_x and y ↦ y √(d+1)/σ_y to those units scales coefficients by σ_y/(σ_x √(d+1)) and residuals by
+    σ_y/√(d+1), so the rates are further multiplied by σ_y²/((d+1)σ_x²) (λ0) and σ_y²/(d+1) (λ).  σ_x, σ_y are the
+    scales the clipping bounds were built from (DP estimates, or the data σ of ``sigma: data``), so this costs
+    nothing beyond them.
     """
     cx2, _ = clipped_moments(np.asarray(omega_x, dtype=float))
     cy2, _ = clipped_moments(np.asarray(omega_y, dtype=float))
     a, b, a0, b0 = (float(p) for p in base)
-    shape = np.broadcast_shapes(cx2.shape, cy2.shape)
-    return (np.full(shape, a), b * np.broadcast_to(cy2, shape), np.full(shape, a0), b0 * cy2 / cx2)
+    fy, fx = 1.0, 1.0
+    if units is not None:
+        sx, sy, d = units
+        fy = np.asarray(sy, dtype=float) ** 2 / (d + 1.0)
+        fx = fy / np.asarray(sx, dtype=float) ** 2
+    shape = np.broadcast_shapes(cx2.shape, cy2.shape, np.shape(fx), np.shape(fy))
+    return (np.full(shape, a), np.broadcast_to(b * cy2 * fy, shape), np.full(shape, a0),
+            np.broadcast_to(b0 * cy2 / cx2 * fx, shape))
+
+
+def empirical_gram_prior(X_public: np.ndarray, n: np.ndarray | float, floor_var: np.ndarray | None = None
+                         ) -> GramPrior:
+    """Prior of the private Gram matrix Σ x̃x̃ᵀ over n rows from m public rows X̃ (…, m, d), clipped like the private
+    ones: an honest design prior for correlated features (GDSC genes), at no privacy cost.
+
+    The population second moment E[x̃x̃ᵀ] is estimated by Ŝ = X̃ᵀX̃/m, each entry with standard error √(v_jk/m),
+    v_jk the variance of x̃_j x̃_k over rows; the sum over n private rows adds its own sampling variance n v_jk:
+
+        m_jk = n Ŝ_jk,   s²_jk = n v_jk + n² v_jk / m,   v_jk = max(v̂_jk, floor_jk)
+
+    with v̂ the sample variance (ddof = 1) over the public rows.  ``floor_var`` (…, d, d) guards against the tiny
+    sample variances a handful of rows can show (e.g. the per-row variances of the independent clipped-Gaussian
+    model, ``clipped_gaussian_gram_prior(1, d, B_x, σ_x, 0, 0).var``); None = no floor.  Needs m ≥ 2.
+    """
+    X = np.asarray(X_public, dtype=float)
+    m = X.shape[-2]
+    if m < 2:
+        raise ValueError(f"an empirical design prior needs at least 2 public rows, got {m}")
+    P = X[..., :, :, None] * X[..., :, None, :]                       # (…, m, d, d)
+    S = P.mean(axis=-3)
+    v = P.var(axis=-3, ddof=1)
+    if floor_var is not None:
+        v = np.maximum(v, np.asarray(floor_var, dtype=float))
+    v = np.maximum(v, 1e-300)
+    nn = np.asarray(n, dtype=float)[..., None, None]
+    return GramPrior(nn * S, nn * v + nn * nn * v / m)

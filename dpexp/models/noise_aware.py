@@ -136,6 +136,15 @@ def _chol_safe(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return L, ok
 
 
+def _pd_floor(M: np.ndarray, rel: float = 1e-10) -> np.ndarray:
+    """Symmetrise and floor the eigenvalues at ``rel`` times the largest (at least the smallest normal double): the
+    "safe" profile Hessian is negative definite in exact arithmetic but can lose it to rounding when C⁻¹ = λK⁻¹ − MᵀM
+    nearly cancels (weak precision priors).  Only the proposal's covariance changes, never the target."""
+    ev, V = np.linalg.eigh(_sym(M))
+    floor = np.maximum(rel * np.max(np.abs(ev), axis=-1, keepdims=True), np.finfo(float).tiny)
+    return (V * np.maximum(ev, floor)[..., None, :]) @ np.swapaxes(V, -1, -2)
+
+
 def _mixing_variance(resid: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Draw v | resid for Laplace(b) = N(0, v) mixed over v ~ Exp(rate 1/(2b²)): 1/v ~ IG(1/(b|r|), 1/b²)."""
     r = np.maximum(np.abs(resid), 1e-12 * b)
@@ -373,7 +382,7 @@ def _ct_step(S: dict, P: _Problem, ctx: dict, rng: np.random.Generator, n_newton
         L, ok = _chol_safe(-H)
         if not ok.all():
             _, Hs = _profile_grad_hess(c, t, P, ctx, safe=True)
-            L = np.where(ok[:, None, None], L, np.linalg.cholesky(-Hs))
+            L = np.where(ok[:, None, None], L, np.linalg.cholesky(_pd_floor(-Hs)))
         Lt = np.swapaxes(L, -1, -2)
         c_hat = c
     else:

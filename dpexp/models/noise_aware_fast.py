@@ -137,6 +137,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     m = np.zeros(batch + (d,))
     S = eye / E_lam0[..., None, None]
     converged = np.zeros(batch, dtype=bool)
+    S_prev = np.broadcast_to(S, batch + (d, d))
     alpha, prev_step = np.ones(batch), np.zeros(batch)
     it = 0
     for it in range(1, max_iter + 1):
@@ -161,8 +162,13 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         new_lam0 = q_lam0 / (b0 + 0.5 * (np.sum(m_new * m_new, -1) + np.trace(S, axis1=-2, axis2=-1)))
         change = np.maximum.reduce([np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0,
                                     np.max(np.abs(m_new - m), -1) / (np.max(np.abs(m_new), -1) + 1e-300)])
-        m, E_lam, E_lam0 = m_new, new_lam, new_lam0
-        converged = change < tol
+        # a converged problem is frozen: its result depends on its own iterations only, not on the batch it is in
+        act = ~converged
+        m = np.where(act[..., None], m_new, m)
+        S = np.where(act[..., None, None], S, S_prev)
+        E_lam, E_lam0 = np.where(act, new_lam, E_lam), np.where(act, new_lam0, E_lam0)
+        converged = converged | (change < tol)
         if np.all(converged):
             break
+        S_prev = S
     return GaussianPosterior(mean=m, cov=S, E_lam=E_lam, E_lam0=E_lam0, n_iter=it, converged=converged)

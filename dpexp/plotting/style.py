@@ -46,6 +46,8 @@ METHODS: dict[str, tuple[str, str]] = {
     # GDSC and the thesis (Honkela et al. 2018, Nieminen 2017)
     "rplr": (BLUE, "o"), "split_search": (BLUE, "o"), "plr": (VERMILLION, "s"), "oplr": (PURPLE, "^"),
     "fmlr": (ORANGE, "D"), "lr": (BLACK, "v"), "rlr": (GREEN, "P"), "lr_public": (GREY, ""),
+    # beyond the papers (issue 15): noise-aware robust private LR and AdaSSP
+    "narplr": (INDIGO, "h"), "adassp": (WINE, "*"),
     # distributed learning (Heikkilä et al. 2017)
     "np": (BLACK, "v"), "ta": (SKY, "s"), "ta_proj": (BLUE, "o"), "ddp": (ORANGE, "^"), "ddp_proj": (VERMILLION, "D"),
     "input_perturbation": (PURPLE, "P"), "dca_timing": (BLUE, "o"),
@@ -60,7 +62,7 @@ METHODS: dict[str, tuple[str, str]] = {
 
 #: algorithms that are another protocol of one method (the authors' code path beside ours): they share its look and,
 #: drawn beside it, differ only in line style (``method``)
-VARIANT_OF: dict[str, str] = {"plr_paper": "plr", "oplr_paper": "oplr", "fmlr_paper": "fmlr"}
+VARIANT_OF: dict[str, str] = {"plr_paper": "plr", "oplr_paper": "oplr", "fmlr_paper": "fmlr", "split_search": "rplr"}
 
 
 def method(algorithm: str) -> str:

@@ -28,7 +28,7 @@ ALGORITHMS = [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="famil
 FIXED = {"p1": 0.35, "p2": 0.6, "p3": 0.05, "omega_x": 1.0, "omega_y": 1.0}
 PROBE_PARAMS = {
     "fmlr": {"bound_y": 1.0}, "oplr": {"bound_y": 1.0},
-    "rplr": FIXED, "rlr": FIXED,
+    "rplr": FIXED, "rlr": FIXED, "narplr": FIXED,
     "split_search": {"split_reps": (1, 1), "tune_n": 20, "tune_d": 2},
     "ta_proj": {"aux_repeats": 1}, "ddp_proj": {"aux_repeats": 1},
 }
@@ -57,7 +57,8 @@ def probe_split(cls) -> Split:
 def probe(name: str, extra: dict | None = None):
     cls = registry.get("algorithm", name)
     alg = cls(**{**PROBE_PARAMS.get(name, {}), **(extra or {})})
-    delta = DELTA if getattr(cls, "requires_delta", False) or name == "dpgd_approx" else 0.0
+    gaussian = (extra or {}).get("noise") == "gaussian"    # adassp's (ε, δ) variant
+    delta = DELTA if getattr(cls, "requires_delta", False) or name == "dpgd_approx" or gaussian else 0.0
     return cls, alg.run(probe_split(cls), EPS, delta, np.random.default_rng(0), 2), delta
 
 
@@ -109,6 +110,7 @@ ALLOWED = {
     "datasets/": "data generators and splits (the data stream, not privacy noise)",
     "gdsc/tuning.py": "auxiliary-data simulations of the threshold/split tuning (public data, nothing released)",
     "gdsc/stats.py::laplace_noise": "simulated noise for the auxiliary-data tuning (public)",
+    "gdsc/truth.py": "the population sample of the calibration metrics' target (evaluation only, nothing released)",
     "dca/algorithms/dlr.py::choose_thresholds": "auxiliary synthetic data of the threshold search (public)",
     "dca/protocol/dca.py::SyntheticClients.rows": "the timing harness generates client values (data, not noise)",
     "dca/protocol/dca.py::SeededRandomness.__init__": "seeds the protocol's per-chunk streams (masks and noise)",

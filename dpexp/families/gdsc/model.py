@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.models.bayes_lr import posterior_mean_fixed, symmetric_psd_floor
 from dpexp.models.vb import fit_vb, ridge_stabilised
 
 
@@ -32,13 +32,30 @@ def fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | 
     problem), after the joint projection (``project="joint"``) or on the statistics as released (``"none"``, the
     authors' code).
     """
+    return fit_posterior(XX, Xy, yy, n, prior, lam, lam0, engine, rng, ridge, solver, with_cov=False,
+                         project=project)[0]
+
+
+def fit_posterior(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
+                  lam0: float, engine: str = "vb", rng: np.random.Generator | None = None,
+                  ridge: np.ndarray | float | None = None, solver: str = "psd_floor",
+                  with_cov: bool = True, project: str = "joint") -> tuple[np.ndarray, np.ndarray | None]:
+    """Posterior mean (…, d) and covariance (…, d, d) of the weights as ``fit_weights`` fits them, treating the
+    statistics as exact (the *naive* posterior of a perturbed release): ``prior="fixed"``: (λ0 I + λ S)⁻¹ with S the
+    matrix the mean was solved with; ``prior="gamma"``, ``vb``: the covariance of q(β); ``pymc``: None (not kept)."""
     if prior == "fixed":
-        return posterior_mean_fixed(XX, Xy, lam, lam0, solver)
+        mean = posterior_mean_fixed(XX, Xy, lam, lam0, solver)
+        if not with_cov:
+            return mean, None
+        XXa = np.asarray(XX, dtype=float)
+        S = symmetric_psd_floor(XXa) if solver == "psd_floor" else 0.5 * (XXa + np.swapaxes(XXa, -1, -2))
+        return mean, np.linalg.inv(lam0 * np.eye(S.shape[-1]) + lam * S)
     if engine == "pymc":
         from dpexp.models.pymc_backend import posterior_mean_pymc
 
         return posterior_mean_pymc(XX, Xy, yy, n, rng if rng is not None else np.random.default_rng(0),
-                                   project=project == "joint")
+                                   project=project == "joint"), None
     if ridge is not None:
         XX = ridge_stabilised(XX, ridge)
-    return fit_vb(XX, Xy, yy, n).mean
+    r = fit_vb(XX, Xy, yy, n, return_cov=with_cov)
+    return r.mean, r.cov

@@ -24,6 +24,7 @@ ridge) and, with ``engine: pymc``, ``repair: none`` (ADVI on the statistics as r
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -31,13 +32,15 @@ from pydantic import Field, model_validator
 
 from dpexp import cache
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import BatchedAlgorithm
+from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
+from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
-from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
+from dpexp.models.intervals import gaussian_intervals
 from dpexp.models.vb import noise_ridge
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
@@ -48,15 +51,33 @@ from dpexp.types import Output, Split
 EXPLICIT_SPLIT_DEFAULT = (0.35, 0.60, 0.05)
 
 
-class _RPLRParams(FixedPrecisionParams):
+class SigmaParams(Params):
+    """How the clipping bounds B = ω·σ get their σ_x, σ_y (``clip_sigmas``): rplr's interface, shared by the methods
+    that clip as it does (``narplr``, ``adassp``)."""
+
+    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
+                                                           "epsilon, per trial (default), or the data std without "
+                                                           "budget (the paper's protocol: NOT DP)")
+    sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
+    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
+                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
+    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
+                                                        "values are clipped for the estimate only (docs/privacy.md)")
+
+
+class _RPLRParams(FixedPrecisionParams, SigmaParams):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
     stabilize: Literal["noise_ridge", "none"] = Field(
         "noise_ridge", description="prior: gamma with vb: add the noise-calibrated ridge 2 sqrt(2d) b_xx to the "
                                    "perturbed X'X (dpexp.models.vb.noise_ridge) or fit the projected statistics as is")
-    split: Literal["auto"] | None = Field(None, description="'auto' (default when p1-p3 are not given): tune the "
-                                                            "budget split on auxiliary data")
+    split: Literal["auto", "analytic"] | None = Field(
+        None, description="'auto' (default when p1-p3 are not given): tune the budget split on auxiliary data; "
+                          "'analytic': split and (unless omega_x/omega_y or omega: auto are given) thresholds from the "
+                          "closed-form risk of the noise-aware model (dpexp.families.gdsc.analytic), no search")
+    analytic_sd: float = Field(0.1, ge=0, le=10, description="split: analytic: design uncertainty (relative sd of the "
+                                                             "Gram matrix entries) the closed-form score assumes")
     p1: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'X (explicit split)")
     p2: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'y (explicit split)")
     p3: float | None = Field(None, gt=0, lt=1, description="share of epsilon for y'y (explicit split)")
@@ -71,14 +92,6 @@ class _RPLRParams(FixedPrecisionParams):
                                  "drug; tuning per distinct n would be wasteful) or the rows actually present")
     tune_reps: tuple[int, int] = Field((20, 20), description="auxiliary data sets x noise draws, threshold tuning")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
-    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
-                                                           "epsilon, per trial (default), or the data std without "
-                                                           "budget (the paper's protocol: NOT DP)")
-    sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
-    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
-                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
-    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
-                                                        "values are clipped for the estimate only (docs/privacy.md)")
     clip_public: bool = Field(False, description="clip the public lines with the private bounds too (the authors' "
                                                  "code) or add their exact statistics unclipped (default)")
     tune_aux: Literal["eq10", "preprocessed"] = Field(
@@ -100,8 +113,8 @@ class _RPLRParams(FixedPrecisionParams):
         # the ones not given take the former defaults p = (0.35, 0.60, 0.05), omega = 1.0
         ps = [self.p1, self.p2, self.p3]
         if any(p is not None for p in ps):
-            if self.split == "auto":
-                raise ValueError("give split: auto or explicit p1, p2, p3, not both")
+            if self.split is not None:
+                raise ValueError(f"give split: {self.split} or explicit p1, p2, p3, not both")
             for name, default in zip(("p1", "p2", "p3"), EXPLICIT_SPLIT_DEFAULT):
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, default)
@@ -133,6 +146,11 @@ class _RPLRParams(FixedPrecisionParams):
     def auto_omega(self) -> bool:
         return self.omega_x is None
 
+    @property
+    def analytic_omega(self) -> bool:
+        """Thresholds from the analytic choice: ``split: analytic`` with neither explicit ω nor ``omega: auto``."""
+        return self.split == "analytic" and self.omega is None and self.omega_x is None
+
 
 def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float, eps_y: float, ledger,
                trials: int | None = None) -> tuple[np.ndarray | float, np.ndarray | float]:
@@ -157,6 +175,47 @@ def _dp_sigmas(X: np.ndarray, y: np.ndarray, Bx: float, By: float, eps_x: float,
 SIGMA_DATA_REASON = "clipping σ from private rows (sigma: data)"
 
 
+def clip_sigmas(p: SigmaParams, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int) -> tuple[Any, Any]:
+    """σ_x, σ_y of the clipping bounds: ``sigma: dp`` releases them (``_dp_sigmas``, sigma_share·ε, per trial:
+    (trials,) arrays, floored at 1e-12); ``sigma: data`` takes ``split.meta`` and marks the run not DP."""
+    if p.sigma == "dp":
+        sh = p.sigma_share * epsilon / 2.0
+        sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
+                            trials)
+        return np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
+    ledger.not_dp(SIGMA_DATA_REASON)
+    return float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
+
+
+@dataclass
+class Release:
+    """What rplr's release produced for one split: the noisy statistics of the *private* rows only, XX (trials, d, d),
+    Xy (trials, d), yy (trials,) (zeros when there are no private rows), the exact statistics of the
+    public rows ``public`` = (XᵀX, Xᵀy, yᵀy) (unclipped; per trial, clipped with the private bounds, under
+    ``clip_public``), the extras, the budget ``split`` (p1, p2, p3) of the statistics' ε
+    ``eps``, and the clipping bounds B_x, B_y and σ_x, σ_y they came from (floats, or (trials,) arrays when σ̂ is
+    drawn per trial; None when nothing private was released)."""
+
+    XX: np.ndarray
+    Xy: np.ndarray
+    yy: np.ndarray
+    public: tuple[np.ndarray, np.ndarray, float]
+    extras: dict[str, float]
+    split: tuple[float, float, float]
+    eps: float
+    B_x: Any
+    B_y: Any
+    sigma_x: Any
+    sigma_y: Any
+
+    def clip_bounds(self, trials: int) -> np.ndarray | None:
+        """(trials, 2) array of the (B_x, B_y) of every trial (``Output.clip_bounds``); None without a release."""
+        if self.B_x is None:
+            return None
+        return np.stack([np.broadcast_to(np.asarray(self.B_x, dtype=float), (trials,)),
+                         np.broadcast_to(np.asarray(self.B_y, dtype=float), (trials,))], axis=-1)
+
+
 @register_algorithm
 class RobustPrivateLR(BatchedAlgorithm):
     """Robust private LR, the proposed method of Honkela et al. 2018 (Methods 4.1–4.3; thesis Alg. 2).
@@ -171,7 +230,9 @@ class RobustPrivateLR(BatchedAlgorithm):
     Parameters: ``split: auto`` (default unless p1, p2, p3 are given) chooses the split on auxiliary data
     (``tuning.tune_split``; ``split_tuning: paper`` = once at n = 500, d = 10, ε = 2 as the paper, ``case`` = at the
     test case); ``omega: auto`` (default unless omega_x, omega_y are given) chooses the thresholds per test case
-    (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.
+    (n, d, ε, split) with ``tuning.tune_thresholds`` — no private data is used, no budget spent.  ``split:
+    analytic`` takes the split, and the thresholds unless they are given or ``omega: auto``, from the closed-form
+    risk of ``dpexp.families.gdsc.analytic`` (no auxiliary-data search; ``analytic_sd`` its design uncertainty).
     σ_x, σ_y: ``sigma: dp`` (default) spends ``sigma_share`` of ε on Laplace estimates drawn per trial
     (``_dp_sigmas``; public bounds ``sigma_bound_x|y``) and splits the rest by p1, p2, p3; ``sigma: data`` takes
     ``split.meta['sigma_x'|'sigma_y']`` (the paper: data std without budget — not DP).  Extras: p1, p2, p3,
@@ -207,6 +268,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         p = self.params
         if not p.auto_split:
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
+        if p.split == "analytic":
+            r = analytic_choice(n, d, epsilon, p.analytic_sd)   # memoised by dpexp.cache
+            return float(r["p1"]), float(r["p2"]), float(r["p3"])
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
         r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
                        stabilize=p.stabilize if p.prior == "gamma" else "none", aux=p.tune_aux,
@@ -223,6 +287,9 @@ class RobustPrivateLR(BatchedAlgorithm):
             return float(p.omega_x), float(p.omega_y)  # type: ignore[arg-type]
         if n < 2:
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
+        if p.analytic_omega:
+            r = analytic_choice(n, d, epsilon, p.analytic_sd)
+            return float(r["omega_x"]), float(r["omega_y"])
         r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1], aux=p.tune_aux,
                             solver=p.tune_solver)  # memoised
         return float(r["omega_x"]), float(r["omega_y"])
@@ -245,10 +312,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         return wx * split.meta["sigma_x"], wy * split.meta["sigma_y"]
 
     # ------------------------------------------------------------------------------------------------ running
-    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
-        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
-        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
+    def release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int) -> "Release":
+        """Clip and release the private statistics (the only private draws of rplr and of the methods that reuse its
+        release, e.g. ``narplr``), keeping them apart from the exact statistics of the public rows (``Release``)."""
         p = self.params
         d = split.d
         eps = self.stats_epsilon(epsilon)
@@ -256,25 +322,39 @@ class RobustPrivateLR(BatchedAlgorithm):
         sp = self.budget_split(self._tune_n(split), d, eps)
         wx, wy = self.omegas(self._tune_n(split), d, eps, sp)
         extras = {"p1": sp[0], "p2": sp[1], "p3": sp[2]}
-        XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
+        public = sufficient_stats(split.X_public, split.y_public)
         if n_priv == 0:
             ledger.public_only()
-            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
-                    np.full(trials, yyp), extras, None)
-        if p.sigma == "dp":
-            sh = p.sigma_share * epsilon / 2.0
-            sx, sy = _dp_sigmas(split.X_private, split.y_private, p.sigma_bound_x, p.sigma_bound_y, sh, sh, ledger,
-                                trials)
-            sx, sy = np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
-        else:
-            ledger.not_dp(SIGMA_DATA_REASON)
-            sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
+            zeros = (np.zeros((trials, d, d)), np.zeros((trials, d)), np.zeros(trials))
+            return Release(*zeros, public, extras, sp, eps, None, None, None, None)
+        sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
         B_x, B_y = wx * sx, wy * sy
         XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
                                         sp[2] * eps, ledger, trials)
         if p.clip_public:   # the authors' code: the public lines clipped with the same (public-by-then) bounds
-            XXp, Xyp, yyp = clipped_stats(split.X_public, split.y_public, B_x, B_y, trials)
+            public = clipped_stats(split.X_public, split.y_public, B_x, B_y, trials)
         extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
+        if p.sigma == "dp":
+            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
+        return Release(XXn, Xyn, yyn, public, extras, sp, eps, B_x, B_y, sx, sy)
+
+    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
+        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
+        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
+        return self._naive_stats(split, self.release(split, epsilon, ledger, trials), trials)
+
+    def _naive_stats(self, split: Split, r: "Release", trials: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
+        """``_release``'s result from a ``Release``: private + public statistics summed, extras, ridge."""
+        p = self.params
+        d = split.d
+        XXp, Xyp, yyp = r.public
+        extras = r.extras
+        if r.B_x is None:
+            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
+                    np.full(trials, yyp), extras, None)
+        B_x, B_y, sp, eps = r.B_x, r.B_y, r.split, r.eps
         ridge = None
         if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
             if np.ndim(B_x) == 0:
@@ -282,23 +362,23 @@ class RobustPrivateLR(BatchedAlgorithm):
             else:
                 ridge = np.asarray(noise_ridge(d, sensitivities(d, B_x, B_y)[0] / (sp[0] * eps)), dtype=float)
             extras["ridge"] = float(np.mean(ridge))
-        if p.sigma == "dp":
-            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
-        return XXn + XXp, Xyn + Xyp, yyn + yyp, extras, ridge
+        return r.XX + XXp, r.Xy + Xyp, r.yy + yyp, extras, ridge
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         """Release each split's statistics through its own ledger (same draws as ``run``), then fit all splits ×
-        trials of equal d in one batched call; each output carries its ledger's guarantee."""
+        trials of equal d in one batched call; each output carries its ledger's guarantee and, where the engine
+        keeps one (vb, fixed), the intervals of the naive posterior (the statistics treated as exact)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, np.ndarray, float, dict[str, float], Any]]] = {}
+        groups: dict[int, list[tuple[Any, ...]]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
             try:
-                XX, Xy, yy, ex, ridge = self._release(s, epsilon, ledger, trials)
+                r = self.release(s, epsilon, ledger, trials)
+                XX, Xy, yy, ex, ridge = self._naive_stats(s, r, trials)
                 n_tot = float(s.X_private.shape[0] + s.X_public.shape[0])
-                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge))
+                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge, r.clip_bounds(trials)))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
         for d, items in groups.items():
@@ -313,8 +393,9 @@ class RobustPrivateLR(BatchedAlgorithm):
                 if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
                     ridge = ridge[:, :1]
             try:
-                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine, ledgers[items[0][0]].noise.generator,
-                                ridge if p.engine == "vb" else None, p.solver, project=p.repair)
+                W, C = fit_posterior(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine,
+                                     ledgers[items[0][0]].noise.generator, ridge if p.engine == "vb" else None,
+                                     p.solver, project=p.repair)
                 # cross_check: the vb engine on the same released statistics, without and with the noise ridge
                 W_vb = [fit_weights(XX, Xy, yy, n, "gamma", p.lam, p.lam0, "vb", ridge=r)
                         for r in (None, ridge)] if p.cross_check else None
@@ -322,13 +403,16 @@ class RobustPrivateLR(BatchedAlgorithm):
                 for it in items:
                     out[it[0]] = exc
                 continue
-            for i, ((k, *_, ex, _ridge), w) in enumerate(zip(items, W)):
+            for j, (k, *_, ex, _ridge, bounds) in enumerate(items):
+                w = W[j]
                 ex = dict(ex)
                 if W_vb is not None:
                     for tag, Wv in zip(("vb", "vb_ridge"), W_vb):
-                        ex.update(engine_gap(w, Wv[i], splits[k], tag))
+                        ex.update(engine_gap(w, Wv[j], splits[k], tag))
+                ci, pi = gaussian_intervals(w, C[j], splits[k].X_test) if C is not None else (None, None)
                 out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=ex,
-                                guarantee=ledgers[k].guarantee())
+                                guarantee=ledgers[k].guarantee(), coef_interval=ci, pred_interval=pi,
+                                clip_bounds=bounds)
         return out
 
 

@@ -10,6 +10,8 @@ as the paper preprocesses its whole data set — public by assumption (stated on
 the generating distribution (known to be 0 for Eq. 10); the sample means move every unit-norm row a little, so
 guarantees are relative to the preprocessed rows (``preprocess: false`` avoids it).  ``sigma_x``/``sigma_y``
 in meta are stds of the whole pool, used only by ``sigma: data`` (reported not DP).
+``coef_target`` in meta gives the true coefficients an algorithm that clips estimates (``dpexp.families.gdsc.truth``;
+evaluation only).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import Field
 
 from dpexp.components import NOTHING_SHARED, Dataset, Params, Preprocessing
 from dpexp.errors import UserError
+from dpexp.families.gdsc.truth import coef_target_eq10
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
 
@@ -86,5 +89,6 @@ class HonkelaSynthetic(Dataset):
             X, y = preprocess(X, y)
         t, u, v = split_pools(X, y, sizes)
         meta = {"beta": beta, "sigma_x": float(X.std()), "sigma_y": float(y.std()),
-                "sigma_source": "std of the whole preprocessed pool (not DP, as in the paper)"}
+                "sigma_source": "std of the whole preprocessed pool (not DP, as in the paper)",
+                "lam": p.lam, "coef_target": coef_target_eq10(beta, p.lam, unit_norm=p.preprocess)}
         return Split(X[v], y[v], X[u], y[u], X[t], y[t], meta)
