@@ -236,6 +236,67 @@ def test_rplr_clip_public_clips_the_public_lines():
     assert on.guarantee.kind == "none"                      # sigma: data
 
 
+PAPER_RPLR = dict(sigma="data", p1=0.35, p2=0.6, p3=0.05, clip_public=True, tune_aux="preprocessed",
+                  tune_solver="direct", tune_reps=(2, 2))
+
+
+@pytest.mark.usefixtures("isolated_cache")
+def test_rplr_and_rlr_paper_at_n0_fit_the_public_lines_unclipped_without_noise():
+    """n_private = 0 (the authors' Python scripts): no clipping and no noise, the Gamma-prior fit on the public lines
+    only, for rplr and robust LR alike — even with clip_public and a public response far beyond any bound."""
+    from dpexp.models.vb import fit_vb
+
+    ds = python_ds()
+    sp = ds.split("Drug_5", sizes(0), np.random.default_rng(15))
+    assert sp.X_private.shape[0] == 0 and sp.X_public.shape[0] >= 2
+    sp.y_public = sp.y_public * 50
+    Xu, yu = sp.X_public, sp.y_public
+    w = fit_vb(Xu.T @ Xu, Xu.T @ yu, float(yu @ yu), Xu.shape[0]).mean
+    for name, kw in (("rplr", PAPER_RPLR), ("rlr", {**PAPER_RPLR, "tune_epsilon": 2.0})):
+        out = registry.get("algorithm", name)(**kw).run(sp, 2.0, 0.0, np.random.default_rng(0), 2)
+        np.testing.assert_allclose(out.predictions, np.tile(sp.X_test @ w, (2, 1)), rtol=1e-8)
+    out = registry.get("algorithm", "rplr")(**PAPER_RPLR).run(sp, 2.0, 0.0, np.random.default_rng(0), 2)
+    assert out.guarantee.kind == "pure" and out.guarantee.epsilon == 0.0      # nothing private released
+
+
+@pytest.mark.usefixtures("isolated_cache")
+def test_rplr_paper_thresholds_once_per_requested_n_and_epsilon():
+    """ω is tuned once per (n, ε) — the requested n_private, whatever lines a drug lacks — and used as tuned (the
+    grid optimum, no smoothing over n)."""
+    from dpexp.families.gdsc import tuning
+
+    ds = python_ds()
+    splits = [ds.split(d, sizes(10), np.random.default_rng(16)) for d in ds.subsets()]
+    assert len({s.X_private.shape[0] for s in splits}) > 1                  # drugs see different numbers of lines
+    alg = registry.get("algorithm", "rplr")(**PAPER_RPLR)
+    outs = [alg.run(s, 2.0, 0.0, np.random.default_rng(0), 1) for s in splits]
+    assert len({(o.extras["omega_x"], o.extras["omega_y"]) for o in outs}) == 1
+    th = tuning.tune_thresholds(10, 5, 2.0, (0.35, 0.6, 0.05), n_aux=2, n_noise=2, aux="preprocessed",
+                                solver="direct")
+    assert th["cache_hit"] and (outs[0].extras["omega_x"], outs[0].extras["omega_y"]) == (th["omega_x"],
+                                                                                          th["omega_y"])
+    scores = np.asarray(th["scores"])
+    assert scores.max() == pytest.approx(th["score"])                        # the argmax of the grid itself
+
+
+def test_python_path_average_counts_undefined_spearman_as_zero_over_all_drugs():
+    """The authors' Python averaging: a drug whose Spearman is undefined (NaN there) counts as 0 and the sum runs
+    over all drugs, divided by their number; our metric gives 0 where undefined and the summary averages all drugs
+    of a repeat first."""
+    from dpexp import results
+    from dpexp.metrics.accuracy import spearman
+
+    y = np.array([0.3, -1.0, 2.0, 0.5])
+    assert spearman(np.zeros(4), y) == 0.0                                   # constant predictions: undefined
+    vals = [spearman(np.array([1.0, 0.0, 3.0, 2.0]), y), spearman(np.zeros(4), y), 0.5]
+    df = pd.DataFrame({"dataset": "gdsc", "dataset_params": "protocol=python", "label": "m", "metric": "spearman",
+                       "subset": ["a", "b", "c"], "repeat": 0, "n_private": 10, "value": vals})
+    for col in results.GRID_COLUMNS:
+        df[col] = 0.0
+    agg = results.aggregate(df, "n_private", "spearman")
+    assert agg["mean"].iloc[0] == pytest.approx(sum(vals) / 3)
+
+
 def test_rplr_repair_none_needs_pymc():
     with pytest.raises(Exception, match="repair: none needs"):
         registry.get("algorithm", "rplr")(repair="none")
