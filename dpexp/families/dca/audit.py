@@ -7,11 +7,18 @@ from dpexp.audit.neighbours import Design
 from dpexp.components import Algorithm
 
 
+#: the record pair that realises the L2 sensitivity of the released terms (x², xy) for d = 1: x² unchanged, xy moved
+#: by 2c_xc_y — an L2 change of 2 (the declared Δ₂ = sqrt(5) is 1.12× looser); the most distant corners
+#: (−1, −1) ↔ (1, 1) change no term at all
+REALISING_PAIR = ((1.0, -1.0), (1.0, 1.0))
+
+
 def bounded_clients(alg: Algorithm) -> Design:
     """Every |x_j| ≤ c_x and |y| ≤ c_y declared as ``meta['bound_x'|'bound_y']`` (1 here); Gaussian noise, so
-    δ > 0 (found automatically); one feature, test point at the bound."""
+    δ > 0 (found automatically); one feature, test point at the bound.  The pair ``REALISING_PAIR`` on every base
+    plus one corner pair per base (the DCA runs cost ~1 ms a trial: a short candidate list keeps the pilot short)."""
     return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=20, X_test=((1.0,),),
-                  meta={"bound_x": 1.0, "bound_y": 1.0})
+                  meta={"bound_x": 1.0, "bound_y": 1.0}, extra_pairs=(REALISING_PAIR,), max_pairs=3)
 
 
 #: the thresholds the projected variants are audited at: the paper's auxiliary search for ω uses only public facts
@@ -26,7 +33,7 @@ def bounded_clients_outliers(alg: Algorithm) -> Design:
     d = bounded_clients(alg)
     from dataclasses import replace
 
-    return replace(d, extra_pairs=(((10.0, 10.0), (10.0, -10.0)),))
+    return replace(d, extra_pairs=(REALISING_PAIR, ((10.0, 10.0), (10.0, -10.0))))
 
 
 class ReleasedSums:
