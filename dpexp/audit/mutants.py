@@ -250,9 +250,17 @@ def _undercount(name: str, what: str = "each spend") -> Mutant:
 
 def _build() -> list[Mutant]:
     M: list[Mutant] = []
-    for n in ("rplr", "plr", "split_search"):
+    for n in ("rplr", "split_search"):
         M += [_half(n), Mutant(f"{n}/double-eps", n, "double-eps", "the X'X, X'y, y'y sensitivities of stats."
                                "sensitivities understated by 2", lambda: scaled(_GDSC))]
+    # plr (d = 1, ε/2 for X'X and X'y, no y'y): with half the noise the loss of (x, y) -> (x', y') is
+    # (|x² − x′²|/2 + |xy − x′y′|/2)·ε/B², at most 1.125ε ((1, 1) -> (1/2, −1)): not a factor-2 violation
+    plr_why = ("not a factor-2 violation: for d = 1 one row realises at most 1.125ε with half the noise (X'X's "
+               "declared range is twice x²'s, and x² and xy cannot both move by their full range)")
+    M += [dataclasses.replace(_half("plr"), violation=False,
+                              bug=f"every privacy-noise draw at half its scale: {plr_why}"),
+          Mutant("plr/double-eps", "plr", "double-eps", f"the X'X, X'y sensitivities understated by 2: {plr_why}",
+                 lambda: scaled(_GDSC), violation=False)]
     M.append(Mutant("rplr/xx-sensitivity-half", "rplr", "named", "only the X'X sensitivity understated by 2 "
                     "(the declared d(d+1)B² is twice what one row can change: still DP)",
                     lambda: scaled(_GDSC, index=0), violation=False))
