@@ -70,7 +70,7 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
         dl = float(delta) if delta is not None else _resolve_delta(alg, entry, design, eps, seed)
         n = int(trials if trials is not None else max(2_000, round(DEFAULT_TRIALS * entry.trials_factor)))
         return audit_algorithm(name, alg, design, entry.relation or "replace-one", eps, dl, n, confidence, seed,
-                               pilot_trials=entry.pilot_trials, chunk=entry.chunk)
+                               pilot_trials=entry.pilot_trials, chunk=entry.chunk, rho_delta=entry.rho_delta)
     except Exception as exc:  # noqa: BLE001 — reported as one table row, the audit goes on
         return AuditResult(name, ERROR, seconds=time.perf_counter() - t0, relation=entry.relation or "",
                            note=f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300])

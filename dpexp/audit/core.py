@@ -24,7 +24,7 @@ import numpy as np
 from dpexp.audit.events import EventResult, audit_samples
 from dpexp.audit.neighbours import Design, NeighbourPair, candidate_pairs
 from dpexp.components import Algorithm
-from dpexp.privacy.accounting import zcdp_to_approx_dp_best
+from dpexp.privacy.accounting import zcdp_to_approx_dp_best, zcdp_to_approx_dp_cks
 from dpexp.rng import stream
 from dpexp.types import Output, Split
 
@@ -55,7 +55,7 @@ class AuditResult:
 
 
 def claimed_budget(alg: Algorithm, epsilon: float, delta: float, splits: list[Split] | None = None,
-                   seed: int = 0, name: str = "") -> tuple[float, float, str]:
+                   seed: int = 0, name: str = "", rho_delta: float | None = None) -> tuple[float, float, str]:
     """The (ε, δ) the algorithm claims for one run and, when it claims none, the reason (else "").
 
     The claim is what the algorithm's ledger derives: the worst ``Output.guarantee`` of one probe run on each of
@@ -75,6 +75,8 @@ def claimed_budget(alg: Algorithm, epsilon: float, delta: float, splits: list[Sp
     g = worst(gs)
     if g.kind == "none":
         return math.nan, math.nan, g.reason
+    if rho_delta is not None and g.kind in ("zcdp", "approx") and math.isfinite(g.rho):
+        return zcdp_to_approx_dp_cks(g.rho, rho_delta), float(rho_delta), ""
     if g.kind == "zcdp":
         dl = delta if delta > 0 else 1e-6
         return zcdp_to_approx_dp_best(g.rho, dl), dl, ""
@@ -165,12 +167,12 @@ def _project(outs: list[Output], proj: Callable[[Output], np.ndarray]) -> np.nda
 
 def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, epsilon: float, delta: float,
                     trials: int, confidence: float, seed: int, pilot_trials: int | None = None,
-                    chunk: int = 25_000, top_k: int = 2) -> AuditResult:
+                    chunk: int = 25_000, top_k: int = 2, rho_delta: float | None = None) -> AuditResult:
     """Run steps 1–5 for ``alg`` (see the module docstring) and return its table row."""
     t0 = time.perf_counter()
     pairs = candidate_pairs(design, relation)
     claimed_eps, claimed_delta, not_dp = claimed_budget(alg, epsilon, delta, [pairs[0].D, pairs[0].Dprime], seed,
-                                                        name)
+                                                        name, rho_delta)
     if not_dp:
         return AuditResult(name, NOT_DP, seconds=time.perf_counter() - t0, relation=relation,
                            note=f"not DP: {not_dp}")

@@ -16,7 +16,8 @@ are extremal at corners), and a handful of *base* datasets stress different fail
 * ``extreme``: every base row at the upper x corner with y alternating between its bounds — large XᵀX,
   balanced Xᵀy, so a replaced row moves Xᵀy by its full range;
 * ``spread``: x evenly spread over the box, y on a line between its bounds — typical, non-degenerate data
-  (estimators that need distinct x, e.g. Theil–Sen).
+  (estimators that need distinct x, e.g. Theil–Sen);
+* ``explicit``: the design's own ``explicit_base`` rows (only when a design names it in ``bases``).
 
 The auditor runs a short pilot on every candidate and keeps the pair (and projection) whose outputs separate
 most; see ``dpexp.audit.core``.
@@ -33,7 +34,7 @@ import numpy as np
 from dpexp.errors import UserError
 from dpexp.types import Split
 
-BASES = ("origin", "extreme", "spread")
+BASES = ("origin", "extreme", "spread", "explicit")
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,15 @@ class Design:
     n: int = 20
     X_test: tuple[tuple[float, ...], ...] = ((1.0,),)
     meta: dict[str, Any] = field(default_factory=dict)
-    bases: tuple[str, ...] = BASES
+    bases: tuple[str, ...] = ("origin", "extreme", "spread")
     max_pairs: int = 18
     #: explicit replacement pairs (row z, row z′) as (x₁..x_d, y) tuples, tried on every base before the corner pairs
     extra_pairs: tuple[tuple[tuple[float, ...], tuple[float, ...]], ...] = ()
     #: data-derived meta computed from EACH dataset's own rows (e.g. σ for clipping), merged over ``meta``
     data_meta: Any = None
+    #: the n − 1 shared rows (x₁..x_d, y) of the base named "explicit" (a design that needs a particular base, e.g.
+    #: DP-GD's rows that keep the iterate where the changed row's gradients stay opposite)
+    explicit_base: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.x_lo) != len(self.x_hi) or not self.x_lo:
@@ -66,6 +70,9 @@ class Design:
         unknown = set(self.bases) - set(BASES)
         if unknown:
             raise UserError(f"audit design: unknown bases {sorted(unknown)}; valid: {list(BASES)}")
+        if "explicit" in self.bases and len(self.explicit_base) != self.n - 1:
+            raise UserError(f"audit design: the explicit base needs n - 1 = {self.n - 1} rows, got "
+                            f"{len(self.explicit_base)}")
 
     @property
     def d(self) -> int:
@@ -115,6 +122,9 @@ def base_rows(design: Design, base: str) -> tuple[np.ndarray, np.ndarray]:
     elif base == "extreme":
         X = np.tile(hi, (m, 1))
         y = np.where(np.arange(m) % 2 == 0, design.y_lo, design.y_hi).astype(float)
+    elif base == "explicit":
+        R = np.asarray(design.explicit_base, dtype=float).reshape(m, d + 1)
+        X, y = R[:, :d], R[:, d]
     elif base == "spread":
         t = (np.arange(m) + 0.5) / m
         # coordinate j uses a shifted copy of the grid so columns are not collinear for d > 1

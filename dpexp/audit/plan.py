@@ -27,7 +27,10 @@ class AuditPlan:
     data out of the audit.  ``view(alg)``, when set, returns an object with the algorithm's ``run`` signature whose
     ``Output.coef`` holds the raw noisy release before post-processing (defined in the family's ``audit.py``):
     auditing the release itself is valid (the outputs are post-processing of it) and sees the privacy loss that
-    post-processing hides.
+    post-processing hides.  ``rho_delta``, when set, audits a ρ-zCDP claim — a ``zcdp`` guarantee, or an ``approx``
+    one the ledger converted from ρ — at this δ, with the claimed ε = the tight conversion of ρ
+    (``accounting.zcdp_to_approx_dp_cks``): ρ-zCDP implies (ε(δ), δ)-DP for every δ, so a FAIL at any δ refutes ρ,
+    and a large δ is where an experiment sees the ρ (docs/audit.md).
     """
 
     design: Callable[[Any], Any] | None = None
@@ -39,3 +42,4 @@ class AuditPlan:
     chunk: int = 25_000
     skip: str | None = None
     view: Callable[[Any], Any] | None = None
+    rho_delta: float | None = None

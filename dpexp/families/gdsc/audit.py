@@ -32,11 +32,22 @@ def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"sigma_x": float(np.std(X)), "sigma_y": float(np.std(y))}
 
 
+#: |y| of the outlier rows of the unit-box design, in units of B_y (a correct algorithm clips them to ±1)
+OUTLIER = 1000.0
+
+
 def unit_box(alg: Algorithm) -> Design:
     """Output perturbation (oplr) and functional mechanism (fmlr) of the GDSC comparison (Methods 4.6): x scaled by
     the public B_x (``meta['x_bound']`` or the parameter) and y by B_y into [−1, 1]; the plans set
-    B_x = B_y = 1, one feature, test point at the bound."""
-    return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=20, X_test=((1.0,),), meta={"x_bound": 1.0})
+    B_x = B_y = 1, one feature, test point at the bound.
+
+    n = 400 rows: oplr's noise Δ = (12R + 8)/(λn) with λ = sqrt(d/(nε)) is 20/sqrt(n) (ε = 1), larger than the
+    diameter 2R of the ball its fit lives in for n < 100 — at n = 20 *any* data-handling bug would stay ε-DP; at
+    n = 400, Δ = 1 and a fit pushed to ±R by one row is a 2ε loss.  The extra pair (1, ±OUTLIER) lies outside the
+    box: clipping is part of these algorithms, so any row is a valid input (a correct run clips it to (1, ±1)); a
+    run that forgets to clip shows it."""
+    return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=400, X_test=((1.0,),), meta={"x_bound": 1.0},
+                  extra_pairs=(((1.0, OUTLIER), (1.0, -OUTLIER)),))
 
 
 #: the plan of oplr and fmlr: the unit-box design with the public bounds it assumes

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dpexp.audit.neighbours import Design
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
@@ -79,8 +81,30 @@ def gradient_trace(alg: Algorithm) -> GradientTrace:
     return GradientTrace(alg)
 
 
+def gd_opposite_gradients(alg: Algorithm) -> Design:
+    """DP-GD's design: a changed row whose clipped gradient is opposite on D and D′ at every step.
+
+    The changed row sits at x = 1/2 (both gradient coordinates 2(y − ŷ)(3/4 − x), 2(y − ŷ)(x − 1/4) carry the same
+    sign (y − ŷ)) with y = 1 on D and y = 0 on D′: while the line's value ŷ(1/2) = (p25 + p75)/2 stays in
+    (2τ, 1 − 2τ), its clipped gradient is (+τ, +τ) on D and (−τ, −τ) on D′ — a difference of the full L1 sensitivity
+    4τ (L2 2√2τ) at every step.  It starts at ŷ(1/2) = 1/2 (p⁰ = (1/2, 1/2)); the 39 shared rows, (0, 1) and (1, 0)
+    alternately, push the iterate along (1, −1), which leaves ŷ(1/2) unchanged, so only the noise moves it (by
+    ≈ 0.1 in standard deviation at step 1 of T = 2).  With the view's shared gradients subtracted, each step's
+    release is ±(τ, τ) plus the step's noise: the privacy loss of the design is the claimed one (Laplace: ε; Gaussian:
+    the Gaussian mechanism of ρ) whenever the iterate stays in that band."""
+    base = tuple(((0.0, 1.0) if i % 2 == 0 else (1.0, 0.0)) for i in range(39))
+    return Design(x_lo=(0.0,), x_hi=(1.0,), y_lo=0.0, y_hi=1.0, n=40, X_test=((0.25,), (0.75,)),
+                  meta={"bounds_x": (0.0, 1.0), "bounds_y": (0.0, 1.0)}, bases=("explicit",), explicit_base=base,
+                  extra_pairs=(((0.5, 1.0), (0.5, 0.0)),), max_pairs=1)
+
+
 #: DP-GD's plan.  The privacy loss of T steps at ε/T each concentrates far below ε for large T (the paper's T = 80
 #: is audited at ε̂ ≈ 0 even with half the noise), so the audit runs T = 2 steps, where the loss per step is large;
-#: τ = 0.02 keeps both clipped gradient coordinates of a corner row saturated (|2(y − ŷ)(x − 1/4)| ≥ τ), so
-#: replacing (0, 0) by (0, 1) moves each step's gradient sum by the full L1 sensitivity 4τ.
-GD_PLAN = AuditPlan(design=unit_square, params={"T": 2, "tau": 0.02}, view=gradient_trace)
+#: τ = 0.02 keeps the changed row's clipped gradient saturated (|2(y − ŷ)/4| ≥ τ) on the design above.  ρ claims
+#: (dpgd_zcdp; dpgd_approx's (ε, δ) is converted from ρ) are audited as ρ at δ = 0.05, where the conversion ρ → ε is
+#: small enough for an experiment to see (docs/audit.md).
+GD_PLAN = AuditPlan(design=gd_opposite_gradients, params={"T": 2, "tau": 0.02}, view=gradient_trace, rho_delta=0.05)
+#: dpgd_approx's plan: at ε = 1, δ = 2⁻³⁰ its ρ ≈ 0.013 (a Gaussian of μ = sqrt(2ρ) ≈ 0.16 over all steps) leaves
+#: every event within ≈ 0.06 of its twin, too close for 10⁵ runs at any δ; at ε = 4 (ρ ≈ 0.18, μ ≈ 0.6) a halved
+#: noise is a clear violation of the ρ claim at δ = 0.05 (ε 0.96 claimed, 2.06 realised).
+GD_APPROX_PLAN = dataclasses.replace(GD_PLAN, epsilon=4.0)

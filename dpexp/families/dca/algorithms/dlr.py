@@ -56,7 +56,7 @@ from dpexp import cache
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.dca.audit import FIXED_OMEGA, bounded_clients
+from dpexp.families.dca.audit import FIXED_OMEGA, bounded_clients, bounded_clients_outliers, released_sums
 from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
@@ -425,7 +425,7 @@ class TrustedAggregatorBLR(_DLRBase):
     with Δ₂ from supplement eq. (18) and the full (ε, δ).  Replace-one neighbours (see module docstring)."""
 
     name = "ta"
-    audit = AuditPlan(design=bounded_clients)
+    audit = AuditPlan(design=bounded_clients, view=released_sums)
     description = "trusted aggregator Gaussian SSP Bayesian LR (Heikkila et al. 2017, TA)"
     Params = _BoundParams
 
@@ -436,7 +436,8 @@ class TrustedAggregatorProjBLR(_DLRBase):
 
     name = "ta_proj"
     # the projected variants loop over trials in Python: fewer trials and a smaller pilot
-    audit = AuditPlan(design=bounded_clients, params=FIXED_OMEGA, trials_factor=0.3, pilot_trials=2_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, trials_factor=0.3,
+                      pilot_trials=2_000)
     description = "trusted aggregator SSP with std round + projection to omega*std (Heikkila et al. 2017, Alg. 2)"
     Params = _ProjParams
     project = True
@@ -448,7 +449,7 @@ class DistributedBLR(_DLRBase):
 
     name = "ddp"
     # the DCA runs in a fixed-point ring: fewer trials and a smaller pilot keep `make audit` in its time box
-    audit = AuditPlan(design=bounded_clients, trials_factor=0.3, pilot_trials=2_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, trials_factor=0.3, pilot_trials=2_000)
     description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
     guarantee_text = ("(ε, δ)-DP, replace-one, against any T clients that drop out or collude together (Thm 1, "
                       "exact δ of σ_std)")
@@ -462,7 +463,8 @@ class DistributedProjBLR(_DLRBase):
 
     name = "ddp_proj"
     # two DCA rounds in a ring, trials in a Python loop: fewer trials and a smaller pilot
-    audit = AuditPlan(design=bounded_clients, params=FIXED_OMEGA, trials_factor=0.1, pilot_trials=1_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, trials_factor=0.1,
+                      pilot_trials=1_000)
     description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
     guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed, against any T clients that drop out or collude "
                       "together (Thm 1)")
@@ -477,7 +479,7 @@ class InputPerturbationBLR(_DLRBase):
     its record, Δ₂ of eq. (18)); the aggregate noise variance N σ_std² grows with N."""
 
     name = "input_perturbation"
-    audit = AuditPlan(design=bounded_clients)
+    audit = AuditPlan(design=bounded_clients_outliers, view=released_sums)
     description = "each client perturbs its own sufficient statistics; noise variance grows with N"
     Params = _BoundParams
     setting = "input"
