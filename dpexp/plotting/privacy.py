@@ -129,6 +129,15 @@ def _range(values) -> str:
     return f"{fmt(nums[0])} … {fmt(nums[-1])} ({len(nums)} values)"
 
 
+def short_reason(note: str) -> str:
+    """The main reason of a curve's note for a figure's footnote: its first statement (a row's note is 'not DP:
+    reason; further statements', and a curve's joins its rows' notes with ' / '); the report's privacy table and
+    the rows' ``privacy_note`` keep the whole note."""
+    first = note.split(" / ")[0].split("; ")[0].strip()
+    first = first.removeprefix("not DP: ").removesuffix(" — not DP").strip()
+    return first or "no differential-privacy guarantee"
+
+
 class NotDP:
     """The curves of one experiment that are not DP (guarantee ``none``), with their reasons, for marking labels.
 
@@ -138,10 +147,8 @@ class NotDP:
     """
 
     def __init__(self, df: pd.DataFrame | None, manifest: dict[str, Any]) -> None:
-        # a row's note starts with "not DP: " (Guarantee.note); the footnote already says so
-        self.reasons: dict[str, str] = {c.label: (c.note.removeprefix("not DP: ") or "no differential-privacy "
-                                                                                    "guarantee")
-                                        for c in curve_privacy(df, manifest) if c.not_dp}
+        self.reasons: dict[str, str] = {c.label: short_reason(c.note) for c in curve_privacy(df, manifest)
+                                        if c.not_dp}
         self.shown: list[str] = []
 
     def __contains__(self, label: object) -> bool:
