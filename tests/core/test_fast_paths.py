@@ -69,6 +69,16 @@ def test_rows_to_csv_formats_like_the_plain_writer():
     assert b",1,0.0," in got and b",1.0,0.0," in got
 
 
+def test_rows_to_csv_line_breaks_and_quotes_in_a_cells_fields():
+    # an error message with a line break is quoted over two lines: the per-cell prefix must still start every row
+    cell = [_row(2.0, "spearman", 0.5, "line 1\nline 2, \"q\""), _row(2.0, "wpc", 1.5, "a\r\nb"),
+            _row(2.0, "x", 2.5)]
+    rows = cell + [_row(3.0, "spearman", float("nan"), ""), _row(3.0, "wpc", 0.1, "\n")]
+    got = _rows_to_csv(rows, header=False)
+    assert got == _plain(rows)
+    assert [r[-3:] for r in csv.reader(io.StringIO(got.decode()))][0] == ["0.5", "abc", "line 1\nline 2, \"q\""]
+
+
 def _cells(seed: int):
     from dpexp.types import Output, Split
 

@@ -145,11 +145,20 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
              test_pool: int, perm: np.ndarray) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
     response) and the ranges over all lines (x: every line; y: the drug's lines, centred like the sets)."""
+    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+    x_min, x_max = cache.memo_for("gdsc.raw_x_range", X_raw, None, lambda: (X_raw.min(axis=0), X_raw.max(axis=0)),
+                                  maxsize=8)
+    # the same for every size of a fold: memoised per (data, fold, drug)
+    y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (_digest(perm), test_pool, j),
+                                  lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
+    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], x_min, x_max, y_min, y_max)
+
+
+def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tuple[float, float]:
+    """Range of drug ``j``'s response over all its tested lines, centred over its tested training lines."""
     y_all = Y_raw[:, j] - _column_means(Y_raw[perm[test_pool:], j:j + 1])[0]
     tested = y_all[np.isfinite(y_all)]
-    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
-    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], X_raw.min(axis=0), X_raw.max(axis=0),
-                   float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
+    return (float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
 
 
 class ProtocolView:
