@@ -193,10 +193,10 @@ def centre_rows(X_raw: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
 
 
-def _centred_rows(source: tuple, p: Gdsc.Params, prep: _Prepared, ref: np.ndarray) -> np.ndarray:
+def _centred_rows(source: tuple, d: int, evidence: str, X_raw: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """``centre_rows`` of a repeat's pools, memoised per (data, d, evidence, pools): the same for every drug."""
-    key = (source, p.d, p.evidence, hashlib.sha256(np.ascontiguousarray(ref, dtype=np.int64).tobytes()).digest())
-    return cache.memo("gdsc.centred_rows", key, lambda: centre_rows(prep.X_raw, ref), maxsize=8)
+    key = (source, d, evidence, hashlib.sha256(np.ascontiguousarray(ref, dtype=np.int64).tobytes()).digest())
+    return cache.memo("gdsc.centred_rows", key, lambda: centre_rows(X_raw, ref), maxsize=8)
 
 
 def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray, X: np.ndarray | None = None
@@ -232,10 +232,11 @@ class GdscView:
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        prep = prepare(load_raw(self.expr, self.ic50), d, self.evidence)
+        raw = load_raw(self.expr, self.ic50)
+        prep = prepare(raw, d, self.evidence)
         X = prep.X
-        if self.centre_ref is not None:
-            X = centre_on(prep.X_raw, np.zeros(prep.X_raw.shape[0]), self.centre_ref)[0]
+        if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
+            X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
         return X[self.idx_public], X[self.idx_test]
 
 
@@ -399,7 +400,8 @@ class Gdsc(Dataset):
         ref = None
         if p.centre == "public":   # the means come from the non-private pools of this repeat (all drugs alike)
             ref = np.concatenate([pools[0], pools[1]])
-            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref, _centred_rows(raw.source, p, prep, ref))
+            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref,
+                                     _centred_rows(raw.source, p.d, p.evidence, prep.X_raw, ref))
         take = []
         for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
             if p.missing == "after_split":

@@ -176,7 +176,10 @@ class ProtocolView:
 
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        X_raw = prepare(load_raw(self.expr, self.ic50), d, self.evidence).X_raw
-        Xu = normalise_set(X_raw[self.public], None)[0][self.keep_public]
-        Xt = normalise_set(X_raw[self.test], None)[0][self.keep_test]
-        return Xu, Xt
+        raw = load_raw(self.expr, self.ic50)
+        X_raw = prepare(raw, d, self.evidence).X_raw
+        # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
+        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (raw.source, d, self.evidence, _digest(lines)),
+                             lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
+                  for lines in (self.public, self.test))
+        return Xu[self.keep_public], Xt[self.keep_test]
