@@ -100,7 +100,7 @@ def _cells(seed: int):
     return outs, splits
 
 
-@pytest.mark.parametrize("name", ["spearman"])
+@pytest.mark.parametrize("name", ["spearman", "wpc"])
 def test_batched_metrics_equal_one_cell_at_a_time_to_the_bit(name):
     from dpexp import registry
 
