@@ -250,14 +250,22 @@ def _role(cmdline: list[str]) -> str:
     return "child"
 
 
-def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]
+def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str], timeout: float | None = None
               ) -> tuple[float, dict[int, tuple[str, int]], float]:
-    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds."""
+    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds; past
+    ``timeout`` seconds the run is stopped and the wall returned is inf."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(dpexp("run", str(cfg), "--out", str(out), "--force", "-q", *how, *extra), cwd=REPO,
-                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     mem = PeakMemory(proc.pid)
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 15)   # the run and its workers (their own session)
+        proc.communicate()
+        mem.stop()
+        return float("inf"), mem.peaks, sum(mem.cpu.values())
     wall = time.perf_counter() - t0
     peaks = mem.stop()
     if proc.returncode not in (0, 1):  # 1: some cells failed (recorded), still a full run
@@ -305,13 +313,48 @@ def algorithm_floor(exp, k: int = 3) -> float:
     return total
 
 
+def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
+    """Parts 1-4 of the module docstring for gdsc_eps2."""
+    floor, terms, other = fit_floor(exp)
+    print(f"batched-fit floor of {GDSC.name} ({exp.n_cells:,} cells, {exp.spec.repeats} repeats): {floor:.1f} s "
+          "(one core) =", flush=True)
+    for kind, d, n, t in terms:
+        print(f"  {kind:16s} d = {d:2d}: {n:9,} fits x {t * 1e6:6.1f} us = {n * t:6.1f} s")
+    for label, n in other.items():
+        print(f"  (not a fit of these kinds, not in the floor: {label}, {n:,} cells)")
+    # warm the tuning cache (all sizes, two drugs) so the timed run is the runner, not the one-off tuning
+    warm = [x for i in range(len(exp.datasets)) for x in ("--set", f"datasets[{i}].subsets={{first: 2}}")]
+    subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
+                         "--repeats", "1", *warm),
+                   cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print_breakdown(GDSC.name, exp)
+    wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra)
+    size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
+    floor2, _, _ = fit_floor(exp)   # again: the machine may be shared; the faster one is the floor
+    print(f"  (floor measured again after the run: {floor2:.1f} s)")
+    floor = min(floor, floor2)
+    cells = exp.n_cells
+    print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu_s:.0f} CPU-seconds in all its processes "
+          f"({cells / wall:,.0f} cells/s, {cpu_s / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB;"
+          f" load average {os.getloadavg()[0]:.1f} at the end)")
+    print(f"overhead ratio = full run wall / batched-fit floor = {wall:.1f} / {floor:.1f} = "
+          f"{wall / floor:.1f} (target <= 3)")
+    print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu_s / floor:.1f} (independent of the cores used "
+          f"and of other load; the wall ratio on J idle cores is about this / J)")
+    for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
+        print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cluster", default=None, help="run on this Dask cluster (e.g. local:2) instead of --jobs")
     ap.add_argument("--repeats", type=int, default=None, help="override the repeats of gdsc_eps2 (and of --configs)")
     ap.add_argument("--slr", action="store_true", help="also time slr_oi.yaml's full run and its overhead ratio")
-    ap.add_argument("--configs", nargs="*", default=[], help="also time these configs' full runs ('all': every one)")
+    ap.add_argument("--configs", nargs="*", default=[], help="also time these configs' full runs ('all': every one; "
+                                                               "NAME:R runs R repeats and scales)")
+    ap.add_argument("--timeout", type=float, default=None, help="stop a --configs run after this many seconds")
+    ap.add_argument("--skip-gdsc", action="store_true", help="only the --slr / --configs parts")
     a = ap.parse_args()
     how = ["--cluster", a.cluster] if a.cluster else ["--jobs", str(a.jobs)]
     extra = ["--repeats", str(a.repeats)] if a.repeats else []
@@ -329,34 +372,8 @@ def main() -> None:
         except UserError as exc:  # e.g. no GDSC data here: say so, as the other benchmarks do
             print(f"paper-scale benchmark skipped: {exc}")
             return
-        floor, terms, other = fit_floor(exp)
-        print(f"batched-fit floor of {GDSC.name} ({exp.n_cells:,} cells, {exp.spec.repeats} repeats): {floor:.1f} s "
-              "(one core) =", flush=True)
-        for kind, d, n, t in terms:
-            print(f"  {kind:16s} d = {d:2d}: {n:9,} fits x {t * 1e6:6.1f} us = {n * t:6.1f} s")
-        for label, n in other.items():
-            print(f"  (not a fit of these kinds, not in the floor: {label}, {n:,} cells)")
-        # warm the tuning cache (all sizes, two drugs) so the timed run is the runner, not the one-off tuning
-        warm = [x for i in range(len(exp.datasets)) for x in ("--set", f"datasets[{i}].subsets={{first: 2}}")]
-        subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
-                             "--repeats", "1", *warm),
-                       cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print_breakdown(GDSC.name, exp)
-        wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra)
-        size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
-        floor2, _, _ = fit_floor(exp)   # again: the machine may be shared; the faster one is the floor
-        print(f"  (floor measured again after the run: {floor2:.1f} s)")
-        floor = min(floor, floor2)
-        cells = exp.n_cells
-        print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu_s:.0f} CPU-seconds in all its processes "
-              f"({cells / wall:,.0f} cells/s, {cpu_s / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB;"
-              f" load average {os.getloadavg()[0]:.1f} at the end)")
-        print(f"overhead ratio = full run wall / batched-fit floor = {wall:.1f} / {floor:.1f} = "
-              f"{wall / floor:.1f} (target <= 3)")
-        print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu_s / floor:.1f} (independent of the cores used "
-              f"and of other load; the wall ratio on J idle cores is about this / J)")
-        for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
-            print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
+        if not a.skip_gdsc:
+            bench_gdsc(exp, work, how, extra)
         if a.slr:
             slr = REPO / "configs" / "slr_oi.yaml"
             sexp = load(slr, [])
@@ -368,16 +385,29 @@ def main() -> None:
                   f"{max(h for _, h in pk.values()) / 2**20:.0f} MiB", flush=True)
         names = [p.stem for p in sorted((REPO / "configs").glob("*.yaml"))] if a.configs == ["all"] else a.configs
         if names:
+            print(f"full runs of configs ({' '.join(how)}; NAME:R = R repeats, the full run estimated as wall x "
+                  f"repeats / R, fixed costs included, so an over-estimate):", flush=True)
             times = []
-            for name in names:
-                w, pk, _ = timed_run(REPO / "configs" / f"{name}.yaml", work / name, how, extra)
+            for item in names:
+                name, _, r = item.partition(":")
+                cfg = REPO / "configs" / f"{name}.yaml"
+                full_r = load(cfg, []).spec.repeats
+                w, pk, _ = timed_run(cfg, work / name, how, ["--repeats", r] if r else extra, a.timeout)
                 worst = max(h for _, h in pk.values()) if pk else 0
-                times.append((w, name))
-                print(f"  {name:24s} {w:8.1f} s   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
+                if w == float("inf"):
+                    print(f"  {name:24s} stopped after {a.timeout:.0f} s (not finished)", flush=True)
+                    times.append((float("inf"), name))
+                    continue
+                est = w * full_r / int(r) if r else w
+                times.append((est, name))
+                how_run = f"{r} of {full_r} repeats: {w:7.1f} s -> full run ~ {est:7.0f} s (estimate)" if r else \
+                    f"full run: {w:7.1f} s"
+                print(f"  {name:24s} {how_run}   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
                       flush=True)
                 shutil.rmtree(work / name, ignore_errors=True)
-            print(f"all {len(times)} configs: {sum(t for t, _ in times):.0f} s; slowest: "
-                  + ", ".join(f"{n} {t:.0f} s" for t, n in sorted(times, reverse=True)[:5]))
+            done = [(t, n) for t, n in times if t != float("inf")]
+            print(f"{len(done)} configs: {sum(t for t, _ in done):.0f} s (measured and estimated); slowest: "
+                  + ", ".join(f"{n} {t:.0f} s" for t, n in sorted(done, reverse=True)[:5]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
