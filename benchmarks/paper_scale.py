@@ -10,8 +10,8 @@ Prints:
    rplr/lr/plr with ``prior: fixed``, psd_floor or direct), ``solve`` (one linear solve: lr_public, plr_paper),
    ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper) or ``fm`` (``trimmed_minimiser`` on D = d + 1:
    fmlr, fmlr_paper) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
-   the run) × (time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one core,
-   measured here).  So the floor is the run's arithmetic of fitting with every Python overhead removed: no data
+   the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
+   core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is the run's arithmetic of fitting with every Python overhead removed: no data
    split, noise draw, metric, row or CSV.  Fits are counted once per split for non-private algorithms (the runner
    runs them once and repeats their rows per budget);
 2. the wall time of the run (``dpexp run`` through this interpreter, ``--jobs J`` or ``--cluster ADDRESS``,
@@ -136,10 +136,10 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
     else:
         raise ValueError(kind)
     best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
+    for _ in range(3):   # CPU time of this process: what the fits cost one core, whatever else the machine runs
+        t0 = time.process_time()
         f()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return best / batch
 
 
