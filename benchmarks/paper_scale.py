@@ -23,7 +23,8 @@ Prints:
    streams, algorithms, metrics, row building, CSV formatting);
 4. the peak resident memory (VmHWM) of the driver and of each worker process (target < 2 GiB each);
 5. the same for ``configs/slr_oi.yaml`` with ``--slr``: its wall, and the runner-overhead ratio against the time
-   spent inside its algorithms (measured in process on its chunks; the SLR algorithms are not Bayesian fits);
+   spent inside its algorithms (CPU time, measured in process on 5 chunks per dataset variant after a warm-up
+   chunk, scaled by cells; the SLR algorithms are not batched model fits);
 6. with ``--configs all`` (or names): the wall time of every config's full run, the total and the slowest ones —
    ``make figures`` without the plotting.
 
@@ -281,26 +282,28 @@ def load(cfg: Path, extra: list[str]):
     return spec.load(cfg, overrides, repeats)
 
 
-def algorithm_floor(exp, k: int = 3) -> float:
-    """Seconds the run's algorithms (``run_many``) take over all its cells, estimated from ``k`` chunks per dataset
-    variant run in this process (the floor of a config whose algorithms are not batched fits, e.g. slr_oi)."""
+def algorithm_floor(exp, k: int = 5) -> float:
+    """CPU seconds the run's algorithms (``run_many``) take over all its cells, estimated from ``k`` chunks per
+    dataset variant run in this process after one warm-up chunk (data loading and one-off set-up excluded), scaled
+    by cells (the floor of a config whose algorithms are not batched fits, e.g. slr_oi)."""
     from dpexp import runner
 
     chunks = runner.plan_chunks(exp)
     total = 0.0
     for di in range(len(exp.datasets)):
         cs = [c for c in chunks if c.dataset == di]
+        runner.compute_chunk(exp, cs[-1], exp.spec.seed)      # warm: data, caches
         pick = [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for i in range(min(k, len(cs)))]
         spent, cells = 0.0, 0
         saved = runner._outputs
 
         def timed(*a, **kw):
             nonlocal spent
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             try:
                 return saved(*a, **kw)
             finally:
-                spent += time.perf_counter() - t0
+                spent += time.process_time() - t0
         runner._outputs = timed
         try:
             for c in pick:
