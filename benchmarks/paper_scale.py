@@ -11,8 +11,9 @@ Prints:
    ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper) or ``fm`` (``trimmed_minimiser`` on D = d + 1:
    fmlr, fmlr_paper) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
    the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
-   core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is the run's arithmetic of fitting with every Python overhead removed: no data
-   split, noise draw, metric, row or CSV.  Fits are counted once per split for non-private algorithms (the runner
+   core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is
+   the run's arithmetic of fitting with every Python overhead removed: no data split, noise draw, metric, row or
+   CSV.  Fits are counted once per split for non-private algorithms (the runner
    runs them once and repeats their rows per budget);
 2. the wall time of the run (``dpexp run`` through this interpreter, ``--jobs J`` or ``--cluster ADDRESS``,
    tuning cache warmed first) and ``overhead ratio = full run wall / batched-fit floor`` (target <= 3; the floor
