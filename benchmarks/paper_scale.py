@@ -3,18 +3,35 @@ and the peak memory of every process.
 
 Prints:
 
-1. the batched-fit floor of ``configs/gdsc_eps2.yaml`` (Honkela et al. 2018, Fig. 2): its number of cells (each
-   cell is one Bayesian LR fit) times the per-fit time of the ``vb`` engine batched 10,000 perturbed d = 10
-   problems per call, measured here, in one process;
-2. the wall time of the full run (``dpexp run`` through this interpreter, ``--jobs J`` or ``--cluster ADDRESS``,
-   tuning cache warmed first by a one-drug run), and ``overhead ratio = full run wall / batched-fit floor``
-   (target <= 3; the floor is one core's, the run uses J);
-3. the peak resident memory (VmHWM) of the driver and of each worker process (target < 2 GiB each);
-4. with ``--configs all`` (or names): the wall time of every config's full run, the total and the slowest ones —
+1. the **batched-fit floor** of ``configs/gdsc_eps2.yaml`` (Honkela et al. 2018, Fig. 2, as the config is now: our
+   curves and the paper-protocol curves).  Definition: every algorithm variant of the run is mapped to the fit it
+   performs per cell and trial — ``vb`` (Gamma-prior Bayesian LR, ``dpexp.models.vb.fit_vb``: rplr/lr/rlr with
+   ``prior: gamma``), ``fixed`` (the fixed-precision posterior mean with its solver, ``posterior_mean_fixed``:
+   rplr/lr/plr with ``prior: fixed``, psd_floor or direct), ``solve`` (one linear solve: lr_public, plr_paper),
+   ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper) or ``fm`` (``trimmed_minimiser`` on D = d + 1:
+   fmlr, fmlr_paper) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
+   the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
+   core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is
+   the run's arithmetic of fitting with every Python overhead removed: no data split, noise draw, metric, row or
+   CSV.  Fits are counted once per split for non-private algorithms (the runner
+   runs them once and repeats their rows per budget);
+2. the wall time of the run (``dpexp run`` through this interpreter, ``--jobs J`` or ``--cluster ADDRESS``,
+   tuning cache warmed first) and ``overhead ratio = full run wall / batched-fit floor`` (target <= 3; the floor
+   is one core's, the run uses J), and the CPU ratio (CPU-seconds of all the run's processes / floor: independent
+   of the cores used and of other load on the machine); ``--repeats R`` runs R repeats instead of 50 (the floor is
+   then counted for R repeats too: chunks hold one repeat each, so the ratio does not depend on R);
+3. where a cell's CPU goes: a few chunks run in this process with the runner's stages timed (data splits, noise
+   streams, algorithms, metrics, row building, CSV formatting);
+4. the peak resident memory (VmHWM) of the driver and of each worker process (target < 2 GiB each);
+5. the same for ``configs/slr_oi.yaml`` with ``--slr``: its wall, and the runner-overhead ratio against the time
+   spent inside its algorithms (CPU time, measured in process on 5 chunks per dataset variant after a warm-up
+   chunk, scaled by cells; the SLR algorithms are not batched model fits);
+6. with ``--configs all`` (or names): the wall time of every config's full run, the total and the slowest ones —
    ``make figures`` without the plotting.
 
 The results of every run go to a temporary folder; nothing under results/ is touched.
-Usage: ``python benchmarks/paper_scale.py [--jobs 2 | --cluster local:2] [--configs all|NAME ...] [--repeats R]``.
+Usage: ``python benchmarks/paper_scale.py [--jobs 2 | --cluster local:2] [--repeats R] [--slr]
+[--configs all|NAME ...]``.
 """
 
 from __future__ import annotations
@@ -48,26 +65,144 @@ def dpexp(*args: str) -> list[str]:
     return [sys.executable, "-m", "dpexp.cli", *args]
 
 
-def vb_batched_seconds_per_fit(batch: int = 10_000, d: int = 10, n: int = 810) -> float:
-    """Per-fit time of ``fit_vb`` on ``batch`` perturbed GDSC-like problems in one call (best of 3)."""
-    from dpexp.models.vb import fit_vb
+def fit_kind(av, dv) -> tuple[str, int] | None:
+    """(kind, d) of the fit one cell of algorithm variant ``av`` on dataset variant ``dv`` performs (the module
+    docstring's mapping), None for an algorithm that is not one of these fits (printed as such, not in the floor)."""
+    p = av.instance.params
+    d = int(getattr(p, "d", None) or dv.instance.params.d) if av.name == "lr_public" else int(dv.instance.params.d)
+    prior = getattr(p, "prior", None)
+    if av.name in ("rplr", "lr", "rlr", "plr"):
+        if prior == "gamma":
+            return ("vb", d) if getattr(p, "engine", "vb") == "vb" else None
+        return (f"fixed/{p.solver}", d)
+    if av.name in ("lr_public", "plr_paper"):
+        return ("vb", d) if prior == "gamma" else ("solve", d)
+    if av.name in ("oplr", "oplr_paper"):
+        return ("ball", d)
+    if av.name in ("fmlr", "fmlr_paper"):
+        return ("fm", d + 1)
+    return None
 
-    rng = np.random.default_rng(0)
+
+def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
+    """Fits of the run per (kind, d), and the cells of algorithms that are none of the kinds (label -> cells)."""
+    fits: dict[tuple[str, int], int] = {}
+    other: dict[str, int] = {}
+    sizes, trials, repeats = len(exp.size_grid), exp.spec.trials, exp.spec.repeats
+    budgets = len(exp.epsilons) * len(exp.deltas)
+    for dv in exp.datasets:
+        for av in exp.algorithms_for(dv):
+            runs = budgets if getattr(av.instance, "private", True) else 1
+            n = len(dv.subsets) * sizes * repeats * runs * trials
+            kind = fit_kind(av, dv)
+            if kind is None:
+                other[av.label] = other.get(av.label, 0) + n
+            else:
+                fits[kind] = fits.get(kind, 0) + n
+    return fits, other
+
+
+def _problems(rng: np.random.Generator, batch: int, d: int, n: int = 810):
+    """``batch`` perturbed GDSC-like statistics (unit-norm rows, Laplace noise as in the releases)."""
     X = rng.normal(size=(n, d))
     X -= X.mean(0)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = X @ rng.normal(size=d) + rng.normal(size=n)
     S, r, t = X.T @ X, X.T @ y, float(y @ y)
-    Sb = S[None] + rng.laplace(0, 5.0, size=(batch, d, d))
+    N = rng.laplace(0, 5.0, size=(batch, d, d))
+    Sb = S[None] + 0.5 * (N + np.swapaxes(N, -1, -2))
     rb = r[None] + rng.laplace(0, 2.0, size=(batch, d))
-    tb = t + rng.laplace(0, 10.0, size=batch)
-    fit_vb(Sb[:10], rb[:10], tb[:10], n)
+    tb = t + np.abs(rng.laplace(0, 10.0, size=batch))
+    return Sb, rb, tb, n
+
+
+def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
+    """Time per fit of ``kind`` at ``d`` coefficients, ``batch`` problems in one call (best of 3, this process)."""
+    from dpexp.families.gdsc.algorithms.functional_mechanism import trimmed_minimiser
+    from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
+    from dpexp.models.bayes_lr import posterior_mean_fixed
+    from dpexp.models.vb import fit_vb
+
+    S, r, t, n = _problems(np.random.default_rng(0), batch, d)
+    if kind == "vb":
+        def f(): fit_vb(S, r, t, n)
+    elif kind.startswith("fixed/"):
+        def f(): posterior_mean_fixed(S, r, 1.0, 1.0, kind.split("/")[1])
+    elif kind == "solve":
+        def f(): np.linalg.solve(S + np.eye(d), r[..., None])
+    elif kind == "ball":
+        lam = np.full(batch, 0.05)
+        def f(): ball_constrained_ridge(S, r, lam, 1.0)
+    elif kind == "fm":
+        def f(): trimmed_minimiser(S, -2.0 * r, 10.0, 1e-8)
+    else:
+        raise ValueError(kind)
     best = float("inf")
-    for _ in range(3):
-        t0 = time.perf_counter()
-        fit_vb(Sb, rb, tb, n)
-        best = min(best, time.perf_counter() - t0)
+    for _ in range(3):   # CPU time of this process: what the fits cost one core, whatever else the machine runs
+        t0 = time.process_time()
+        f()
+        best = min(best, time.process_time() - t0)
     return best / batch
+
+
+def fit_floor(exp) -> tuple[float, list[tuple[str, int, int, float]], dict[str, int]]:
+    """The batched-fit floor of ``exp`` in seconds, its terms (kind, d, fits, seconds per fit) and the cells that are
+    no fit of the kinds."""
+    fits, other = count_fits(exp)
+    terms = [(k, d, n, per_fit_seconds(k, d, 2_000 if d > 20 else 5_000)) for (k, d), n in sorted(fits.items())]
+    return sum(n * t for _, _, n, t in terms), terms, other
+
+
+def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float]]:
+    """CPU per cell and its split over the runner's stages, from ``k`` chunks of each dataset variant (spread over
+    the repeats) run in this process after one warm-up chunk each; the stages are timed by wrapping the runner's
+    functions (algorithms = ``run_many``, metrics = ``_metric_table``, ...), the rest is 'other'."""
+    from dpexp import runner
+
+    chunks = runner.plan_chunks(exp)
+    by: dict[int, list] = {}
+    for c in chunks:
+        by.setdefault(c.dataset, []).append(c)
+    pick = [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for cs in by.values() for i in range(k)]
+    for cs in by.values():
+        runner.compute_chunk(exp, cs[0], exp.spec.seed)          # warm: data, tuning look-ups
+    spent: dict[str, float] = {}
+    wrapped = {"data splits": "_splits", "algorithms": "_outputs", "metrics": "_metric_table",
+               "noise streams": "stream_from_key", "CSV formatting": "_rows_to_csv"}
+    saved = {name: getattr(runner, name) for name in wrapped.values()}
+
+    def timed(stage, fn):
+        def inner(*a, **kw):
+            t0 = time.process_time()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[stage] = spent.get(stage, 0.0) + time.process_time() - t0
+        return inner
+
+    for stage, name in wrapped.items():
+        setattr(runner, name, timed(stage, saved[name]))
+    try:
+        t0 = time.process_time()
+        cells = 0
+        for c in pick:
+            runner.compute_chunk(exp, c, exp.spec.seed)
+            cells += runner._chunk_cells(exp, c)
+        total = time.process_time() - t0
+    finally:
+        for name, fn in saved.items():
+            setattr(runner, name, fn)
+    spent["algorithms"] = spent.get("algorithms", 0.0) - spent.get("noise streams", 0.0)   # streams are drawn there
+    spent["rows, tuning look-ups, other"] = total - sum(spent.values())
+    return total / cells, spent
+
+
+def print_breakdown(name: str, exp, k: int = 2) -> None:
+    per_cell, spent = stage_breakdown(exp, k)
+    total = sum(spent.values())
+    print(f"  where a cell's CPU goes ({name}, {k} chunks per dataset variant in this process): "
+          f"{per_cell * 1e6:.0f} us per cell = " + ", ".join(
+              f"{stage} {v / total:.0%}" for stage, v in sorted(spent.items(), key=lambda kv: -kv[1])), flush=True)
 
 
 class PeakMemory:
@@ -117,14 +252,22 @@ def _role(cmdline: list[str]) -> str:
     return "child"
 
 
-def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]
+def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str], timeout: float | None = None
               ) -> tuple[float, dict[int, tuple[str, int]], float]:
-    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds."""
+    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds; past
+    ``timeout`` seconds the run is stopped and the wall returned is inf."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(dpexp("run", str(cfg), "--out", str(out), "--force", "-q", *how, *extra), cwd=REPO,
-                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     mem = PeakMemory(proc.pid)
-    _, err = proc.communicate()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 15)   # the run and its workers (their own session)
+        proc.communicate()
+        mem.stop()
+        return float("inf"), mem.peaks, sum(mem.cpu.values())
     wall = time.perf_counter() - t0
     peaks = mem.stop()
     if proc.returncode not in (0, 1):  # 1: some cells failed (recorded), still a full run
@@ -132,66 +275,143 @@ def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str]
     return wall, peaks, sum(mem.cpu.values())
 
 
-def n_cells(cfg: Path, extra: list[str]) -> int:
+def load(cfg: Path, extra: list[str]):
     from dpexp import spec
 
     overrides = [extra[i + 1] for i, a in enumerate(extra) if a == "--set"]
     repeats = next((int(extra[i + 1]) for i, a in enumerate(extra) if a == "--repeats"), None)
-    return spec.load(cfg, overrides, repeats).n_cells
+    return spec.load(cfg, overrides, repeats)
+
+
+def algorithm_floor(exp, k: int = 5) -> float:
+    """CPU seconds the run's algorithms (``run_many``) take over all its cells, estimated from ``k`` chunks per
+    dataset variant run in this process after one warm-up chunk (data loading and one-off set-up excluded), scaled
+    by cells (the floor of a config whose algorithms are not batched fits, e.g. slr_oi)."""
+    from dpexp import runner
+
+    chunks = runner.plan_chunks(exp)
+    total = 0.0
+    for di in range(len(exp.datasets)):
+        cs = [c for c in chunks if c.dataset == di]
+        runner.compute_chunk(exp, cs[-1], exp.spec.seed)      # warm: data, caches
+        pick = [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for i in range(min(k, len(cs)))]
+        spent, cells = 0.0, 0
+        saved = runner._outputs
+
+        def timed(*a, **kw):
+            nonlocal spent
+            t0 = time.process_time()
+            try:
+                return saved(*a, **kw)
+            finally:
+                spent += time.process_time() - t0
+        runner._outputs = timed
+        try:
+            for c in pick:
+                runner.compute_chunk(exp, c, exp.spec.seed)
+                cells += runner._chunk_cells(exp, c)
+        finally:
+            runner._outputs = saved
+        all_cells = sum(runner._chunk_cells(exp, c) for c in cs)
+        total += spent / max(cells, 1) * all_cells
+    return total
+
+
+def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
+    """Parts 1-4 of the module docstring for gdsc_eps2."""
+    floor, terms, other = fit_floor(exp)
+    print(f"batched-fit floor of {GDSC.name} ({exp.n_cells:,} cells, {exp.spec.repeats} repeats): {floor:.1f} s "
+          "(one core) =", flush=True)
+    for kind, d, n, t in terms:
+        print(f"  {kind:16s} d = {d:2d}: {n:9,} fits x {t * 1e6:6.1f} us = {n * t:6.1f} s")
+    for label, n in other.items():
+        print(f"  (not a fit of these kinds, not in the floor: {label}, {n:,} cells)")
+    # warm the tuning cache (all sizes, two drugs) so the timed run is the runner, not the one-off tuning
+    warm = [x for i in range(len(exp.datasets)) for x in ("--set", f"datasets[{i}].subsets={{first: 2}}")]
+    subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
+                         "--repeats", "1", *warm),
+                   cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print_breakdown(GDSC.name, exp)
+    wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra)
+    size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
+    floor2, _, _ = fit_floor(exp)   # again: the machine may be shared; the faster one is the floor
+    print(f"  (floor measured again after the run: {floor2:.1f} s)")
+    floor = min(floor, floor2)
+    cells = exp.n_cells
+    print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu_s:.0f} CPU-seconds in all its processes "
+          f"({cells / wall:,.0f} cells/s, {cpu_s / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB;"
+          f" load average {os.getloadavg()[0]:.1f} at the end)")
+    print(f"overhead ratio = full run wall / batched-fit floor = {wall:.1f} / {floor:.1f} = "
+          f"{wall / floor:.1f} (target <= 3)")
+    print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu_s / floor:.1f} (independent of the cores used "
+          f"and of other load; the wall ratio on J idle cores is about this / J)")
+    for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
+        print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cluster", default=None, help="run on this Dask cluster (e.g. local:2) instead of --jobs")
-    ap.add_argument("--repeats", type=int, default=None, help="override every config's repeats (quick check)")
-    ap.add_argument("--configs", nargs="*", default=[], help="also time these configs' full runs ('all': every one)")
+    ap.add_argument("--repeats", type=int, default=None, help="override the repeats of gdsc_eps2 (and of --configs)")
+    ap.add_argument("--slr", action="store_true", help="also time slr_oi.yaml's full run and its overhead ratio")
+    ap.add_argument("--configs", nargs="*", default=[], help="also time these configs' full runs ('all': every one; "
+                                                               "NAME:R runs R repeats and scales)")
+    ap.add_argument("--timeout", type=float, default=None, help="stop a --configs run after this many seconds")
+    ap.add_argument("--skip-gdsc", action="store_true", help="only the --slr / --configs parts")
     a = ap.parse_args()
     how = ["--cluster", a.cluster] if a.cluster else ["--jobs", str(a.jobs)]
     extra = ["--repeats", str(a.repeats)] if a.repeats else []
     work = Path(tempfile.mkdtemp(prefix="dpexp_bench_"))
-    print(f"machine: {os.cpu_count()} cores; runs with {' '.join(how)}" + (f", --repeats {a.repeats}" if a.repeats
-                                                                            else " (full scale)"))
+    load1 = os.getloadavg()[0]
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+               "?") if Path("/proc/cpuinfo").exists() else "?"
+    print(f"machine: {os.cpu_count()} cores ({cpu}), load average {load1:.1f} at the start; runs with "
+          f"{' '.join(how)}" + (f", --repeats {a.repeats}" if a.repeats else " (full scale)"), flush=True)
     try:
         from dpexp.errors import UserError
 
         try:
-            cells = n_cells(GDSC, extra)
+            exp = load(GDSC, extra)
         except UserError as exc:  # e.g. no GDSC data here: say so, as the other benchmarks do
             print(f"paper-scale benchmark skipped: {exc}")
             return
-        per_fit = vb_batched_seconds_per_fit()
-        print(f"batched-fit floor of {GDSC.name}: {cells:,} fits x {per_fit * 1e6:.1f} us per batched vb fit "
-              f"= {cells * per_fit:.1f} s (one core)", flush=True)
-        # warm the tuning cache (all sizes, two drugs) so the timed run is the runner, not the one-off tuning
-        subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
-                             "--repeats", "1", "--set", "datasets[0].subsets={first: 2}"),
-                       cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wall, peaks, cpu = timed_run(GDSC, work / "gdsc_eps2", how, extra)
-        size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
-        after = vb_batched_seconds_per_fit()   # again: the machine may be shared; the faster one is the floor
-        print(f"  (measured again after the run: {after * 1e6:.1f} us per fit)")
-        floor = cells * min(per_fit, after)
-        print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu:.0f} CPU-seconds in all its processes "
-              f"({cells / wall:,.0f} cells/s, {cpu / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB)")
-        print(f"overhead ratio = full run wall / batched-fit floor = {wall:.1f} / {floor:.1f} = "
-              f"{wall / floor:.2f} (target <= 3)")
-        print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu / floor:.2f} (independent of the cores used "
-              f"and of other load; the wall ratio on J idle cores is about this / J)")
-        for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
-            print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
+        if not a.skip_gdsc:
+            bench_gdsc(exp, work, how, extra)
+        if a.slr:
+            slr = REPO / "configs" / "slr_oi.yaml"
+            sexp = load(slr, [])
+            sfloor = algorithm_floor(sexp)
+            w, pk, c = timed_run(slr, work / "slr_oi", how, [])
+            print(f"full run of {slr.name}: {w:.1f} s wall, {c:.0f} CPU-seconds; time inside its algorithms "
+                  f"(run_many, in process, sampled chunks) {sfloor:.1f} s; overhead ratio = {w:.1f} / {sfloor:.1f} "
+                  f"= {w / sfloor:.2f}, CPU ratio {c / sfloor:.2f}; peak RSS of its largest process "
+                  f"{max(h for _, h in pk.values()) / 2**20:.0f} MiB", flush=True)
         names = [p.stem for p in sorted((REPO / "configs").glob("*.yaml"))] if a.configs == ["all"] else a.configs
         if names:
+            print(f"full runs of configs ({' '.join(how)}; NAME:R = R repeats, the full run estimated as wall x "
+                  f"repeats / R, fixed costs included, so an over-estimate):", flush=True)
             times = []
-            for name in names:
-                w, pk, _ = timed_run(REPO / "configs" / f"{name}.yaml", work / name, how, extra)
+            for item in names:
+                name, _, r = item.partition(":")
+                cfg = REPO / "configs" / f"{name}.yaml"
+                full_r = load(cfg, []).spec.repeats
+                w, pk, _ = timed_run(cfg, work / name, how, ["--repeats", r] if r else extra, a.timeout)
                 worst = max(h for _, h in pk.values()) if pk else 0
-                times.append((w, name))
-                print(f"  {name:24s} {w:8.1f} s   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
+                if w == float("inf"):
+                    print(f"  {name:24s} stopped after {a.timeout:.0f} s (not finished)", flush=True)
+                    times.append((float("inf"), name))
+                    continue
+                est = w * full_r / int(r) if r else w
+                times.append((est, name))
+                how_run = f"{r} of {full_r} repeats: {w:7.1f} s -> full run ~ {est:7.0f} s (estimate)" if r else \
+                    f"full run: {w:7.1f} s"
+                print(f"  {name:24s} {how_run}   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
                       flush=True)
                 shutil.rmtree(work / name, ignore_errors=True)
-            print(f"all {len(times)} configs: {sum(t for t, _ in times):.0f} s; slowest: "
-                  + ", ".join(f"{n} {t:.0f} s" for t, n in sorted(times, reverse=True)[:5]))
+            done = [(t, n) for t, n in times if t != float("inf")]
+            print(f"{len(done)} configs: {sum(t for t, _ in done):.0f} s (measured and estimated); slowest: "
+                  + ", ".join(f"{n} {t:.0f} s" for t, n in sorted(done, reverse=True)[:5]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -31,9 +31,20 @@ def key_hex(*names: object) -> str:
     return hashlib.sha256(_SEP.join(str(n) for n in names).encode("utf-8")).hexdigest()[:16]
 
 
+def stream_key(*names: object) -> tuple[tuple[int, ...], str]:
+    """(``stable_key(*names)``, ``key_hex(*names)``) from one SHA-256 (the runner needs both for every cell)."""
+    digest = hashlib.sha256(_SEP.join(str(n) for n in names).encode("utf-8")).digest()
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)), digest.hex()[:16]
+
+
 def stream(root_seed: int, *names: object) -> np.random.Generator:
     """The generator for the named purpose under ``root_seed``."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(root_seed), spawn_key=stable_key(*names))))
+    return stream_from_key(root_seed, stable_key(*names))
+
+
+def stream_from_key(root_seed: int, key: tuple[int, ...]) -> np.random.Generator:
+    """The generator of a stream given its ``stable_key``."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(root_seed), spawn_key=key)))
 
 
 def data_stream(root_seed: int, dataset: str, subset: str, repeat: int) -> np.random.Generator:

@@ -25,13 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dpexp import cache, manifest
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
 from dpexp.privacy.ledger import PrivacyLedger
-from dpexp.privacy.noise import make_noise
+from dpexp.privacy.noise import SeededNoise, make_noise
 from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
-from dpexp.rng import data_stream, key_hex, new_root_seed, noise_names, noise_stream
+from dpexp.rng import data_stream, new_root_seed, noise_names, stream_from_key, stream_key
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
 from dpexp.types import Sizes
 
@@ -84,33 +86,66 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
     statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
     rows: list[Row] = []
+    shared = _SharedStream(dv, ds_key, chunk, root_seed)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
-        splits = _splits(dv, ds_key, chunk, sizes, root_seed)
+        splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
             for eps, delta in runs:
                 names = [(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta) for subset in chunk.subsets]
-                ledgers = [cell_ledger(exp.spec.noise, root_seed, n) for n in names]
+                keys = [None if exp.spec.noise == "secure" else stream_key(*noise_names(*n)) for n in names]
+                ledgers = [cell_ledger(exp.spec.noise, root_seed, n, key) for n, key in zip(names, keys)]
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 values = _metric_table(exp, outputs, splits)
-                for split, subset, out, vals, n in zip(splits, chunk.subsets, outputs, values, names):
-                    seed_key = "" if exp.spec.noise == "secure" else key_hex(*noise_names(*n))
-                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split, seed_key,
-                                    statement.apply(cell_guarantee(av.instance, out)))
+                for split, subset, out, vals, key in zip(splits, chunk.subsets, outputs, values, keys):
+                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split,
+                                    "" if key is None else key[1], statement.apply(cell_guarantee(av.instance, out)))
                     rows += cell.rows(vals, targets)
     return rows
 
 
-def cell_ledger(noise: str, root_seed: int, names: tuple[Any, ...]) -> PrivacyLedger:
+class _LazySeededNoise(SeededNoise):
+    """``SeededNoise`` of a cell's named stream, created on the first draw: most of a GDSC run's cells are
+    non-private or public-only and never draw, and building a stream (SeedSequence + PCG64) was a tenth of a cell's
+    cost.  The draws are those of the eager stream (same key, same order)."""
+
+    def __init__(self, root_seed: int, words: tuple[int, ...]) -> None:
+        self._seed, self._words, self._gen = int(root_seed), words, None
+
+    @property
+    def _rng(self) -> np.random.Generator:  # type: ignore[override]
+        if self._gen is None:
+            self._gen = stream_from_key(self._seed, self._words)
+        return self._gen
+
+
+class _SharedStream:
+    """The data stream of a ``shared_split`` dataset's chunk (key (dataset, "*", repeat)), built once and rewound to
+    its initial state before each split: the draws equal a fresh stream's, without building one per subset and size
+    (a shared-split dataset uses the generator only inside ``split``)."""
+
+    def __init__(self, dv: DatasetVariant, ds_key: str, chunk: Chunk, root_seed: int) -> None:
+        self.rng = data_stream(root_seed, ds_key, "*", chunk.repeat) if dv.instance.shared_split else None
+        self.state = None if self.rng is None else self.rng.bit_generator.state
+
+    def fresh(self) -> np.random.Generator:
+        self.rng.bit_generator.state = self.state  # type: ignore[union-attr]
+        return self.rng  # type: ignore[return-value]
+
+
+def cell_ledger(noise: str, root_seed: int, names: tuple[Any, ...],
+                key: tuple[tuple[int, ...], str] | None = None) -> PrivacyLedger:
     """The ledger of one cell: seeded mode draws from the cell's named noise stream (reproducible from the
-    manifest), secure mode from the OS CSPRNG (no stream is created, nothing that regenerates it is recorded)."""
+    manifest; created on its first draw; ``key`` = ``stream_key`` of its names, if already computed), secure mode
+    from the OS CSPRNG (no stream is created, nothing that regenerates it is recorded)."""
     if noise == "secure":
         return PrivacyLedger(make_noise("secure"))
-    return PrivacyLedger(make_noise("seeded", noise_stream(root_seed, *names)))
+    words = (key or stream_key(*noise_names(*names)))[0]
+    return PrivacyLedger(_LazySeededNoise(root_seed, words))
 
 
 def cell_guarantee(algorithm: Any, out: Any) -> Guarantee:
@@ -126,13 +161,16 @@ def cell_guarantee(algorithm: Any, out: Any) -> Guarantee:
     return Guarantee.none("algorithm reported no guarantee")
 
 
-def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int) -> list[Any]:
+def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int,
+            shared: _SharedStream | None = None) -> list[Any]:
     """The split of each subset of the chunk, from the data stream of (dataset, subset or "*", repeat); a dataset
     that raises gives a ``_SplitFailure`` in its place."""
     splits: list[Any] = []
     for subset in chunk.subsets:
-        key_subset = "*" if dv.instance.shared_split else subset
-        rng = data_stream(root_seed, ds_key, key_subset, chunk.repeat)
+        if shared is not None and shared.rng is not None:
+            rng = shared.fresh()
+        else:
+            rng = data_stream(root_seed, ds_key, "*" if dv.instance.shared_split else subset, chunk.repeat)
         try:
             splits.append(dv.instance.split(subset, sizes, rng))
         except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
@@ -251,22 +289,50 @@ _SHARED = COLUMNS.index("metric")
 
 def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
     """The rows as CSV bytes; a run of rows whose leading fields are the same objects (one cell's metrics) formats
-    them once (formatting every field of every row was a tenth of a GDSC run's time)."""
+    them once, as one CSV prefix (formatting and quoting every field of every row was a tenth of a GDSC run's
+    time).  The same bytes as ``csv.writer`` on whole rows: QUOTE_MINIMAL quotes each field on its own, so a line
+    is its prefix, a comma and the CSV of the remaining fields."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     if header:
         w.writerow(COLUMNS)
-    lines: list[list[str]] = []
+    head_buf = io.StringIO()
+    head_w = csv.writer(head_buf, lineterminator=",")
+    tails: list[list[str]] = []
     prev: tuple[Any, ...] = ()
-    shared: list[str] = []
+    prefix = ""
+    out: list[str] = [buf.getvalue()]
     for r in rows:
         head = r[:_SHARED]
         if len(head) != len(prev) or not all(map(operator.is_, head, prev)):
-            shared = [_fmt(x) for x in head]
+            if tails:
+                out.append(_tails(prefix, tails))
+                tails = []
+            head_buf.seek(0)
+            head_buf.truncate()
+            head_w.writerow([_fmt(x) for x in head])
+            prefix = head_buf.getvalue()
             prev = head
-        lines.append(shared + list(map(_fmt, r[_SHARED:])))
-    w.writerows(lines)
-    return buf.getvalue().encode("utf-8")
+        tails.append(list(map(_fmt, r[_SHARED:])))
+    if tails:
+        out.append(_tails(prefix, tails))
+    return "".join(out).encode("utf-8")
+
+
+def _tails(prefix: str, tails: list[list[str]]) -> str:
+    """The lines of one cell: ``prefix`` (its shared fields as CSV, ending in a comma) before each row's tail."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerows(tails)
+    lines = buf.getvalue().split("\n")[:-1]
+    if len(lines) != len(tails):   # a field with a line break (quoted): one row at a time
+        lines = []
+        for t in tails:
+            buf.seek(0)
+            buf.truncate()
+            w.writerow(t)
+            lines.append(buf.getvalue()[:-1])
+    return "".join(prefix + line + "\n" for line in lines)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,11 @@ def _check_rho(rho: float) -> None:
 
 def _check_nonneg(x: Any, name: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
+    if a.size == 1:   # the usual scalar (or one trial): float checks (numpy's reductions cost more than the draw)
+        v = float(a.flat[0])
+        if v < 0 or math.isinf(v):
+            raise UserError(f"{name} must be >= 0 and finite, got {x}")
+        return a
     if np.any(a < 0) or np.any(np.isinf(a)):
         raise UserError(f"{name} must be >= 0 and finite, got {x}")
     return a
@@ -97,6 +102,8 @@ def _per_trial(x: np.ndarray, lead: tuple[int, ...], vdim: int, name: str) -> np
 
 def _max(x: Any) -> float:
     a = np.asarray(x, dtype=float)
+    if a.size == 1:
+        return float(a.flat[0])   # NaN stays NaN, as below
     if a.size == 0 or np.all(np.isnan(a)):
         return float("nan")
     return float(np.nanmax(a))
@@ -104,6 +111,8 @@ def _max(x: Any) -> float:
 
 def _min(x: Any) -> float:
     a = np.asarray(x, dtype=float)
+    if a.size == 1:
+        return float(a.flat[0])
     if a.size == 0 or np.all(np.isnan(a)):
         return float("nan")
     return float(np.nanmin(a))

@@ -69,6 +69,16 @@ def test_rows_to_csv_formats_like_the_plain_writer():
     assert b",1,0.0," in got and b",1.0,0.0," in got
 
 
+def test_rows_to_csv_line_breaks_and_quotes_in_a_cells_fields():
+    # an error message with a line break is quoted over two lines: the per-cell prefix must still start every row
+    cell = [_row(2.0, "spearman", 0.5, "line 1\nline 2, \"q\""), _row(2.0, "wpc", 1.5, "a\r\nb"),
+            _row(2.0, "x", 2.5)]
+    rows = cell + [_row(3.0, "spearman", float("nan"), ""), _row(3.0, "wpc", 0.1, "\n")]
+    got = _rows_to_csv(rows, header=False)
+    assert got == _plain(rows)
+    assert [r[-3:] for r in csv.reader(io.StringIO(got.decode()))][0] == ["0.5", "abc", "line 1\nline 2, \"q\""]
+
+
 def _cells(seed: int):
     from dpexp.types import Output, Split
 
@@ -90,7 +100,7 @@ def _cells(seed: int):
     return outs, splits
 
 
-@pytest.mark.parametrize("name", ["spearman"])
+@pytest.mark.parametrize("name", ["spearman", "wpc"])
 def test_batched_metrics_equal_one_cell_at_a_time_to_the_bit(name):
     from dpexp import registry
 
@@ -101,3 +111,33 @@ def test_batched_metrics_equal_one_cell_at_a_time_to_the_bit(name):
         one = [float(metric(o, s)) for o, s in zip(outs, splits)]
         many = metric.many(outs, splits)
         assert [repr(v) for v in many] == [repr(v) for v in one]
+
+
+def test_lazy_cell_stream_draws_what_the_named_stream_draws():
+    from dpexp.rng import key_hex, noise_names, noise_stream, stream_key
+    from dpexp.runner import cell_ledger
+
+    names = ("gdsc[d=10]", "Drug_1", 3, "rplr", "sigma=dp", 2.0, 0.0)
+    ledger = cell_ledger("seeded", 7, names)
+    assert ledger.noise._gen is None                       # nothing built before the first draw
+    got = [ledger.noise.laplace(0.0, 1.0, size=4), ledger.noise.uniform(size=2)]
+    ref = noise_stream(7, *names)
+    assert np.array_equal(got[0], ref.laplace(0.0, 1.0, size=4)) and np.array_equal(got[1], ref.uniform(size=2))
+    assert stream_key(*noise_names(*names))[1] == key_hex(*noise_names(*names))
+    assert cell_ledger("secure", 7, names).noise.secure
+
+
+def test_shared_split_stream_is_rewound_for_every_split():
+    from types import SimpleNamespace
+
+    from dpexp.rng import data_stream
+    from dpexp.runner import Chunk, _SharedStream
+
+    dv = SimpleNamespace(instance=SimpleNamespace(shared_split=True))
+    shared = _SharedStream(dv, "gdsc[d=10]", Chunk(0, 0, 4, ("a", "b")), 11)
+    first = shared.fresh().permutation(50)
+    again = shared.fresh().permutation(50)
+    assert np.array_equal(first, again)
+    assert np.array_equal(first, data_stream(11, "gdsc[d=10]", "*", 4).permutation(50))
+    assert _SharedStream(SimpleNamespace(instance=SimpleNamespace(shared_split=False)), "x", Chunk(0, 0, 0, ("a",)),
+                         1).rng is None

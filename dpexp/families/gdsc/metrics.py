@@ -96,6 +96,27 @@ class WPC(Metric):
     def __call__(self, output: Output, split: Split) -> float:
         return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split))))
 
+    def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
+        """Every cell of a group; a cell with one trial of finite predictions (nearly all) takes a short path with
+        the same arithmetic as ``standardised_pc`` — the same sign matrix and ``einsum`` call, the scalar steps in
+        Python floats (IEEE doubles, as numpy's) — so the values equal ``__call__``'s to the bit."""
+        vals: list[float] = []
+        for o, s in zip(outputs, splits):
+            P = o.predictions
+            if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype == float):
+                vals.append(self(o, s))
+                continue
+            y, sd = s.y_test, _sd(s)
+            a, sn = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+            if a is None or sn <= 0 or not np.isfinite(P).all():
+                vals.append(0.0)
+                continue
+            n = a.shape[0]
+            b = np.sign(P[:, :, None] - P[:, None, :])
+            g = float(np.einsum("ij,tij->t", a, b)[0])
+            vals.append((0.5 + g / (n * (n - 1.0)) - 0.5) / sn)
+        return vals
+
 
 def _sd(split: Split) -> float:
     """The response scale of the pc-index: the drug's σ_y from the dataset, else the test responses' std."""

@@ -169,7 +169,10 @@ FMLR_REASON = "min-max ranges of x and y from all lines, private ones included (
 
 def _minmax(A: np.ndarray, lo, hi) -> np.ndarray:
     """A scaled to [−1, 1] by the ranges [lo, hi]: 2(A − lo)/(hi − lo) − 1 (a constant column maps to 0)."""
-    span = np.broadcast_to(np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float), np.shape(A))
+    d = np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)
+    if np.all(d > 0):   # every range non-empty (the usual case): the same arithmetic without the masks
+        return 2.0 * (A - lo) / d - 1.0
+    span = np.broadcast_to(d, np.shape(A))
     out = np.divide(2.0 * (A - lo), span, out=np.zeros(np.shape(A)), where=span > 0)
     return np.where(span > 0, out - 1.0, 0.0)
 

@@ -53,6 +53,7 @@ private set without budget, so the dataset declares that preprocessing as leakin
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 from dataclasses import dataclass
@@ -186,13 +187,27 @@ def _prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
                      Y_raw=raw.Y[rows])
 
 
-def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """``centre: public``: genes centred at their mean over the lines ``ref`` (the non-private pools), rows scaled
-    to unit norm, the drug's response centred at its mean over the lines of ``ref`` that have one (0 if none);
-    returns (X, y, σ_x, σ_y) with σ as in ``_prepare`` over the drug's lines (used only by ``sigma: data``)."""
+def centre_rows(X_raw: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Genes centred at their mean over the lines ``ref``, rows scaled to unit norm (zero rows stay 0)."""
     Xd = X_raw - X_raw[ref].mean(axis=0, keepdims=True)
     norms = np.linalg.norm(Xd, axis=1, keepdims=True)
-    X = np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
+    return np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
+
+
+def _centred_rows(source: tuple, d: int, evidence: str, X_raw: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """``centre_rows`` of a repeat's pools, memoised per (data, d, evidence, pools): the same for every drug."""
+    key = (source, d, evidence, hashlib.sha256(np.ascontiguousarray(ref, dtype=np.int64).tobytes()).digest())
+    return cache.memo("gdsc.centred_rows", key, lambda: centre_rows(X_raw, ref), maxsize=8)
+
+
+def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray, X: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``centre: public``: genes centred at their mean over the lines ``ref`` (the non-private pools), rows scaled
+    to unit norm (``X``: those rows if already computed, ``centre_rows``), the drug's response centred at its mean
+    over the lines of ``ref`` that have one (0 if none); returns (X, y, σ_x, σ_y) with σ as in ``_prepare`` over the
+    drug's lines (used only by ``sigma: data``)."""
+    if X is None:
+        X = centre_rows(X_raw, ref)
     has = ~np.isnan(y_raw)
     tested = ref[has[ref]]
     y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
@@ -218,10 +233,11 @@ class GdscView:
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        prep = prepare(load_raw(self.expr, self.ic50), d, self.evidence)
+        raw = load_raw(self.expr, self.ic50)
+        prep = prepare(raw, d, self.evidence)
         X = prep.X
-        if self.centre_ref is not None:
-            X = centre_on(prep.X_raw, np.zeros(prep.X_raw.shape[0]), self.centre_ref)[0]
+        if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
+            X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
         return X[self.idx_public], X[self.idx_test]
 
 
@@ -319,6 +335,24 @@ class Gdsc(Dataset):
         e, i = self._paths()
         return prepare(load_raw(e, i), self.params.d, self.params.evidence)
 
+    def _split_data(self) -> tuple[Path, Path, _Raw, _Prepared]:
+        """(paths, raw tables, prepared arrays) for ``split``, looked up once per instance and data location (a
+        split is asked for every drug, size and repeat: finding and stat-ing the files each time was a tenth of
+        it); a new run resolves new instances, so changed files are read again."""
+        where = (os.environ.get("DPEXP_DATA_DIR"), os.getcwd())
+        got = self.__dict__.get("_split_memo")
+        if got is None or got[0] != where:
+            e, i = self._paths()
+            raw = load_raw(e, i)
+            got = (where, (e, i, raw, prepare(raw, self.params.d, self.params.evidence)))
+            self.__dict__["_split_memo"] = got
+        return got[1]
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_split_memo", None)   # paths of this machine: a worker finds its own
+        return state
+
     def check(self) -> None:
         raw = load_raw(*self._paths())
         if raw.X.shape[1] < self.params.d:
@@ -342,13 +376,13 @@ class Gdsc(Dataset):
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         p = self.params
-        prep = self._prep()
+        e, i, raw, prep = self._split_data()
         j = prep.drug_index.get(subset)
         if j is None:
             raise UserError(f"gdsc: unknown subset {subset!r}; subsets are drug names like "
                             f"{next(iter(prep.drug_index))!r}")
         if p.protocol != "ours":
-            return self._paper_split(subset, j, sizes, rng)
+            return self._paper_split(subset, j, sizes, rng, e, i, raw, prep)
         N = prep.X.shape[0]
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
@@ -367,7 +401,8 @@ class Gdsc(Dataset):
         ref = None
         if p.centre == "public":   # the means come from the non-private pools of this repeat (all drugs alike)
             ref = np.concatenate([pools[0], pools[1]])
-            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref)
+            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref,
+                                     _centred_rows(raw.source, p.d, p.evidence, prep.X_raw, ref))
         take = []
         for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
             if p.missing == "after_split":
@@ -376,7 +411,6 @@ class Gdsc(Dataset):
             else:
                 take.append(pool[has[pool]][:n])
         it, iu, iv = take
-        e, i = self._paths()
         meta = {
             "drug": subset,
             "sigma_x": sx,
@@ -389,19 +423,18 @@ class Gdsc(Dataset):
         }
         return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
 
-    def _paper_split(self, subset: str, j: int, sizes: Sizes, rng: np.random.Generator) -> Split:
+    def _paper_split(self, subset: str, j: int, sizes: Sizes, rng: np.random.Generator, e: Path, i: Path,
+                     raw: _Raw, prep: _Prepared) -> Split:
         """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
         (memoised), then this drug's tested lines of each."""
         p = self.params
-        prep = self._prep()
-        e, i = self._paths()
         N = prep.X.shape[0]
         perm = rng.permutation(N)                      # same for every drug: the stream is keyed by repeat only
         train = N - p.test_pool
         n_priv = sizes.n_private
         if n_priv < 0:   # "all": every line before the public ones (python) or after them (matlab)
             n_priv = p.public_start if p.protocol == "python" else train - sizes.max_public
-        sets = protocols.protocol_sets(p.protocol, load_raw(e, i).source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
+        sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
                                        perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool, p.public_start,
                                        sizes.max_public)
         has = prep.has[:, j]

@@ -145,11 +145,20 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
              test_pool: int, perm: np.ndarray) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
     response) and the ranges over all lines (x: every line; y: the drug's lines, centred like the sets)."""
+    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+    x_min, x_max = cache.memo_for("gdsc.raw_x_range", X_raw, None, lambda: (X_raw.min(axis=0), X_raw.max(axis=0)),
+                                  maxsize=8)
+    # the same for every size of a fold: memoised per (data, fold, drug)
+    y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (_digest(perm), test_pool, j),
+                                  lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
+    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], x_min, x_max, y_min, y_max)
+
+
+def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tuple[float, float]:
+    """Range of drug ``j``'s response over all its tested lines, centred over its tested training lines."""
     y_all = Y_raw[:, j] - _column_means(Y_raw[perm[test_pool:], j:j + 1])[0]
     tested = y_all[np.isfinite(y_all)]
-    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
-    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], X_raw.min(axis=0), X_raw.max(axis=0),
-                   float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
+    return (float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
 
 
 class ProtocolView:
@@ -167,7 +176,10 @@ class ProtocolView:
 
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        X_raw = prepare(load_raw(self.expr, self.ic50), d, self.evidence).X_raw
-        Xu = normalise_set(X_raw[self.public], None)[0][self.keep_public]
-        Xt = normalise_set(X_raw[self.test], None)[0][self.keep_test]
-        return Xu, Xt
+        raw = load_raw(self.expr, self.ic50)
+        X_raw = prepare(raw, d, self.evidence).X_raw
+        # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
+        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (raw.source, d, self.evidence, _digest(lines)),
+                             lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
+                  for lines in (self.public, self.test))
+        return Xu[self.keep_public], Xt[self.keep_test]
