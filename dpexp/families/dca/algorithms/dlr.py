@@ -457,10 +457,13 @@ NOT_DP_STD = ("std round under-noised (the authors' code): sensitivity sqrt(d R^
               "to R^2, so sqrt(sum c_j^4 + c_y^4) is needed")
 
 
-def _bounds(params: Params, split: Split) -> tuple[float, float]:
+def _bounds(params: Params, split: Split, need_y: bool = True) -> tuple[float, float]:
     out = []
     for key in ("bound_x", "bound_y"):
         v = getattr(params, key, None)
+        if key == "bound_y" and not need_y:
+            out.append(float("nan"))
+            continue
         if v is None:
             v = split.meta.get(key)
         if v is None or not (float(v) > 0):
@@ -487,8 +490,9 @@ class _DLRBase(Algorithm):
         N, d = X.shape
         if N < 3:
             raise UserError(f"{self.name} needs at least 3 clients (private rows), got {N}")
-        cx, cy = _bounds(p, split)
-        if getattr(p, "bound_y_from_data", False):                 # the authors' code: read from the clients
+        from_data = getattr(p, "bound_y_from_data", False)
+        cx, cy = _bounds(p, split, need_y=not from_data)
+        if from_data:                                              # the authors' code: read from the clients
             ledger.not_dp(NOT_DP_BOUND_Y)
             cy = float(max(math.ceil(float(np.max(np.abs(y)))), 1))
         if getattr(p, "clip", True):
