@@ -259,6 +259,17 @@ def test_footnote_groups_labels_by_reason():
                                 "noise, not formally DP")
 
 
+def test_footnote_says_a_clause_once_when_rows_differ_only_in_numbers():
+    """Rows of one curve whose notes differ per ε (e.g. the classic calibration's true δ) give one clause, numbers
+    that differ elided, numbers that agree kept; the 'not DP: ' prefix of every row goes."""
+    from dpexp.plotting.privacy import compact_note
+
+    note = " / ".join(f"not DP: bound from data; classic at epsilon={e:g} >= 1: true delta {d:.3g} vs 0.0001; pre"
+                      for e, d in ((1, 5.6e-7), (10, 2.7e-4)))
+    assert compact_note(note) == "bound from data; classic at epsilon=… >= 1: true delta … vs 0.0001; pre"
+    assert compact_note("not DP: σ from 2 private rows") == "σ from 2 private rows"
+
+
 # ------------------------------------------------------------------------------------------------- ECDFs
 def test_beyond_counts_what_lies_past_each_edge():
     x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.25, 0.5, 0.75, 0.9])   # 10 % failed: ends at 0.9
