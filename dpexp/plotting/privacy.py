@@ -14,6 +14,7 @@ One helper for every consumer: plot kinds (``NotDP.name`` on legend entries, ``N
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,12 +130,38 @@ def _range(values) -> str:
     return f"{fmt(nums[0])} … {fmt(nums[-1])} ({len(nums)} values)"
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+
+
+def compact_note(note: str) -> str:
+    """A curve's note (its rows' notes joined by ' / ') as one list of distinct clauses, without the 'not DP: '
+    prefixes; clauses that differ only in their numbers (e.g. the true δ of a classic calibration at each ε) are
+    said once with the numbers elided ('…'), so a footnote does not repeat a clause per grid point."""
+    clauses: list[str] = []
+    for part in note.split(" / "):
+        clauses += [c.strip() for c in part.strip().removeprefix("not DP: ").split("; ") if c.strip()]
+    groups: dict[str, list[str]] = {}
+    for c in clauses:
+        groups.setdefault(_NUMBER.sub("…", c), []).append(c)
+    return "; ".join(_merge(v) for v in groups.values())
+
+
+def _merge(variants: list[str]) -> str:
+    """One clause for variants that differ only in numbers: a number kept where all agree, '…' where they differ."""
+    parts = [_NUMBER.split(v) for v in variants]      # text pieces between the numbers (the same in every variant)
+    nums = [_NUMBER.findall(v) for v in variants]
+    out = parts[0][0]
+    for i, piece in enumerate(parts[0][1:]):
+        vals = {n[i] for n in nums}
+        out += (vals.pop() if len(vals) == 1 else "…") + piece
+    return out
+
+
 def short_reason(note: str) -> str:
-    """The main reason of a curve's note for a figure's footnote: its first statement (a row's note is 'not DP:
-    reason; further statements', and a curve's joins its rows' notes with ' / '); the report's privacy table and
-    the rows' ``privacy_note`` keep the whole note."""
-    first = note.split(" / ")[0].split("; ")[0].strip()
-    first = first.removeprefix("not DP: ").removesuffix(" — not DP").strip()
+    """The main reason of a curve's note for a figure's footnote: the first clause of ``compact_note`` (a row's note
+    is 'not DP: reason; further statements'); the report's privacy table and the rows' ``privacy_note`` keep the
+    whole note."""
+    first = compact_note(note).split("; ")[0].strip().removesuffix(" — not DP").strip()
     return first or "no differential-privacy guarantee"
 
 

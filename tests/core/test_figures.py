@@ -259,6 +259,17 @@ def test_footnote_groups_labels_by_reason():
                                 "noise, not formally DP")
 
 
+def test_footnote_says_a_clause_once_when_rows_differ_only_in_numbers():
+    """Rows of one curve whose notes differ per ε (e.g. the classic calibration's true δ) give one clause, numbers
+    that differ elided, numbers that agree kept; the 'not DP: ' prefix of every row goes."""
+    from dpexp.plotting.privacy import compact_note
+
+    note = " / ".join(f"not DP: bound from data; classic at epsilon={e:g} >= 1: true delta {d:.3g} vs 0.0001; pre"
+                      for e, d in ((1, 5.6e-7), (10, 2.7e-4)))
+    assert compact_note(note) == "bound from data; classic at epsilon=… >= 1: true delta … vs 0.0001; pre"
+    assert compact_note("not DP: σ from 2 private rows") == "σ from 2 private rows"
+
+
 # ------------------------------------------------------------------------------------------------- ECDFs
 def test_beyond_counts_what_lies_past_each_edge():
     x, y = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.25, 0.5, 0.75, 0.9])   # 10 % failed: ends at 0.9
@@ -331,3 +342,15 @@ def test_requested_sizes_from_columns_and_from_legacy_metric_rows():
         "spearman"}
     one = pd.DataFrame({"subset": ["all"], "dataset": ["synthetic"]})
     assert "over 1" not in mean_text(one, "std", 2) and mean_text(one, "std", 1) == "mean ± std over 1 repeat"
+
+
+def test_footnote_gives_the_main_reason_only():
+    """A figure's footnote names a curve's first reason; its preprocessing statements stay on the rows/report."""
+    from dpexp.plotting.privacy import short_reason
+
+    note = ("not DP: non-private baseline; gdsc centre: public (no private line read) / not DP: non-private baseline; "
+            "gdsc centre: public (no private line read)")
+    assert short_reason(note) == "non-private baseline"
+    assert short_reason("paper protocol (matlab path): responses centred — not DP; more") == \
+        "paper protocol (matlab path): responses centred"
+    assert short_reason("") == "no differential-privacy guarantee"

@@ -39,6 +39,16 @@ Settings (how the noise enters):
   z_i + N(0, σ_std²) with the same Δ₂ (any two records are neighbours of one client's one-record data set), so the
   sum carries N(0, N σ_std²) noise.  We draw that sum's noise directly, which has the same distribution.
 
+Paper settings (the authors' code, DPBayes/dca-nips2017; ``configs/dca_*_paper.yaml``), each an explicit parameter
+whose default is ours: ``calibration: classic`` (Eq. (1)); ``solver: abs_eig`` (negative eigenvalues of XX̂ flipped
+to their absolute values, every model and the search); for TA/DDP/input perturbation ``bound_y_from_data: true``
+(c_y = ⌈max |y|⌉ of the clients) and ``clip: false`` (data not projected); for the projected variants
+``std_sensitivity: paper`` (√(d R² + c_y²) with R = ``std_r`` = 7.5, ``sq_sensitivity_paper``) and the search options
+``aux_repeats: 20, aux_noise_draws: 20, aux_data: row_normalised, aux_score: in_sample, aux_noise_power: 4,
+aux_budget: full, omega_max: 2.0`` (+ ``aux_n: 400`` on GDSC).  The data-reading and under-noised choices are recorded
+with ``ledger.not_dp(reason)`` (guarantee ``none``); the search options touch no private data and change no
+guarantee; the classic calibration at ε ≥ 1 is recorded with the true δ of its σ (larger than asked, with a note).
+
 σ_std comes from ``noise.sigma_std`` (``calibration``: "analytic" by default, or the paper's "classic" Eq. (1),
 which warns for ε ≥ 1); the choice is recorded in every result as the extra ``calibration_analytic`` (1 or 0).
 """
@@ -116,7 +126,29 @@ def sq_sensitivity(c_x: np.ndarray, c_y: float) -> float:
     return float(math.sqrt(np.sum(c**4) + c_y**4))
 
 
-SOLVERS = ("direct", "psd_floor")
+def sq_sensitivity_paper(d: int, r: float, r_y: float) -> float:
+    """The std round's sensitivity in the authors' code: sqrt(d R² + R_y²) (the paper settings).
+
+    **Under-noised, not DP at the claimed ε**: the released values are the *squares* x_j², y², which range over
+    [0, R²] and [0, R_y²], so replace-one moves the query by up to sqrt(d R⁴ + R_y⁴) (``sq_sensitivity``); with
+    R = R_y = 7.5 the authors' value is 7.5²/7.5 = 7.5 times too small per coordinate.  Kept to reproduce their
+    curves; the algorithms record ``ledger.not_dp`` when it is chosen (``std_sensitivity: paper``).
+    """
+    return float(math.sqrt(d * r**2 + r_y**2))
+
+
+SOLVERS = ("direct", "psd_floor", "abs_eig")
+
+
+def abs_eigenvalues(A: np.ndarray) -> np.ndarray:
+    """Symmetrise ``A`` (…, d, d) and replace every eigenvalue by its absolute value: V |Λ| Vᵀ.
+
+    The authors' code (DPBayes/dca-nips2017) does this to the noisy XX̂ of every model before the posterior solve
+    (``solver: abs_eig``, the paper settings).  Post-processing of the release: no privacy cost.
+    """
+    A = 0.5 * (A + np.swapaxes(A, -1, -2))
+    w, V = np.linalg.eigh(A)
+    return (V * np.abs(w)[..., None, :]) @ np.swapaxes(V, -1, -2)
 
 
 def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float = 1.0, lam0: float = 1.0,
@@ -125,8 +157,9 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
 
     ``solver="direct"`` (default, the paper's eq. (13)): μ̂ = (λ0 I + λ XX̂)⁻¹ λ Xŷ with the perturbed statistics as
     released, even when the noise makes XX̂ indefinite.  ``solver="psd_floor"``: first raise the negative
-    eigenvalues of XX̂ to 0 (``dpexp.models.bayes_lr.posterior_mean_fixed``).  Both are post-processing of the DP
-    release.  The floor looks safer but is much worse here: in a direction where the noise made XX̂ negative the
+    eigenvalues of XX̂ to 0 (``dpexp.models.bayes_lr.posterior_mean_fixed``).  ``solver="abs_eig"``: first flip the
+    negative eigenvalues of XX̂ to their absolute values (the authors' code; ``abs_eigenvalues``), then eq. (13).
+    All are post-processing of the DP release.  The floor looks safer but is much worse here: in a direction where the noise made XX̂ negative the
     floored precision is only λ0 = 1 while Xŷ carries noise of std σ_std, so that coefficient becomes ~σ_std
     (hundreds on the UCI data), whereas the direct solve divides by the large negative eigenvalue and shrinks it
     (red wine, TA, ε = 10: median MAE 2.6 direct vs 410 floored; docs/distributed.md).  An exactly singular system
@@ -139,11 +172,14 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
             except np.linalg.LinAlgError:
                 mu = np.full(Xy.shape, np.nan)
         return mu, mu @ X_test.T
-    if solver != "direct":
+    if solver not in ("direct", "abs_eig"):
         raise UserError(f"solver must be one of {SOLVERS}, got {solver!r}")
     XX = np.asarray(XX, dtype=float)
     Xy = np.asarray(Xy, dtype=float)
     d = XX.shape[-1]
+    if solver == "abs_eig":
+        with np.errstate(all="ignore"):
+            XX = abs_eigenvalues(XX)
     prec = lam0 * np.eye(d) + lam * 0.5 * (XX + np.swapaxes(XX, -1, -2))
     rhs = lam * Xy[..., None]
     with np.errstate(all="ignore"):
@@ -208,19 +244,62 @@ def _noise_std_total(s: float, N: int, setting: str, n_faulty: int) -> float:
     return s * math.sqrt(noise_factor(N, n_faulty))
 
 
+def omega_grid(omega_max: float = 2.1, points: int = 20) -> np.ndarray:
+    """The ω grid of the threshold search: ``points`` values from 0.1 to ``omega_max`` (the paper's text: 20 points
+    up to 2.1, ``OMEGA_GRID``; the authors' code: 0.1, 0.2, …, 2.0)."""
+    return np.linspace(0.1, float(omega_max), int(points))
+
+
+AUX_DATA = ("gaussian", "row_normalised")
+IN_SAMPLE_EVAL = 1000     # rows scored by the in-sample search (the first of the fitted rows; see choose_thresholds)
+AUX_SCORES = ("holdout", "in_sample")
+
+
+def search_sensitivity(bx: np.ndarray, by: np.ndarray, noise_power: int = 2) -> np.ndarray:
+    """Δ₂ of eq. (18) for every (ω_x, ω_y) cell of the search: ``bx`` (Gx, R, d) feature thresholds, ``by`` (Gy, R)
+    target thresholds → (Gx, Gy, R).  ``noise_power=2``: eq. (18) itself (∝ b²).  ``noise_power=4``: the authors'
+    code, eq. (18) with every threshold b replaced by b² (noise ∝ b⁴; not a sensitivity — it only steers the
+    public search)."""
+    c2 = bx**2 if noise_power == 2 else bx**4                                 # (Gx, R, d)
+    cy2 = by**2 if noise_power == 2 else by**4                                # (Gy, R)
+    s1 = c2.sum(-1)
+    s2 = (c2**2).sum(-1)
+    return np.sqrt(s2[:, None] + 2.0 * (s1**2 - s2)[:, None] + 4.0 * s1[:, None] * cy2[None])
+
+
 def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.random.Generator, calibration: str,
                       setting: str = "ta", n_faulty: int = 0, grid: np.ndarray = OMEGA_GRID, repeats: int = 10,
                       n_test: int | None = None, lam: float = 1.0, lam0: float = 1.0,
-                      solver: str = "direct") -> tuple[float, float]:
+                      solver: str = "direct", noise_draws: int = 1, aux_data: str = "gaussian",
+                      score: str = "holdout", noise_power: int = 2) -> tuple[float, float]:
     """(ω_x, ω_y) minimising the mean MAE on auxiliary data from eqs. (4)–(6) (see module docstring).
 
-    Vectorised over the whole grid and all repeats: XX for each ω_x, Xy for each (ω_x, ω_y), one batched solve.
-    The Gaussian σ is linear in Δ₂, so σ(Δ) = Δ · σ(1) needs one calibration.
+    Vectorised over the whole grid and all repeats: XX for each ω_x, Xy for each (ω_x, ω_y), one batched solve per
+    ω_x.  The Gaussian σ is linear in Δ₂, so σ(Δ) = Δ · σ(1) needs one calibration.  Defaults: ours (the paper's
+    text).  The authors' code (paper settings) differs in: ``repeats=20, noise_draws=20`` (20 data sets × 20 noise
+    draws), ``aux_data="row_normalised"`` (x centred, rows scaled to unit L2 norm, y from those rows, centred —
+    ``dpexp.families.gdsc.tuning.sample_preprocessed``), ``score="in_sample"`` (MAE of the fit's predictions on its
+    own auxiliary rows against the unclipped y; scored on the first ``IN_SAMPLE_EVAL`` = 1000 of them when N is
+    larger — ours, for speed), the grid 0.1…2.0, and ``noise_power=4``: the simulated noise std
+    scales with the thresholds to the 4th power instead of the 2nd.  The statistics are products of two bounded
+    values, so their sensitivity (eq. (18)) and the noise std grow as b²; ``noise_power=4`` evaluates eq. (18) with
+    every threshold b replaced by b² (noise ∝ b⁴).  None of these options touches private data.
     """
-    n_test = int(n_test or max(100, min(n, 1000)))
-    G, R = len(grid), repeats
-    X, y = sample_data(R, n + n_test, d, rng, lam, lam0)       # eqs. (4)-(6), the same draw as GDSC's tuning
-    Xtr, ytr, Xte, yte = X[:, :n], y[:, :n], X[:, n:], y[:, n:]
+    if aux_data not in AUX_DATA or score not in AUX_SCORES or noise_power not in (2, 4):
+        raise UserError(f"aux search: aux_data in {AUX_DATA}, score in {AUX_SCORES}, noise_power in (2, 4); got "
+                        f"{aux_data!r}, {score!r}, {noise_power!r}")
+    n_test = int(n_test or max(100, min(n, 1000))) if score == "holdout" else 0
+    G, R, K = len(grid), repeats, int(noise_draws)
+    if aux_data == "gaussian":
+        X, y = sample_data(R, n + n_test, d, rng, lam, lam0)   # eqs. (4)-(6), the same draw as GDSC's tuning
+    else:
+        from dpexp.families.gdsc.tuning import sample_preprocessed
+
+        X, y = sample_preprocessed(R, n + n_test, d, rng)     # like the real (row-normalised) data
+    Xtr, ytr = X[:, :n], y[:, :n]
+    # in-sample: the fitted rows, unclipped; the first IN_SAMPLE_EVAL of them (i.i.d. rows: an unbiased estimate of
+    # the in-sample MAE) so that N = 3000 costs what N = 1000 does
+    Xev, yev = (X[:, n:], y[:, n:]) if score == "holdout" else (Xtr[:, :IN_SAMPLE_EVAL], ytr[:, :IN_SAMPLE_EVAL])
     sx = Xtr.std(axis=1)                       # (R, d)
     sy = ytr.std(axis=1)                       # (R,)
     bx = grid[:, None, None] * sx[None]        # (G, R, d)
@@ -233,22 +312,24 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
         XcT = np.clip(Xtr, -bx[g][:, None, :], bx[g][:, None, :]).transpose(0, 2, 1)      # (R, d, n)
         XX[g] = XcT @ XcT.transpose(0, 2, 1)
         Xy[g] = (XcT @ ycT).transpose(2, 0, 1)                                 # (Gy, R, d)
-    # Δ₂ per grid cell (per-feature bounds), eq. (18)
-    c2 = bx**2                                                                # (Gx, R, d)
-    s1 = c2.sum(-1)
-    s2 = (c2**2).sum(-1)
-    sens = np.sqrt(s2[:, None] + 2.0 * (s1**2 - s2)[:, None] + 4.0 * s1[:, None] * (by**2)[None])  # (Gx, Gy, R)
+    sens = search_sensitivity(bx, by, noise_power)                            # (Gx, Gy, R)
     unit = _noise_std_total(sigma_std(1.0, epsilon, delta, calibration), n, setting, n_faulty)
     sd = sens * unit
     p = n_terms(d)
-    noise = rng.standard_normal((G, G, R, p)) * sd[..., None]
-    nXX, nXy = terms_to_stats(noise, d)
-    mu, pred = fit_predict(XX[:, None] + nXX, Xy + nXy, np.zeros((0, d)), lam, lam0, solver)
-    pred = np.einsum("ghrd,rnd->ghrn", mu, Xte)
-    err = np.abs(pred - yte[None, None]).mean(-1)                             # (Gx, Gy, R)
-    score = np.nanmean(np.where(np.isfinite(err), err, np.nan), axis=-1)
-    score = np.where(np.isfinite(score), score, np.inf)
-    gx, gy = np.unravel_index(int(np.argmin(score)), score.shape)
+    noise = rng.standard_normal((G, G, R, K, p)) * sd[..., None, None]
+    err = np.empty((G, G, R, K))
+    XevT = np.ascontiguousarray(Xev.transpose(0, 2, 1))                       # (R, d, n_eval)
+    for g in range(G):                                                         # one ω_x at a time: bounded memory
+        nXX, nXy = terms_to_stats(noise[g], d)                                 # (Gy, R, K, d, d), (Gy, R, K, d)
+        mu, _ = fit_predict(XX[g][None, :, None] + nXX, Xy[g][:, :, None] + nXy, np.zeros((0, d)), lam, lam0,
+                            solver)                                            # (Gy, R, K, d)
+        pred = mu @ XevT[None]                                                 # (Gy, R, K, n_eval)
+        np.subtract(pred, yev[None, :, None, :], out=pred)
+        err[g] = np.abs(pred, out=pred).mean(-1)
+    err = err.reshape(G, G, R * K)
+    score_ = np.nanmean(np.where(np.isfinite(err), err, np.nan), axis=-1)
+    score_ = np.where(np.isfinite(score_), score_, np.inf)
+    gx, gy = np.unravel_index(int(np.argmin(score_)), score_.shape)
     return float(grid[gx]), float(grid[gy])
 
 
@@ -269,8 +350,9 @@ def aux_size(n: int) -> int:
 
 @cache.memoize("dca.public_thresholds", maxsize=4096)
 def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration: str, setting: str,
-                      n_faulty: int, repeats: int, lam: float, lam0: float, solver: str = "direct"
-                      ) -> tuple[float, float]:
+                      n_faulty: int, repeats: int, lam: float, lam0: float, solver: str = "direct",
+                      noise_draws: int = 1, aux_data: str = "gaussian", score: str = "holdout",
+                      noise_power: int = 2, omega_max: float = 2.1) -> tuple[float, float]:
     """``choose_thresholds`` with its auxiliary data seeded by a stable hash of its (public) arguments.
 
     The search uses only public quantities (N, d, ε, δ, ...), so its outcome may be shared by every cell with the
@@ -279,10 +361,27 @@ def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration:
     """
     from dpexp.rng import stream
 
-    rng = stream(0, "dca-aux-thresholds", n, d, repr(float(epsilon)), repr(float(delta)), calibration, setting,
-                 n_faulty, repeats, repr(float(lam)), repr(float(lam0)), solver)
-    return choose_thresholds(n, d, epsilon, delta, rng, calibration, setting, n_faulty, repeats=repeats,
-                             lam=lam, lam0=lam0, solver=solver)
+    extra = (noise_draws, aux_data, score, noise_power, repr(float(omega_max)))
+    # the stream of our default search is keyed as before the paper options existed (same thresholds as then)
+    extra = () if extra == (1, "gaussian", "holdout", 2, repr(2.1)) else ("paper-options",) + extra
+    names = (n, d, repr(float(epsilon)), repr(float(delta)), calibration, setting, n_faulty, repeats,
+             repr(float(lam)), repr(float(lam0)), solver, *extra)
+
+    def compute() -> tuple[float, float]:
+        rng = stream(0, "dca-aux-thresholds", *names)
+        return choose_thresholds(n, d, epsilon, delta, rng, calibration, setting, n_faulty,
+                                 grid=omega_grid(omega_max), repeats=repeats, lam=lam, lam0=lam0, solver=solver,
+                                 noise_draws=noise_draws, aux_data=aux_data, score=score, noise_power=noise_power)
+
+    if not extra:
+        return compute()
+    # the authors' search (20 x 20 repeats, in-sample) costs seconds: kept on disk, shared by processes and runs
+    import hashlib
+
+    name = hashlib.sha256(repr(names).encode()).hexdigest()[:24]
+    value, _ = cache.stored("dca_thresholds", name, lambda: dict(zip(("omega_x", "omega_y"), compute())),
+                            describe=f"DCA paper-settings threshold search (N={n}, d={d}, eps={epsilon:g})")
+    return float(value["omega_x"]), float(value["omega_y"])
 
 
 # ----------------------------------------------------------------------------------------------- algorithms
@@ -295,16 +394,46 @@ class _BoundParams(Params):
                                                         "(Balle & Wang 2018) or classic Eq. (1)")
     lam: float = Field(1.0, gt=0, description="noise precision lambda (supplement §10: 1)")
     lam0: float = Field(1.0, gt=0, description="prior precision lambda0 (supplement §10: 1)")
-    solver: Literal["direct", "psd_floor"] = Field("direct", description="posterior mean from the noisy statistics: "
-                                                   "direct solve of eq. (13) (paper) or psd_floor (negative "
-                                                   "eigenvalues of XX raised to 0 first)")
+    solver: Literal["direct", "psd_floor", "abs_eig"] = Field(
+        "direct", description="posterior mean from the noisy statistics: direct solve of eq. (13) (paper text), "
+                              "psd_floor (negative eigenvalues of XX raised to 0 first) or abs_eig (flipped to their "
+                              "absolute values first: the authors' code, every model)")
+
+
+class _UnprojParams(_BoundParams):
+    clip: bool = Field(True, description="project the data to the assumed bounds (Alg. 2 step 1); false = the "
+                                         "authors' code for TA/DDP/input perturbation: not clipped (not DP)")
+    bound_y_from_data: bool = Field(False, description="c_y = ceil(max |y|) over the clients' targets instead of "
+                                                       "bound_y (the authors' code; not DP: a data-derived bound)")
 
 
 class _ProjParams(_BoundParams):
     share_std: float = Field(0.3, gt=0, lt=1, description="share of (epsilon, delta) for the std round")
     omega_x: float | None = Field(None, gt=0, description="fixed feature threshold in stds (None: auxiliary search)")
     omega_y: float | None = Field(None, gt=0, description="fixed target threshold in stds (None: auxiliary search)")
-    aux_repeats: int = Field(10, ge=1, description="repeats of the auxiliary threshold search")
+    aux_repeats: int = Field(10, ge=1, description="auxiliary data sets of the threshold search (paper text: 10; "
+                                                   "the authors' code: 20)")
+    aux_noise_draws: int = Field(1, ge=1, description="noise draws per auxiliary data set (the authors' code: 20)")
+    aux_data: Literal["gaussian", "row_normalised"] = Field(
+        "gaussian", description="auxiliary x: N(0, I) (eqs. (4)-(6)) or centred with unit-norm rows like the "
+                                "preprocessed GDSC data (the authors' code)")
+    aux_score: Literal["holdout", "in_sample"] = Field(
+        "holdout", description="MAE on held-out auxiliary rows (ours) or on the fitted rows vs the unclipped y "
+                               "(the authors' code)")
+    aux_noise_power: Literal[2, 4] = Field(
+        2, description="search noise std grows as threshold^2 (eq. (18), ours) or threshold^4 (the authors' code)")
+    aux_budget: Literal["remaining", "full"] = Field(
+        "remaining", description="noise simulated in the search at the statistics round's (1 - share_std) budget "
+                                 "(ours) or at the full (epsilon, delta) (the authors' code)")
+    aux_n: int | None = Field(None, ge=3, description="auxiliary data size (None: the clients' N rounded by "
+                                                      "aux_size; the authors' GDSC code: 400)")
+    omega_max: float = Field(2.1, gt=0.1, description="largest omega of the 20-point grid from 0.1 (paper text: "
+                                                      "2.1; the authors' code: 2.0)")
+    std_sensitivity: Literal["ours", "paper"] = Field(
+        "ours", description="std round sensitivity: sqrt(sum c_j^4 + c_y^4) (ours, right) or sqrt(d R^2 + c_y^2) "
+                            "(the authors' code: under-noised, not DP)")
+    std_r: float = Field(7.5, gt=0, description="R of the authors' std-round sensitivity sqrt(d R^2 + c_y^2) "
+                                                "(std_sensitivity: paper only)")
 
 
 class _DistParams(_BoundParams):
@@ -313,14 +442,28 @@ class _DistParams(_BoundParams):
     frac_bits: int = Field(32, ge=1, le=62, description="fixed-point fractional bits")
 
 
+class _DistUnprojParams(_UnprojParams, _DistParams):
+    pass
+
+
 class _DistProjParams(_ProjParams, _DistParams):
     pass
 
 
-def _bounds(params: Params, split: Split) -> tuple[float, float]:
+#: what the ledger says when a paper setting (the authors' code) is chosen: one line each
+NOT_DP_CLIP = "data not clipped to the assumed bounds (the authors' code): sensitivity not enforced"
+NOT_DP_BOUND_Y = "c_y = ceil(max |y|) of the clients' targets (the authors' code): a data-derived bound, no budget"
+NOT_DP_STD = ("std round under-noised (the authors' code): sensitivity sqrt(d R^2 + c_y^2), but the squares range "
+              "to R^2, so sqrt(sum c_j^4 + c_y^4) is needed")
+
+
+def _bounds(params: Params, split: Split, need_y: bool = True) -> tuple[float, float]:
     out = []
     for key in ("bound_x", "bound_y"):
         v = getattr(params, key, None)
+        if key == "bound_y" and not need_y:
+            out.append(float("nan"))
+            continue
         if v is None:
             v = split.meta.get(key)
         if v is None or not (float(v) > 0):
@@ -334,7 +477,9 @@ class _DLRBase(Algorithm):
     family = "dca"
     neighbouring = "replace-one"
     requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
-    guarantee_text = "(ε, δ)-DP, replace-one (exact δ of the σ drawn; calibration: classic at ε ≥ 1 shows its true δ)"
+    guarantee_text = ("(ε, δ)-DP, replace-one (exact δ of the σ drawn; calibration: classic at ε ≥ 1 shows its true "
+                      "δ); clip: false → not DP (data not clipped to the assumed bounds, the authors' code); "
+                      "bound_y_from_data: true → not DP (c_y read from the clients, the authors' code)")
     setting = "ta"
     project = False
 
@@ -345,8 +490,16 @@ class _DLRBase(Algorithm):
         N, d = X.shape
         if N < 3:
             raise UserError(f"{self.name} needs at least 3 clients (private rows), got {N}")
-        cx, cy = _bounds(p, split)
-        Xc, yc = np.clip(X, -cx, cx), np.clip(y, -cy, cy)          # Alg. 2 step 1
+        from_data = getattr(p, "bound_y_from_data", False)
+        cx, cy = _bounds(p, split, need_y=not from_data)
+        if from_data:                                              # the authors' code: read from the clients
+            ledger.not_dp(NOT_DP_BOUND_Y)
+            cy = float(max(math.ceil(float(np.max(np.abs(y)))), 1))
+        if getattr(p, "clip", True):
+            Xc, yc = np.clip(X, -cx, cx), np.clip(y, -cy, cy)      # Alg. 2 step 1
+        else:
+            ledger.not_dp(NOT_DP_CLIP)
+            Xc, yc = X, y
         cxv = np.full(d, cx)
         kw = {}
         if self.setting == "ddp":
@@ -362,12 +515,21 @@ class _DLRBase(Algorithm):
                 e1, d1 = p.share_std * epsilon, p.share_std * delta
                 e2, d2 = epsilon - e1, delta - d1
                 Q = np.concatenate([Xc**2, yc[:, None] ** 2], axis=1)             # step 2 query
-                sq, _ = release_sum(Q, sq_sensitivity(cxv, cy), e1, d1, self.setting, ledger, trials, p.calibration,
+                if p.std_sensitivity == "paper":
+                    ledger.not_dp(NOT_DP_STD)
+                    sens_sq = sq_sensitivity_paper(d, p.std_r, cy)
+                else:
+                    sens_sq = sq_sensitivity(cxv, cy)
+                sq, _ = release_sum(Q, sens_sq, e1, d1, self.setting, ledger, trials, p.calibration,
                                     value_bound=float(max(cx, cy)) ** 2, label="std round", **kw)
                 std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / N), STD_FLOOR)   # (trials, d+1)
                 if p.omega_x is None or p.omega_y is None:
-                    wx, wy = public_thresholds(aux_size(N), d, e2, d2, p.calibration, self.setting,
-                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0, p.solver)
+                    es, ds = (epsilon, delta) if p.aux_budget == "full" else (e2, d2)
+                    n_aux = p.aux_n if p.aux_n is not None else aux_size(N)
+                    wx, wy = public_thresholds(n_aux, d, es, ds, p.calibration, self.setting,
+                                               getattr(p, "n_faulty", 0), p.aux_repeats, p.lam, p.lam0, p.solver,
+                                               p.aux_noise_draws, p.aux_data, p.aux_score, p.aux_noise_power,
+                                               p.omega_max)
                     wx = p.omega_x or wx
                     wy = p.omega_y or wy
                 else:
@@ -427,7 +589,7 @@ class TrustedAggregatorBLR(_DLRBase):
     name = "ta"
     audit = AuditPlan(design=bounded_clients, view=released_sums)
     description = "trusted aggregator Gaussian SSP Bayesian LR (Heikkila et al. 2017, TA)"
-    Params = _BoundParams
+    Params = _UnprojParams
 
 
 @register_algorithm
@@ -439,6 +601,9 @@ class TrustedAggregatorProjBLR(_DLRBase):
     audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, trials_factor=0.3,
                       pilot_trials=2_000)
     description = "trusted aggregator SSP with std round + projection to omega*std (Heikkila et al. 2017, Alg. 2)"
+    guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed (exact δ of the σ drawn; calibration: classic at "
+                      "ε ≥ 1 shows its true δ); std_sensitivity: paper → not DP (std round under-noised, the "
+                      "authors' code)")
     Params = _ProjParams
     project = True
 
@@ -452,8 +617,9 @@ class DistributedBLR(_DLRBase):
     audit = AuditPlan(design=bounded_clients, view=released_sums, trials_factor=0.3, pilot_trials=2_000)
     description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
     guarantee_text = ("(ε, δ)-DP, replace-one, against any T clients that drop out or collude together (Thm 1, "
-                      "exact δ of σ_std)")
-    Params = _DistParams
+                      "exact δ of σ_std); clip: false → not DP (data not clipped to the assumed bounds, the authors' "
+                      "code); bound_y_from_data: true → not DP (c_y read from the clients, the authors' code)")
+    Params = _DistUnprojParams
     setting = "ddp"
 
 
@@ -467,7 +633,7 @@ class DistributedProjBLR(_DLRBase):
                       pilot_trials=1_000)
     description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
     guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed, against any T clients that drop out or collude "
-                      "together (Thm 1)")
+                      "together (Thm 1); std_sensitivity: paper → not DP (std round under-noised, the authors' code)")
     Params = _DistProjParams
     setting = "ddp"
     project = True
@@ -481,5 +647,5 @@ class InputPerturbationBLR(_DLRBase):
     name = "input_perturbation"
     audit = AuditPlan(design=bounded_clients_outliers, view=released_sums)
     description = "each client perturbs its own sufficient statistics; noise variance grows with N"
-    Params = _BoundParams
+    Params = _UnprojParams
     setting = "input"
