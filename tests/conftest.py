@@ -33,6 +33,15 @@ def _every_figure_fits(monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _calibration_warnings_anew():
+    """Calibration warnings are said once per process (``mechanisms.warn_calibration``): every test starts afresh."""
+    from dpexp import cache
+
+    cache.clear("privacy.calibration_warnings")
+    yield
+
+
 @pytest.fixture
 def isolated_cache(tmp_path, monkeypatch):
     """Disk caches in tmp_path and empty in-process memos, before and after the test (dpexp.cache)."""

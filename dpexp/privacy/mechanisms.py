@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import optimize, special
 
+from dpexp import cache
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import PrivacyAccountingError, Spend
 from dpexp.privacy.noise import as_noise
@@ -43,6 +44,16 @@ GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "zcdp")
 
 class PrivacyCalibrationWarning(UserWarning):
     """A calibration was used outside the range where it is proven (classic Gaussian with ε ≥ 1)."""
+
+
+def warn_calibration(message: str, stacklevel: int = 3) -> None:
+    """Warn ``PrivacyCalibrationWarning`` once per process and message: a run calls a mechanism per cell, the rows
+    carry the details (Python's own 'once' filter forgets whenever a ``catch_warnings`` block ends)."""
+    def _warn() -> bool:
+        warnings.warn(message, PrivacyCalibrationWarning, stacklevel=stacklevel + 2)
+        return True
+
+    cache.memo("privacy.calibration_warnings", message, _warn)
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -306,9 +317,8 @@ def gaussian_sigma(sensitivity: float, epsilon: float, delta: float, calibration
         return analytic_gaussian_sigma(sensitivity, epsilon, delta)
     if calibration == "classic":
         if epsilon >= 1.0:
-            warnings.warn(f"classic Gaussian calibration used with epsilon={epsilon:g} >= 1: outside the range where "
-                          "it is proven (epsilon < 1); the ledger records the true delta of the sigma drawn",
-                          PrivacyCalibrationWarning, stacklevel=3)
+            warn_calibration("classic Gaussian calibration used with epsilon >= 1: outside the range where it is "
+                             "proven (epsilon < 1); the ledger records the true delta of the sigma drawn")
         return gaussian_sigma_classic(sensitivity, epsilon, delta)
     raise UserError(f"calibration must be one of ('analytic', 'classic'), got {calibration!r}")
 

@@ -24,7 +24,7 @@ def test_classic_calibration_eq1_and_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         sigma_std(1.0, 0.9, 1e-5, "classic")                 # ε < 1: no warning
-    with pytest.warns(PrivacyCalibrationWarning, match="epsilon=31.6"):
+    with pytest.warns(PrivacyCalibrationWarning, match="epsilon >= 1"):
         sigma_std(1.0, 31.6, 1e-4, "classic")
 
 
@@ -278,3 +278,15 @@ def test_secure_ledger_runs_the_dca_in_secure_mode():
     a = dlr.DistributedBLR().run(s, 1.0, 1e-5, PrivacyLedger(SecureNoise()), trials=2)
     b = dlr.DistributedBLR().run(s, 1.0, 1e-5, PrivacyLedger(SecureNoise()), trials=2)
     assert not np.array_equal(a.predictions, b.predictions) and a.guarantee == b.guarantee
+
+
+def test_calibration_warning_is_said_once_per_process(capfd):
+    """A run calls the mechanism per cell: the warning is printed once, not per call (rows carry the details)."""
+    import subprocess
+    import sys
+
+    code = ("from dpexp.families.dca.protocol.noise import sigma_std\nimport warnings\n"
+            "for e in (1.5, 2.0, 31.6):\n    with warnings.catch_warnings():\n        pass\n"
+            "    sigma_std(1.0, e, 1e-4, 'classic')\n")
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
+    assert err.count("PrivacyCalibrationWarning") == 1, err

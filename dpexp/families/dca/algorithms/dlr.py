@@ -71,7 +71,7 @@ from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
 from dpexp.privacy.ledger import as_ledger
-from dpexp.privacy.mechanisms import distributed_gaussian_spend, gaussian, gaussian_spend
+from dpexp.privacy.mechanisms import distributed_gaussian_spend, gaussian, gaussian_spend, warn_calibration
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -506,8 +506,8 @@ class _DLRBase(Algorithm):
             kw = dict(n_compute=p.n_compute, n_faulty=p.n_faulty, frac_bits=p.frac_bits)
         extras: dict[str, float] = {"calibration_analytic": float(p.calibration == "analytic")}
         if p.calibration == "classic" and epsilon >= 1:     # warned once per cell, not once per round
-            warnings.warn(f"{self.name}: classic Gaussian calibration (Eq. (1)) with epsilon={epsilon:g} >= 1 is not "
-                          "proven (epsilon, delta)-DP", PrivacyCalibrationWarning, stacklevel=2)
+            warn_calibration(f"{self.name}: classic Gaussian calibration (Eq. (1)) with epsilon >= 1 is not proven "
+                             "(epsilon, delta)-DP; each row's privacy_note gives the true delta of the sigma drawn")
         with warnings.catch_warnings():
             if p.calibration == "classic":
                 warnings.simplefilter("ignore", PrivacyCalibrationWarning)
