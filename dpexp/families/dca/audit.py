@@ -50,21 +50,12 @@ class ReleasedSums:
     def run(self, split, epsilon, delta, ledger, trials=1):
         import numpy as np
 
-        from dpexp.families.dca.algorithms import dlr
+        from dpexp.audit.instrument import capturing
 
-        got: list = []
-        orig = dlr.release_sum
-
-        def capture(*a, **k):
-            r = orig(*a, **k)
-            got.append(np.asarray(r[0], dtype=float))
-            return r
-
-        dlr.release_sum = capture
-        try:
+        record: dict[str, list] = {}
+        with capturing(self.alg, ("release_sum",), record):
             out = self.alg.run(split, epsilon, delta, ledger, trials)
-        finally:
-            dlr.release_sum = orig
+        got = [np.asarray(r[0], dtype=float) for r in record.get("release_sum", [])]
         if len(got) == 1:
             out.coef = got[0].reshape(trials, -1)
         else:           # std round (trials, d + 1), then one (1, p) statistics round per trial

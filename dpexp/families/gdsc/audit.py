@@ -65,28 +65,12 @@ class ReleasedStatistics:
         self.alg = alg
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        import contextlib
+        from dpexp.audit.instrument import capturing
 
-        from dpexp.families.gdsc.algorithms import plr, rplr
-
-        got: dict[str, list] = {"stats": [], "sigma": []}
-
-        def capture(key, f):
-            def g(*a, **k):
-                r = f(*a, **k)
-                got[key].append(r)
-                return r
-            return g
-
-        saved = [(rplr, "perturbed_stats"), (plr, "perturbed_stats"), (rplr, "_dp_sigmas")]
-        old = [getattr(m, a) for m, a in saved]
-        try:
-            for (m, a), f in zip(saved, old):
-                setattr(m, a, capture("sigma" if a == "_dp_sigmas" else "stats", f))
+        record: dict[str, list] = {}
+        with capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record):
             out = self.alg.run(split, epsilon, delta, ledger, trials)
-        finally:
-            for (m, a), f in zip(saved, old):
-                setattr(m, a, f)
+        got = {"stats": record.get("perturbed_stats", []), "sigma": record.get("_dp_sigmas", [])}
         cols = []
         if got["stats"]:
             XX, Xy, yy = got["stats"][-1]

@@ -28,7 +28,7 @@ class NoisyStatsRelease:
     def run(self, split, epsilon, delta, ledger, trials=1):
         import numpy as np
 
-        from dpexp.families.slr.algorithms.noisy_stats import noisy_stats_predict
+        from dpexp.audit.instrument import helper
         from dpexp.families.slr.checks import inputs
         from dpexp.privacy.ledger import as_ledger
         from dpexp.types import Output
@@ -36,7 +36,7 @@ class NoisyStatsRelease:
         ledger = as_ledger(ledger)
         x, y, xs, eps = inputs(split, self.alg.name, epsilon, unit_box=True)
         rel: dict = {}
-        pred, failed = noisy_stats_predict(x, y, xs, eps, ledger, trials, release=rel)
+        pred, failed = helper(self.alg, "noisy_stats_predict")(x, y, xs, eps, ledger, trials, release=rel)
         coef = np.stack([rel["ncov"], rel["nvar"], np.where(failed, np.nan, rel["intercept"])], axis=1)
         return Output(predictions=pred, coef=coef, guarantee=ledger.guarantee())
 
@@ -59,7 +59,9 @@ class GradientTrace:
     def run(self, split, epsilon, delta, ledger, trials=1):
         import numpy as np
 
-        from dpexp.families.slr.algorithms.dp_gd import clipped_gradient_sum
+        from dpexp.audit.instrument import helper
+
+        clipped_gradient_sum = helper(self.alg, "clipped_gradient_sum")
 
         trace: list = []
         out = self.alg.run(split, epsilon, delta, ledger, trials, trace=trace)

@@ -58,7 +58,7 @@ import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -152,6 +152,15 @@ def preprocess_expression(X: np.ndarray, d: int) -> np.ndarray:
     Xd = X[:, :d] - X[:, :d].mean(axis=0, keepdims=True)
     norms = np.linalg.norm(Xd, axis=1, keepdims=True)
     return np.divide(Xd, norms, out=np.zeros_like(Xd), where=norms > 0)
+
+
+def raw_genes(expr: Path, ic50: Path, d: int, evidence: str) -> tuple[np.ndarray, Any]:
+    """The raw expression of the first ``d`` genes of the kept lines and the data's source key (the loader of the
+    paper paths' ``protocols.ProtocolView``, passed in so that module needs nothing from this one)."""
+    if not 1 <= d <= N_GENES:
+        raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
+    raw = load_raw(expr, ic50)
+    return prepare(raw, d, evidence).X_raw, raw.source
 
 
 def centre_responses(Y: np.ndarray) -> np.ndarray:
@@ -451,7 +460,7 @@ class Gdsc(Dataset):
             "y_sd": float(prep.sigma_y[j]),
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt),
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt, raw_genes),
         }
         if p.protocol == "matlab":
             meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, keep, j, p.test_pool, perm)

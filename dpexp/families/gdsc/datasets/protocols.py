@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -166,20 +167,16 @@ class ProtocolView:
     d = 64 baseline of Fig. 2), normalised per set as the path does.  Picklable (holds file paths)."""
 
     def __init__(self, expr: Path, ic50: Path, evidence: str, public: np.ndarray, test: np.ndarray,
-                 keep_public: np.ndarray, keep_test: np.ndarray):
+                 keep_public: np.ndarray, keep_test: np.ndarray, loader: Any):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
+        self.loader = loader      # (expr, ic50, d, evidence) -> (raw expression of the kept lines, data source key)
         self.public, self.test = public, test                  # all lines of the sets
         self.keep_public, self.keep_test = keep_public, keep_test   # the drug's lines among them
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        from dpexp.families.gdsc.datasets.gdsc import N_GENES, load_raw, prepare
-
-        if not 1 <= d <= N_GENES:
-            raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        raw = load_raw(self.expr, self.ic50)
-        X_raw = prepare(raw, d, self.evidence).X_raw
+        X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
         # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
-        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (raw.source, d, self.evidence, _digest(lines)),
+        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, _digest(lines)),
                              lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
                   for lines in (self.public, self.test))
         return Xu[self.keep_public], Xt[self.keep_test]
