@@ -124,12 +124,23 @@ def undercounted_spends(factor: float = 0.5) -> Iterator[None]:
         yield
 
 
+#: the modules the mutants patch, named like every other target here (the auditor imports no family: the house
+#: stays one-directional; the families are loaded by the registry before any audit)
+_MEDIAN = "dpexp.families.slr.dp_median"
+_THEIL_SEN = "dpexp.families.slr.algorithms.dp_theil_sen"
+_FM_MODULE = "dpexp.families.gdsc.algorithms.functional_mechanism"
+_OP_MODULE = "dpexp.families.gdsc.algorithms.output_perturbation"
+_DCA_MODULE = "dpexp.families.dca.algorithms.dlr"
+
+
+def _target(module: str) -> Any:
+    return importlib.import_module(module)
+
+
 @contextlib.contextmanager
 def exp_median_double_eps() -> Iterator[None]:
     """DP Theil–Sen's exponential-mechanism median sampled at 2·ε_med while its spend records ε_med."""
-    from dpexp.families.slr import dp_median
-    from dpexp.families.slr.algorithms import dp_theil_sen as ts
-
+    dp_median, ts = _target(_MEDIAN), _target(_THEIL_SEN)
     rec = dp_median._record_exponential
 
     def half_record(source, eps, k, label):
@@ -150,8 +161,7 @@ def median_k_forgotten() -> Iterator[None]:
     """DP Theil–Sen forgets that one datapoint enters k estimates (Lemma 2: the transform is k-Lipschitz): the
     exponential median runs at ε/n_test instead of ε/(n_test k) and records k = 1; the smooth-sensitivity median uses
     the bound S¹ instead of Sᵏ.  The claim stays ε while one point can move k estimates: up to k·ε."""
-    from dpexp.families.slr.algorithms import dp_theil_sen as ts
-
+    ts = _target(_THEIL_SEN)
     em, emr, ssm = ts.exp_median, ts.exp_median_rows, ts.ss_median
 
     def exp_median(z, eps, *a, k=1, **kw):
@@ -182,8 +192,7 @@ def free_data_sigma() -> Iterator[None]:
 def unit_box_unclipped() -> Iterator[None]:
     """oplr/fmlr scale x by B_x and y by B_y but forget to clip them to [−1, 1] (oplr still projects x onto the unit
     ball): a bound mismatch — the sensitivity assumes |ỹ| ≤ 1 while a row can carry any ỹ."""
-    from dpexp.families.gdsc.algorithms import functional_mechanism as fm
-    from dpexp.families.gdsc.algorithms import output_perturbation as op
+    fm, op = _target(_FM_MODULE), _target(_OP_MODULE)
 
     def scale(X, y, B_x, B_y, l2_ball):
         Xs = np.asarray(X, dtype=float) / B_x
@@ -210,9 +219,7 @@ class _NoClipNumpy:
 def dca_unclipped() -> Iterator[None]:
     """The distributed BLR family forgets Alg. 2 step 1 (projection of every record to the assumed bounds) while
     Δ₂ still assumes |x| ≤ c_x, |y| ≤ c_y."""
-    from dpexp.families.dca.algorithms import dlr
-
-    with _patched(dlr, "np", _NoClipNumpy()):
+    with _patched(_target(_DCA_MODULE), "np", _NoClipNumpy()):
         yield
 
 
