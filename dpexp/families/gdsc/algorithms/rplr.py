@@ -65,7 +65,18 @@ class SigmaParams(Params):
                                                         "values are clipped for the estimate only (docs/privacy.md)")
 
 
-class _RPLRParams(FixedPrecisionParams, SigmaParams):
+class TuneParams(Params):
+    """How the auxiliary-data tuning simulates (``dpexp.families.gdsc.tuning``): shared by rplr and split_search."""
+
+    tune_aux: Literal["eq10", "preprocessed"] = Field(
+        "eq10", description="auxiliary data of the tuning: Eq. (10) as drawn (the text) or preprocessed like the real "
+                            "data (the authors' code); dpexp.families.gdsc.tuning")
+    tune_solver: Literal["psd_floor", "direct"] = Field(
+        "psd_floor", description="fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as "
+                                 "released (the authors' code)")
+
+
+class _RPLRParams(FixedPrecisionParams, SigmaParams, TuneParams):
     prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
                                                                   "method) or fixed lam, lam0")
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
@@ -94,12 +105,6 @@ class _RPLRParams(FixedPrecisionParams, SigmaParams):
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
     clip_public: bool = Field(False, description="clip the public lines with the private bounds too (the authors' "
                                                  "code) or add their exact statistics unclipped (default)")
-    tune_aux: Literal["eq10", "preprocessed"] = Field(
-        "eq10", description="auxiliary data of the tuning: Eq. (10) as drawn (the text) or preprocessed like the real "
-                            "data (the authors' code); dpexp.families.gdsc.tuning")
-    tune_solver: Literal["psd_floor", "direct"] = Field(
-        "psd_floor", description="fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as "
-                                 "released (the authors' code)")
     repair: Literal["joint", "none"] = Field(
         "joint", description="prior: gamma: joint PSD projection of the released statistics before the fit, or none "
                              "(the authors' ADVI on the statistics as released; engine: pymc only — VB needs a proper "

@@ -12,36 +12,25 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm, Params
+from dpexp.components import Algorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR, SigmaParams, TuneParams
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.tuning import SPLIT_GRID, tune_split
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
-class _SplitSearchParams(Params):
+class _SplitSearchParams(SigmaParams, TuneParams):   # rplr's sigma and tuning options
     p1: float = Field(0.35, gt=0, lt=1, description="share of epsilon for X'X (a grid point; p3 = 1 - p1 - p2)")
     p2: float = Field(0.60, gt=0, lt=1, description="share of epsilon for X'y (a grid point)")
     tune_n: int = Field(500, ge=2, description="auxiliary data size of the split search (paper: 500)")
     tune_d: int = Field(10, ge=1, description="auxiliary data dimension of the split search (paper: 10)")
     tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
-    sigma: Literal["dp", "data"] = Field("dp", description="rplr's sigma: DP estimates per trial (default) or the "
-                                                           "data std without budget (the paper: NOT DP)")
-    sigma_share: float = Field(0.1, gt=0, lt=1, description="rplr's sigma_share (sigma: dp)")
-    sigma_bound_x: float = Field(1.0, gt=0, description="rplr's sigma_bound_x (sigma: dp)")
-    sigma_bound_y: float = Field(5.0, gt=0, description="rplr's sigma_bound_y (sigma: dp)")
     stabilize: Literal["noise_ridge", "none"] = Field(
         "noise_ridge", description="rplr's stabilize: the Gamma-prior score and fit with the noise ridge or without "
                                    "(the paper protocol)")
-    tune_aux: Literal["eq10", "preprocessed"] = Field(
-        "eq10", description="auxiliary data of the search: Eq. (10) as drawn (the text) or preprocessed like the "
-                            "real data (the authors' code)")
-    tune_solver: Literal["psd_floor", "direct"] = Field(
-        "psd_floor", description="fixed-precision threshold fit of the search: eigenvalue floor or as released "
-                                 "(the authors' code)")
 
     @model_validator(mode="after")
     def _on_simplex(self) -> "_SplitSearchParams":
