@@ -87,3 +87,47 @@ class ReleasedStatistics:
 
 def released_statistics(alg: Algorithm) -> ReleasedStatistics:
     return ReleasedStatistics(alg)
+
+
+class AdaSSPReleases:
+    """Audit view of ``adassp``: its three raw releases as ``Output.coef`` — the noisy λ_min, the noisy XᵀX (unique
+    entries) and Xᵀy of ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from
+    (``clip_sigmas``).  The ridge estimate turns them into d coefficients and loses most of the loss; for d = 1 a
+    row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
+
+    def __init__(self, alg: Algorithm) -> None:
+        self.alg = alg
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        from dpexp.audit.instrument import capturing
+        from dpexp.models import adassp as core
+
+        record: dict[str, list] = {}
+        release = core.release
+
+        def recorded(*a, **k):
+            r = release(*a, **k)
+            record.setdefault("release", []).append(r)
+            return r
+
+        core.release = recorded
+        try:
+            with capturing(self.alg, ("clip_sigmas",), record):
+                out = self.alg.run(split, epsilon, delta, ledger, trials)
+        finally:
+            core.release = release
+        cols = []
+        if record.get("release"):
+            lm, XX, Xy = record["release"][-1]
+            iu = np.triu_indices(XX.shape[-1])
+            cols += [np.asarray(lm).reshape(trials, 1), XX[:, iu[0], iu[1]], Xy]
+        if record.get("clip_sigmas") and getattr(self.alg.params, "sigma", "") == "dp":
+            cols += [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in record["clip_sigmas"][-1]]
+        if cols:
+            out.coef = np.concatenate(cols, axis=1)
+        return out
+
+
+def adassp_releases(alg: Algorithm) -> AdaSSPReleases:
+    return AdaSSPReleases(alg)
+
