@@ -23,8 +23,11 @@ def clipped_statistics(alg: Clipping) -> Design:
     B_x, B_y = (float(v) for v in alg.bounds(probe))
     # σ is recomputed from each dataset of a pair (an algorithm that reads it for free must show its leak: the
     # issue's D = 19 zero rows + (1, 1) vs D′ = 20 zero rows, the extra pair on the origin base)
+    # the outlier pair (B_x, ±OUTLIER·B_y) lies outside the box: projecting it is part of these algorithms (Eq. 9),
+    # so any row is a valid input (a correct run clips it to (B_x, ±B_y)); a run that forgets to clip shows it
     return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta,
-                  extra_pairs=(((B_x, B_y), (0.0, 0.0)),), data_meta=sigma_of_rows)
+                  extra_pairs=(((B_x, B_y), (0.0, 0.0)), ((B_x, OUTLIER * B_y), (B_x, -OUTLIER * B_y))),
+                  data_meta=sigma_of_rows)
 
 
 def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
