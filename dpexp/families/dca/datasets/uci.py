@@ -95,10 +95,7 @@ class _UCIDataset(Dataset):
         if need > n:
             raise UserError(f"dataset {self.name} has {n} rows; n_test + n_public + n_private = {need} is too many")
         perm = rng.permutation(n)
-        t0, p0 = 0, sizes.max_test
-        q0 = sizes.max_test + sizes.max_public
-        n_priv = n - q0 if sizes.n_private < 0 else sizes.n_private
-        it, iu, iv = perm[t0:t0 + sizes.n_test], perm[p0:p0 + sizes.n_public], perm[q0:q0 + n_priv]
+        it, iu, iv = (perm[s] for s in sizes.pools(n))
         c = self.params.bound
         meta = {"bound_x": c, "bound_y": c,
                 "preprocessing": f"columns mean-centred and scaled to range length {self.params.range_length:g} "

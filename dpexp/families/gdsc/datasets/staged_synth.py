@@ -73,12 +73,10 @@ class StagedSynthetic(Dataset):
         T, P = sizes.max_test, sizes.max_public
         if T + P >= N:
             raise UserError(f"rplr_synth_file: n_test + n_public must be < {N}, got {T + P}")
+        if sizes.n_private > N - T - P:
+            raise UserError(f"rplr_synth_file: n_private must be <= {N - T - P}, got {sizes.n_private}")
         perm = rng.permutation(N)
-        pools = perm[:T], perm[T:T + P], perm[T + P:]
-        n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
-        if n_priv > len(pools[2]):
-            raise UserError(f"rplr_synth_file: n_private must be <= {len(pools[2])}, got {n_priv}")
-        it, iu, iv = pools[0][:sizes.n_test], pools[1][:sizes.n_public], pools[2][:n_priv]
+        it, iu, iv = (perm[s] for s in sizes.pools(N))
         meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0 if self.params.preprocess
                 else None, "sigma_source": "std of the whole file (not DP, as in the paper)"}
         return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
