@@ -242,6 +242,35 @@ class Dataset:
         raise UserError(f"dataset {cls.name!r} has no download (it is generated or must be placed by hand)")
 
 
+class TableDataset(Dataset):
+    """A dataset of one table of rows (``table()``: X, y; no subsets) split per repeat by one random permutation of
+    its rows, cut into the test, public and private pools of ``Sizes.pools`` (nested prefixes over a size grid).
+    ``check_sizes`` refuses the sizes the table cannot hold; ``split_meta`` is the ``Split.meta``."""
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def check_sizes(self, n: int, sizes: Sizes) -> None:
+        """Raise ``UserError`` if ``sizes`` do not fit in the table's ``n`` rows."""
+
+    def split_meta(self, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+        return {}
+
+    def check(self) -> None:
+        self.table()
+
+    def n_rows(self, subset: str) -> int | None:
+        return int(self.table()[0].shape[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        X, y = self.table()
+        n = X.shape[0]
+        self.check_sizes(n, sizes)
+        perm = rng.permutation(n)
+        it, iu, iv = (perm[s] for s in sizes.pools(n))
+        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], self.split_meta(X, y))
+
+
 class Metric:
     """A scalar summary of one cell's ``Output`` against its ``Split``."""
 
