@@ -4,7 +4,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
-import yaml
 from click.testing import CliRunner
 
 from dpexp.cli import main
@@ -46,14 +45,10 @@ CONFIG = {
 }
 
 
-def test_tiny_gdsc_run_and_plot(tmp_path, monkeypatch):
+def test_tiny_gdsc_run_and_plot(run_config, tmp_path, monkeypatch):
     monkeypatch.setenv("DPEXP_DATA_DIR", str(FIX))
-    cfg = tmp_path / "gdsc_tiny.yaml"
-    cfg.write_text(yaml.safe_dump(CONFIG, sort_keys=False))
-    out, figs = tmp_path / "res", tmp_path / "figs"
-    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q"])
-    assert r.exit_code == 0, r.output
-    df = pd.read_csv(out / "results.csv", keep_default_na=False)
+    out, df = run_config(CONFIG)
+    figs = tmp_path / "figs"
     assert set(df["subset"]) == {"Drug_1", "Drug_5"}
     errors = df[df["error"] != ""]
     assert errors.empty, errors["error"].unique()[:3]

@@ -33,10 +33,8 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
-from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.functional_mechanism import fm_sensitivity, trimmed_minimiser, with_bias
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace, laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -63,17 +61,11 @@ class _PaperLR(BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
-        out: list[Output | Exception] = []
-        for s, ledger in zip(splits, ledgers):
-            ledger = as_ledger(ledger)
-            try:
-                w, Xt, back = self.fit(s, epsilon, ledger, trials)
-                out.append(Output(predictions=back(w @ Xt.T), coef=w, guarantee=ledger.guarantee()))
-            except Exception as exc:  # recorded per cell
-                out.append(exc)
-        return out
+        def one(split: Split, ledger) -> Output:
+            w, Xt, back = self.fit(split, epsilon, ledger, trials)
+            return Output(predictions=back(w @ Xt.T), coef=w, guarantee=ledger.guarantee())
+
+        return self.each_split(splits, epsilon, ledgers, one)
 
 
 def _identity(p: np.ndarray) -> np.ndarray:
