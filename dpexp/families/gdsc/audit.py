@@ -3,6 +3,8 @@ are audited on.  An algorithm points to one with ``audit = AuditPlan(design=...)
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from dpexp.audit.neighbours import Design
@@ -57,55 +59,78 @@ def unit_box(alg: Algorithm) -> Design:
 UNIT_BOX = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
 
 
-class ReleasedStatistics:
-    """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): their raw releases as
-    ``Output.coef`` — the noisy XᵀX (unique entries), Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with
-    ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).  The Bayesian fit turns ~4 numbers into d coefficients and
-    loses most of the privacy loss (a d = 1 fit is a ratio); the released statistics do not.  The view captures the
-    values the algorithm's own calls return, for the duration of its run: the algorithm's code runs unchanged."""
+class _ReleaseView:
+    """An audit view: runs the algorithm unchanged while ``_capture`` records what its own calls return, and puts
+    the recorded raw releases (``_columns``) in ``Output.coef`` — any post-processing of the release is a valid
+    thing to audit, and the raw statistics keep the privacy loss that a fit of them would mostly lose."""
 
     def __init__(self, alg: Algorithm) -> None:
         self.alg = alg
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        from dpexp.audit.instrument import capturing
+    def _capture(self, record: dict[str, list]) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
 
+    def _columns(self, record: dict[str, list], trials: int) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
         record: dict[str, list] = {}
-        with capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record):
+        with self._capture(record):
             out = self.alg.run(split, epsilon, delta, ledger, trials)
-        got = {"stats": record.get("perturbed_stats", []), "sigma": record.get("_dp_sigmas", [])}
-        cols = []
-        if got["stats"]:
-            XX, Xy, yy = got["stats"][-1]
-            iu = np.triu_indices(XX.shape[-1])
-            cols += [XX[:, iu[0], iu[1]], Xy]
-            if not np.all(np.isnan(yy)):
-                cols.append(np.asarray(yy)[:, None])
-        if got["sigma"]:
-            cols += [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in got["sigma"][-1]]
+        cols = self._columns(record, trials)
         if cols:
             out.coef = np.concatenate(cols, axis=1)
         return out
+
+
+def _per_trial(values, trials: int) -> list[np.ndarray]:
+    """Scalars or (trials,) arrays (e.g. the DP σ̂_x, σ̂_y) as (trials, 1) columns."""
+    return [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in values]
+
+
+def _unique_entries(XX: np.ndarray) -> np.ndarray:
+    """The d(d+1)/2 upper-triangular entries of (trials, d, d) matrices: what a symmetric release draws noise for."""
+    iu = np.triu_indices(XX.shape[-1])
+    return XX[:, iu[0], iu[1]]
+
+
+class ReleasedStatistics(_ReleaseView):
+    """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): the noisy XᵀX (unique entries),
+    Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).
+    The Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a
+    ratio); the released statistics do not."""
+
+    def _capture(self, record):
+        from dpexp.audit.instrument import capturing
+
+        return capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record)
+
+    def _columns(self, record, trials):
+        cols = []
+        if record.get("perturbed_stats"):
+            XX, Xy, yy = record["perturbed_stats"][-1]
+            cols += [_unique_entries(XX), Xy]
+            if not np.all(np.isnan(yy)):
+                cols.append(np.asarray(yy)[:, None])
+        if record.get("_dp_sigmas"):
+            cols += _per_trial(record["_dp_sigmas"][-1], trials)
+        return cols
 
 
 def released_statistics(alg: Algorithm) -> ReleasedStatistics:
     return ReleasedStatistics(alg)
 
 
-class AdaSSPReleases:
-    """Audit view of ``adassp``: its three raw releases as ``Output.coef`` — the noisy λ_min, the noisy XᵀX (unique
-    entries) and Xᵀy of ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from
-    (``clip_sigmas``).  The ridge estimate turns them into d coefficients and loses most of the loss; for d = 1 a
-    row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
+class AdaSSPReleases(_ReleaseView):
+    """Audit view of ``adassp``: its three raw releases — the noisy λ_min, XᵀX (unique entries) and Xᵀy of
+    ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from (``clip_sigmas``).
+    For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
 
-    def __init__(self, alg: Algorithm) -> None:
-        self.alg = alg
-
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+    @contextlib.contextmanager
+    def _capture(self, record):
         from dpexp.audit.instrument import capturing
         from dpexp.models import adassp as core
 
-        record: dict[str, list] = {}
         release = core.release
 
         def recorded(*a, **k):
@@ -113,24 +138,22 @@ class AdaSSPReleases:
             record.setdefault("release", []).append(r)
             return r
 
-        core.release = recorded
+        core.release = recorded   # adassp calls core.release: recorded for the duration, restored after
         try:
             with capturing(self.alg, ("clip_sigmas",), record):
-                out = self.alg.run(split, epsilon, delta, ledger, trials)
+                yield
         finally:
             core.release = release
+
+    def _columns(self, record, trials):
         cols = []
         if record.get("release"):
             lm, XX, Xy = record["release"][-1]
-            iu = np.triu_indices(XX.shape[-1])
-            cols += [np.asarray(lm).reshape(trials, 1), XX[:, iu[0], iu[1]], Xy]
+            cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
         if record.get("clip_sigmas") and getattr(self.alg.params, "sigma", "") == "dp":
-            cols += [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in record["clip_sigmas"][-1]]
-        if cols:
-            out.coef = np.concatenate(cols, axis=1)
-        return out
+            cols += _per_trial(record["clip_sigmas"][-1], trials)
+        return cols
 
 
 def adassp_releases(alg: Algorithm) -> AdaSSPReleases:
     return AdaSSPReleases(alg)
-
