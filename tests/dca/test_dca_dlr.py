@@ -188,10 +188,10 @@ def test_std_floor_when_noisy_moment_negative(monkeypatch):
     real = dlr.ss_sensitivity
 
     def fake_release(Z, sens, eps, delta, setting, rng, trials, calibration, **kw):
-        if Z.shape[1] == s.d + 1:                           # the std round: return negative sums
+        if Z.ndim == 2:                                     # the std round: return negative sums
             return -np.ones((trials, Z.shape[1])), 1.0
-        seen["Z"] = Z
-        return Z.sum(0)[None], 1.0
+        seen["Z"] = Z[0]                                    # the statistics round: (trials, N, p)
+        return Z.sum(1), np.ones(trials)
 
     monkeypatch.setattr(dlr, "release_sum", fake_release)
     dlr.TrustedAggregatorProjBLR(omega_x=2.0, omega_y=1.0).run(s, 1.0, 1e-4, np.random.default_rng(0))
