@@ -1,5 +1,7 @@
-"""Audit design of the simple-LR family (Alabi et al. 2020).  An algorithm points to it with
-``audit = AuditPlan(design=unit_square)`` on its class."""
+"""Audit designs of the simple-LR family (Alabi et al. 2020).  An algorithm points to one with
+``audit = AuditPlan(design=...)`` on its class: ``unit_square`` (NoisyStats), ``theil_sen_atom`` (the
+exponential-mechanism Theil–Sen medians), ``theil_sen_pivot`` (the smooth-sensitivity one), ``gd_opposite_gradients``
+(DP gradient descent, ``GD_PLAN``)."""
 
 from __future__ import annotations
 
