@@ -350,7 +350,8 @@ def _oplr_patch() -> Iterator[None]:
 MUTANTS: list[Mutant] = _build()
 #: the fast subset run by `make test` (tests/audit/test_audit_mutants.py)
 FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/half-noise", "rplr/half-noise", "rplr/sigma-data-free",
-                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise")
+                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise", "dp_exp_theil_sen/double-eps",
+                "dp_ss_theil_sen/half-noise")
 
 
 def mutant_names() -> list[str]:

@@ -60,15 +60,15 @@ def test_controls_are_not_registered():
 
 
 def _ss_theil_sen_origin():
-    """dp_ss_theil_sen and its audit design restricted to the 'origin' base, whose D has every x equal."""
+    """dp_ss_theil_sen (default parameters) on the unit-square design restricted to the 'origin' base, whose D has
+    every x equal (the design the bug was found on; its own audit plan now uses ``theil_sen_pivot``)."""
     import dataclasses
 
     from dpexp import registry
-    from dpexp.audit.entries import entry_for
+    from dpexp.families.slr.audit import unit_square
 
-    entry = entry_for("dp_ss_theil_sen")
-    alg = registry.get("algorithm", "dp_ss_theil_sen")(**entry.params)
-    return alg, dataclasses.replace(entry.design(alg), bases=("origin",))
+    alg = registry.get("algorithm", "dp_ss_theil_sen")()
+    return alg, dataclasses.replace(unit_square(alg), bases=("origin",))
 
 
 def test_dp_ss_theil_sen_degenerate_x_regression():

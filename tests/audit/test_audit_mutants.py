@@ -3,7 +3,10 @@ settings (fixed seed), the same algorithms without the bug PASS, patches are und
 
 Each verdict is a statistical test at confidence 0.95 with a fixed seed (deterministic); the measured bounds are far
 from the threshold: half-noise noisy_intercept ε̂ ≈ 1.96, noisy_stats ≈ 1.30, rplr ≈ 1.33, dpgd_pure ≈ 1.85, ta ≈ 2.68 (claim 1;
-the correct dpgd_pure ≈ 0.91, ta ≈ 0.89); the free data σ of rplr leaks without bound (ε̂ ≈ 9.3, an atom at 0).  The full table is `make audit-mutants` (docs/audit.md).
+the correct dpgd_pure ≈ 0.91, ta ≈ 0.89); dp_exp_theil_sen sampled at 2ε_med ≈ 1.76 and half-noise dp_ss_theil_sen ≈ 1.71
+(claim 1; the correct ones ≈ 0.84 and 0.88; 30/30 seeds detected, 0/30 false alarms); plr with its projection
+forgotten ≈ 9.3; the free data σ of rplr leaks without bound (ε̂ ≈ 9.3, an atom at 0).  The full table is
+`make audit-mutants` (docs/audit.md).
 """
 
 import numpy as np
@@ -79,6 +82,45 @@ def test_dpgd_design_makes_the_changed_rows_gradients_opposite():
     assert np.allclose(g[0], [[0.02, 0.02]]) and np.allclose(g[1], [[-0.02, -0.02]])   # L1 distance 4τ
     shared = clipped_gradient_sum(p0, pair.D.X_private.ravel()[:-1], pair.D.y_private[:-1], 0.02)
     assert shared[0, 0] == pytest.approx(-shared[0, 1])   # the iterate moves along (1, −1): ŷ(1/2) stays
+
+
+def test_theil_sen_atom_design_moves_all_k_estimates_across_the_atom():
+    # dp_exp/dp_wide: the changed row's k = 3 estimates clip to r_l on D and r_u on D'; the shared rows' 3 pairs
+    # all predict A = -0.3 at x0 = 1/4 (docs/audit.md: the mechanism favours [r_l, A] on D, [A, r_u] on D')
+    from dpexp import registry
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.families.slr.audit import theil_sen_atom
+    from dpexp.families.slr.matchings import all_pair_estimates
+
+    alg = registry.get("algorithm", "dp_exp_theil_sen")()
+    pairs = candidate_pairs(theil_sen_atom(alg), "replace-one")
+    assert len(pairs) == 1
+    z = [np.sort(np.clip(all_pair_estimates(s.X_private.ravel(), s.y_private, 0.25), -0.5, 1.5))
+         for s in (pairs[0].D, pairs[0].Dprime)]
+    assert np.allclose(z[0], [-0.5] * 3 + [-0.3] * 3) and np.allclose(z[1], [-0.3] * 3 + [1.5] * 3)
+    assert np.all((pairs[0].D.y_private >= 0) & (pairs[0].D.y_private <= 1))   # a valid unit-square dataset
+
+
+def test_theil_sen_pivot_design_median_jumps_by_its_smooth_bound():
+    # dp_ss: every estimate is r_l on D and r_u on D' (the shared rows' pairs are vertical); both smooth bounds
+    # are the span, so the release is a pure shift by s noise scales; without k (S^1) the bound is 3x smaller
+    from dpexp import registry
+    from dpexp.audit.entries import entry_for
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.families.slr.audit import theil_sen_pivot
+    from dpexp.families.slr.dp_median import smooth_sensitivity, ss_params
+    from dpexp.families.slr.matchings import all_pair_estimates
+
+    assert entry_for("dp_ss_theil_sen").params == {"beta": 0.05}
+    alg = registry.get("algorithm", "dp_ss_theil_sen")(beta=0.05)
+    pair = candidate_pairs(theil_sen_pivot(alg), "replace-one")[0]
+    n = pair.D.X_private.shape[0]
+    t, _ = ss_params(1.0, 3.0, 0.05)
+    for s, end in ((pair.D, -0.5), (pair.Dprime, 1.5)):
+        z = np.sort(np.clip(all_pair_estimates(s.X_private.ravel(), s.y_private, 0.25), -0.5, 1.5))
+        assert z.size == n - 1 and np.allclose(z, end)
+        assert smooth_sensitivity(z, n - 1, t, -0.5, 1.5) == pytest.approx(2.0)
+        assert smooth_sensitivity(z, 1, t, -0.5, 1.5) < 0.7
 
 
 def test_patches_are_undone_and_do_what_they_say():

@@ -1,5 +1,7 @@
-"""Audit design of the simple-LR family (Alabi et al. 2020).  An algorithm points to it with
-``audit = AuditPlan(design=unit_square)`` on its class."""
+"""Audit designs of the simple-LR family (Alabi et al. 2020).  An algorithm points to one with
+``audit = AuditPlan(design=...)`` on its class: ``unit_square`` (NoisyStats), ``theil_sen_atom`` (the
+exponential-mechanism Theil–Sen medians), ``theil_sen_pivot`` (the smooth-sensitivity one), ``gd_opposite_gradients``
+(DP gradient descent, ``GD_PLAN``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,44 @@ def unit_square(alg: Algorithm) -> Design:
     (the paper's p25/p75)."""
     return Design(x_lo=(0.0,), x_hi=(1.0,), y_lo=0.0, y_hi=1.0, n=20, X_test=((0.25,), (0.75,)),
                   meta={"bounds_x": (0.0, 1.0), "bounds_y": (0.0, 1.0)})
+
+
+def theil_sen_atom(alg: Algorithm) -> Design:
+    """Design of the exponential-mechanism Theil–Sen medians (``dp_exp_theil_sen``, ``dp_wide_theil_sen``): all
+    pairs of n = 4 rows, one prediction at x₀ = 1/4, the default output range [r_l, r_u] = [−1/2, 3/2].
+
+    The three shared rows lie on the line y = A + (x − x₀) with A = r_l + 1/5 = −0.3, at x = 0.9, 0.95, 1 (y = 0.35,
+    0.4, 0.45), so their three pairs all predict A at x₀.  The changed row sits at x = 0.85, just left of them: its
+    line through shared row i predicts A + δ(x_i − x₀)/(x_i − 0.85) at x₀, δ its offset from the shared line, an
+    amplification of 5 to 13; with y = 0 (D, δ = −0.3) all k = n − 1 = 3 of its estimates are below r_l and clip
+    to r_l, with y = 1 (D′, δ = 0.7) all are above r_u and clip to r_u.  So D's estimates are {r_l × 3, A × 3} and
+    D′'s {A × 3, r_u × 3}: the changed row moves all k of its estimates across the atom at A (the full rank shift
+    the median is calibrated for, Lemma 2), and the mechanism favours [r_l, A] (length 1/5) on D but [A, r_u]
+    (length 9/5) on D′, so its normaliser moves against the event too.  With w = e^{ε_med k/2} = e^{ε/2}:
+    P_D[r_l, A] / P_D′[r_l, A] = w(0.2 + 1.8w)/(0.2w + 1.8) — e^{0.90} for the correct median at ε = 1 (below the
+    claim, as it must be), e^{1.78} when it is sampled at 2ε_med (exact computation, docs/audit.md).  One test
+    point spends the whole ε on one median."""
+    A, x0, xc = -0.3, 0.25, 0.85
+    base = tuple((x, A + (x - x0)) for x in (0.9, 0.95, 1.0))
+    return Design(x_lo=(0.0,), x_hi=(1.0,), y_lo=0.0, y_hi=1.0, n=4, X_test=((x0,),),
+                  meta={"bounds_x": (0.0, 1.0), "bounds_y": (0.0, 1.0)}, bases=("explicit",), explicit_base=base,
+                  extra_pairs=(((xc, 0.0), (xc, 1.0)),), max_pairs=0)
+
+
+def theil_sen_pivot(alg: Algorithm) -> Design:
+    """Design of the smooth-sensitivity Theil–Sen median (``dp_ss_theil_sen``): all pairs of n = 20 rows, one
+    prediction at x₀ = 1/4.
+
+    The 19 shared rows all sit at (0, 1/2), so their pairs are vertical and give no estimate (Algorithm 2); the
+    changed row at x = 1/8 gives 19 estimates 1/2 + (y − 1/2)·(x₀/(1/8)) = 1/2 ± 1/2·2: all r_l = −1/2 on D
+    (y = 0) and all r_u = 3/2 on D′ (y = 1).  The median jumps by the whole span and, with the padding of Lemma 7,
+    both smooth bounds are the span too: the release is a pure shift of the t noise by exactly s noise scales,
+    the configuration in which the Student-t mechanism realises its shift budget (docs/audit.md)."""
+    n = 200
+    base = tuple((0.0, 0.5) for _ in range(n - 1))
+    return Design(x_lo=(0.0,), x_hi=(1.0,), y_lo=0.0, y_hi=1.0, n=n, X_test=((0.25,),),
+                  meta={"bounds_x": (0.0, 1.0), "bounds_y": (0.0, 1.0)}, bases=("explicit",), explicit_base=base,
+                  extra_pairs=(((0.125, 0.0), (0.125, 1.0)),), max_pairs=0)
 
 
 class NoisyStatsRelease:

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
-from dpexp.families.slr.audit import unit_square
+from dpexp.families.slr.audit import theil_sen_atom, theil_sen_pivot
 from dpexp.families.slr.checks import KType, RangeParams, inputs
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
@@ -59,7 +59,7 @@ def resolve_k(k: int | str, n: int) -> tuple[bool, int]:
 
 
 class _DPTheilSen(Algorithm):
-    audit = AuditPlan(design=unit_square)
+    audit = AuditPlan(design=theil_sen_atom)
     neighbouring = "replace-one"
     guarantee_text = "pure ε-DP, replace-one (n public; ε/n_test per prediction, k inside the median's budget)"
     Params = TSParams
@@ -145,6 +145,7 @@ class DPSSTheilSen(_DPTheilSen):
     family = "slr"
     description = "DP Theil-Sen, smooth-sensitivity median with Student's t noise (Alg. 2+5), eps-DP"
     Params = SSParams
+    audit = AuditPlan(design=theil_sen_pivot, params={"beta": 0.05})
 
     def _median_all(self, z, eps_pt, c, ledger, trials):
         p = self.params
