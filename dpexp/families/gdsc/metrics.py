@@ -71,10 +71,10 @@ def _defined_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray | None, float]:
 
 
 def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
-    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised per
-    response vector (``dpexp.cache``), so the algorithms evaluated on one split compute them once."""
+    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised by
+    the responses' values (``dpexp.cache.memo_array``), so the algorithms and sizes of one drug compute them once."""
     pred = np.atleast_2d(np.asarray(pred, dtype=float))
-    a, s = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+    a, s = cache.memo_array("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
     if a is None or s <= 0:
         return np.zeros(pred.shape[0])
     n = a.shape[0]
@@ -107,7 +107,7 @@ class WPC(Metric):
                 vals.append(self(o, s))
                 continue
             y, sd = s.y_test, _sd(s)
-            a, sn = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+            a, sn = cache.memo_array("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
             if a is None or sn <= 0 or not np.isfinite(P).all():
                 vals.append(0.0)
                 continue
