@@ -86,33 +86,48 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
 Record = tuple[tuple[Any, ...], list[tuple[str, float, str]], str]
 
 
+#: predictions held for scoring at once (``chunk_records``): past this many bytes the pending cells are scored
+PENDING_BYTES = 32 * 2**20
+
+
 def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Record]:
     """Compute every cell of a chunk as ``Record``s (never raises for algorithm/metric failures).
 
     Per size of the grid: the splits of the chunk's subsets (one data stream each), then per algorithm variant and
     privacy budget the outputs of all subsets at once (``run_many``, one ``PrivacyLedger`` each: its noise source is
-    the cell's named stream in seeded mode, the OS CSPRNG in secure mode) and their metric values, each cell
-    carrying its guarantee (``cell_guarantee``) with the dataset's preprocessing statement.  A record holds the
-    fields a cell's rows share once (they are formatted once, ``_records_to_csv``).
+    the cell's named stream in seeded mode, the OS CSPRNG in secure mode), each cell carrying its guarantee
+    (``cell_guarantee``) with the dataset's preprocessing statement.  The metrics score the cells of the whole chunk
+    at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
+    ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
+    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once (formatted once,
+    ``_records_to_csv``).
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
     statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
     records: list[Record] = []
+    # cells computed but not yet scored: (prefix of the record, output, split, targets, seed_key) in canonical order
+    pending: list[tuple[tuple[Any, ...], Any, Any, list[tuple[Any, Any]], str]] = []
+    held = 0
+
+    def score() -> None:
+        values = _metric_table(exp, [p[1] for p in pending], [p[2] for p in pending])
+        for (pre, _, _, targets, seed_key), vals in zip(pending, values):
+            for e, d in targets:
+                records.append(((*pre[0], e, d, *pre[1]), vals, seed_key))
+        pending.clear()
+
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
         seen = [_seen(sp) for sp in splits]
+        tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
+                sizes.n_public, sizes.n_test)
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
-            # the fields of a row that depend on neither the subset nor the budget
-            head = (exp.spec.name, dv.name, dv.params_str)
-            mid = (av.name, av.label, av.params_str)
-            tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
-                    sizes.n_public, sizes.n_test)
             for eps, delta in runs:
                 names = [(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta) for subset in chunk.subsets]
                 keys = [None if exp.spec.noise == "secure" else stream_key(*noise_names(*n)) for n in names]
@@ -120,12 +135,16 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
-                values = _metric_table(exp, outputs, splits)
-                for sn, subset, out, vals, key in zip(seen, chunk.subsets, outputs, values, keys):
+                for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
                     g = statement.apply(cell_guarantee(av.instance, out)).row()
-                    seed_key = "" if key is None else key[1]
-                    for e, d in targets:
-                        records.append(((*head, subset, *mid, e, d, *g, *sn, *tail), vals, seed_key))
+                    pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
+                           (*g, *sn, *tail))
+                    pending.append((pre, out, split, targets, "" if key is None else key[1]))
+                    held += getattr(getattr(out, "predictions", None), "nbytes", 0)
+                if held > PENDING_BYTES:
+                    score()
+                    held = 0
+    score()
     return records
 
 

@@ -91,14 +91,29 @@ class Spearman(Metric):
         groups: dict[tuple[int, ...], list[int]] = {}
         for k, o in enumerate(outputs):
             P = o.predictions
-            if P.ndim == 2 and P.shape[1] >= 2 and np.isfinite(P).all():
+            if isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[1] >= 2:
                 groups.setdefault(P.shape, []).append(k)
             else:
                 vals[k] = self(o, splits[k])
+        terms_of: dict[int, tuple[np.ndarray, float]] = {}   # id(y_test) -> its terms: each array hashed once here
         for (t, n), ks in groups.items():
             P = np.stack([outputs[k].predictions for k in ks]).reshape(len(ks) * t, n)
-            terms = [cache.memo_array("metrics.spearman_truth", splits[k].y_test, None,
-                                    lambda k=k: _centred_ranks(splits[k].y_test), maxsize=512) for k in ks]
+            finite = np.isfinite(P).reshape(len(ks), t * n).all(axis=1)
+            if not finite.all():   # a cell with non-finite predictions: on its own
+                for k in np.asarray(ks)[~finite]:
+                    vals[k] = self(outputs[k], splits[k])
+                ks = [k for k, f in zip(ks, finite) if f]
+                if not ks:
+                    continue
+                P = P.reshape(len(finite), t, n)[finite].reshape(len(ks) * t, n)
+            terms = []
+            for k in ks:
+                y = splits[k].y_test
+                tr = terms_of.get(id(y))
+                if tr is None:
+                    tr = terms_of[id(y)] = cache.memo_array("metrics.spearman_truth", y, None,
+                                                            lambda y=y: _centred_ranks(y), maxsize=512)
+                terms.append(tr)
             rt = np.repeat(np.stack([r for r, _ in terms]), t, axis=0)
             tt = np.repeat(np.array([v for _, v in terms]), t)
             rp = average_ranks(P)

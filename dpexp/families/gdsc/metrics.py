@@ -101,13 +101,18 @@ class WPC(Metric):
         the same arithmetic as ``standardised_pc`` — the same sign matrix and ``einsum`` call, the scalar steps in
         Python floats (IEEE doubles, as numpy's) — so the values equal ``__call__``'s to the bit."""
         vals: list[float] = []
+        terms_of: dict[tuple[int, float], tuple[np.ndarray | None, float]] = {}   # each response array hashed once
         for o, s in zip(outputs, splits):
             P = o.predictions
             if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype == float):
                 vals.append(self(o, s))
                 continue
             y, sd = s.y_test, _sd(s)
-            a, sn = cache.memo_array("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+            got = terms_of.get((id(y), sd))
+            if got is None:
+                got = terms_of[(id(y), sd)] = cache.memo_array("gdsc.wpc_terms", y, float(sd),
+                                                               lambda: _defined_terms(y, sd), maxsize=512)
+            a, sn = got
             if a is None or sn <= 0 or not np.isfinite(P).all():
                 vals.append(0.0)
                 continue
