@@ -141,3 +141,12 @@ def test_shared_split_stream_is_rewound_for_every_split():
     assert np.array_equal(first, data_stream(11, "gdsc[d=10]", "*", 4).permutation(50))
     assert _SharedStream(SimpleNamespace(instance=SimpleNamespace(shared_split=False)), "x", Chunk(0, 0, 0, ("a",)),
                          1).rng is None
+
+
+def test_rows_to_csv_line_break_in_a_shared_field_is_quoted():
+    # a label with a line break (possible in a config) is quoted as csv.writer quotes it, not cut into two rows
+    rows = [_row(2.0, "spearman", 0.5)._replace(label="two\nlines"), _row(2.0, "wpc", 1.5)._replace(label="a\rb")]
+    rows[1] = rows[1]._replace(label=rows[0].label)
+    got = _rows_to_csv(rows, header=False)
+    assert got == _plain(rows)
+    assert [r[5] for r in csv.reader(io.StringIO(got.decode()))] == ["two\nlines", "two\nlines"]
