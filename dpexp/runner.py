@@ -118,6 +118,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 records.append(((*pre[0], e, d, *pre[1]), vals, seed_key))
         pending.clear()
 
+    rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
@@ -136,7 +137,11 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
-                    g = statement.apply(cell_guarantee(av.instance, out)).row()
+                    g = cell_guarantee(av.instance, out)
+                    row = rows_of.get(g)   # equal guarantees (most cells of a variant) give equal columns
+                    if row is None:
+                        row = rows_of[g] = statement.apply(g).row()
+                    g = row
                     pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
                            (*g, *sn, *tail))
                     pending.append((pre, out, split, targets, "" if key is None else key[1]))
