@@ -227,7 +227,7 @@ def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float]]:
         runner.compute_chunk(exp, cs[0], exp.spec.seed)          # warm: data, tuning look-ups
     spent: dict[str, float] = {}
     wrapped = {"data splits": "_splits", "algorithms": "_outputs", "metrics": "_metric_table",
-               "noise streams": "stream_from_key", "CSV formatting": "_rows_to_csv"}
+               "noise streams": "stream_from_key", "CSV formatting": "_records_to_csv"}
     saved = {name: getattr(runner, name) for name in wrapped.values()}
 
     def timed(stage, fn):

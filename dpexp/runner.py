@@ -606,6 +606,41 @@ SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "
 _SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
 
 
+def _summarise(text: str, spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
+    """Count the rows of one part's CSV ``text`` per ``SUMMARY_FIELDS`` into ``spent`` and note its failed cells
+    (first error per cell) in ``failures``, in row order: what parsing every row with ``csv.reader`` gives, with
+    each cell's shared prefix parsed once.  A line whose last four fields (metric, value, seed_key, error) are
+    plain — no quote, an empty error — is cut at its last four commas and its prefix looked up; any other line, and
+    every line of a part with a quoted line break, is parsed whole."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if any(line.count('"') % 2 for line in lines):   # a quoted field spans lines: the csv module's way
+        for row in csv.reader(io.StringIO(text)):
+            _count(row, spent, failures)
+        return
+    key_of: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        cut = line.rsplit(",", 4)
+        if len(cut) == 5 and not cut[4] and '"' not in line[len(cut[0]):]:
+            key = key_of.get(cut[0])
+            if key is None:
+                fields = next(csv.reader([cut[0]]))
+                key = key_of[cut[0]] = tuple(fields[i] for i in _SUMMARY_INDEX)
+            spent[key] = spent.get(key, 0) + 1
+        else:
+            _count(next(csv.reader([line])), spent, failures)
+
+
+def _count(row: list[str], spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
+    if not row:
+        return
+    key = tuple(row[i] for i in _SUMMARY_INDEX)
+    spent[key] = spent.get(key, 0) + 1
+    if row[-1]:  # a non-empty error column
+        failures.setdefault(cell_of(row), row[-1])
+
+
 def merge_parts(out: Path, chunks: list[Chunk]
                 ) -> tuple[Path, int, list[dict[str, str]], dict[tuple[str, ...], int]]:
     """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells and the
@@ -627,13 +662,7 @@ def merge_parts(out: Path, chunks: list[Chunk]
             data = (parts / c.file_name).read_bytes()
             fh.write(data)
             n_rows += data.count(b"\n")
-            for line in csv.reader(io.StringIO(data.decode("utf-8"))):
-                if not line:
-                    continue
-                key = tuple(line[i] for i in _SUMMARY_INDEX)
-                spent[key] = spent.get(key, 0) + 1
-                if line[-1]:  # a non-empty error column
-                    failures.setdefault(cell_of(line), line[-1])
+            _summarise(data.decode("utf-8"), spent, failures)
         if big:
             fh.close()
         raw_fh.flush()

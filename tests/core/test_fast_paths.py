@@ -150,3 +150,31 @@ def test_rows_to_csv_line_break_in_a_shared_field_is_quoted():
     got = _rows_to_csv(rows, header=False)
     assert got == _plain(rows)
     assert [r[5] for r in csv.reader(io.StringIO(got.decode()))] == ["two\nlines", "two\nlines"]
+
+
+def _summary_by_reader(text):
+    from dpexp.runner import _SUMMARY_INDEX
+    from dpexp.results import cell_of
+
+    spent, failures = {}, {}
+    for line in csv.reader(io.StringIO(text)):
+        if line:
+            key = tuple(line[i] for i in _SUMMARY_INDEX)
+            spent[key] = spent.get(key, 0) + 1
+            if line[-1]:
+                failures.setdefault(cell_of(line), line[-1])
+    return spent, failures
+
+
+@pytest.mark.parametrize("errors", [("", ""), ("boom, \"x\"", ""), ("line 1\nline 2", "")])
+def test_merge_summary_equals_parsing_every_row(errors):
+    from dpexp.runner import _summarise
+
+    rows = [_row(2.0, "spearman", 0.25), _row(2.0, "wpc", 0.5, errors[0]), _row(3.0, "mae", 1.0, errors[1]),
+            _row(2.0, "spearman", 0.75)._replace(privacy_note="plain"), _row(1.0, "wpc", float("nan"), "e")]
+    text = _rows_to_csv(rows, header=False).decode()
+    spent, failures = {}, {}
+    _summarise(text, spent, failures)
+    want = _summary_by_reader(text)
+    assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
+    assert sum(spent.values()) == len(rows)
