@@ -137,11 +137,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
-                    g = cell_guarantee(av.instance, out)
-                    row = rows_of.get(g)   # equal guarantees (most cells of a variant) give equal columns
-                    if row is None:
-                        row = rows_of[g] = statement.apply(g).row()
-                    g = row
+                    g = _guarantee_columns(rows_of, statement, cell_guarantee(av.instance, out))
                     pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
                            (*g, *sn, *tail))
                     pending.append((pre, out, split, targets, "" if key is None else key[1]))
@@ -151,6 +147,18 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                     held = 0
     score()
     return records
+
+
+def _guarantee_columns(rows_of: dict[Any, tuple[Any, ...]], statement: Any, g: Guarantee) -> tuple[Any, ...]:
+    """The guarantee columns of a cell with the dataset's statement; equal guarantees (most cells of a variant)
+    give equal columns, so they are computed once per chunk (``rows_of``)."""
+    try:
+        row = rows_of.get(g)
+    except TypeError:   # an unhashable guarantee (notes given as a list): its columns directly
+        return statement.apply(g).row()
+    if row is None:
+        row = rows_of[g] = statement.apply(g).row()
+    return row
 
 
 def _seen(split: Any) -> tuple[int, int, int, int]:
