@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from dpexp.errors import UserError
 from dpexp.privacy.guarantee import Guarantee
+from dpexp.privacy.ledger import as_ledger
 from dpexp.types import Output, Sizes, Split
 
 
@@ -118,6 +120,21 @@ class BatchedAlgorithm(Algorithm):
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
                  trials: int = 1) -> list[Output | Exception]:
         raise NotImplementedError
+
+    def each_split(self, splits: list[Split], epsilon: float, ledgers: list[Any],
+                   fit: Callable[[Split, Any], Output]) -> list[Output | Exception]:
+        """``run_many`` of a pure-ε method fitted one split at a time: ε checked once (every split fails with the
+        same one line if it is not > 0 and finite), then ``fit(split, ledger)`` per split with its ledger wrapped by
+        ``as_ledger``, an exception recorded in place of that split's ``Output``."""
+        if not (epsilon > 0 and np.isfinite(epsilon)):
+            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
+        out: list[Output | Exception] = []
+        for split, ledger in zip(splits, ledgers):
+            try:
+                out.append(fit(split, as_ledger(ledger)))
+            except Exception as exc:  # recorded per cell
+                out.append(exc)
+        return out
 
 
 class Reference(Algorithm):
@@ -223,6 +240,35 @@ class Dataset:
         from dpexp.errors import UserError
 
         raise UserError(f"dataset {cls.name!r} has no download (it is generated or must be placed by hand)")
+
+
+class TableDataset(Dataset):
+    """A dataset of one table of rows (``table()``: X, y; no subsets) split per repeat by one random permutation of
+    its rows, cut into the test, public and private pools of ``Sizes.pools`` (nested prefixes over a size grid).
+    ``check_sizes`` refuses the sizes the table cannot hold; ``split_meta`` is the ``Split.meta``."""
+
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def check_sizes(self, n: int, sizes: Sizes) -> None:
+        """Raise ``UserError`` if ``sizes`` do not fit in the table's ``n`` rows."""
+
+    def split_meta(self, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+        return {}
+
+    def check(self) -> None:
+        self.table()
+
+    def n_rows(self, subset: str) -> int | None:
+        return int(self.table()[0].shape[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        X, y = self.table()
+        n = X.shape[0]
+        self.check_sizes(n, sizes)
+        perm = rng.permutation(n)
+        it, iu, iv = (perm[s] for s in sizes.pools(n))
+        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], self.split_meta(X, y))
 
 
 class Metric:

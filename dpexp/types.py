@@ -22,6 +22,14 @@ class Sizes:
     max_public: int
     max_test: int
 
+    def pools(self, n: int) -> tuple[slice, slice, slice]:
+        """Slices of the requested test, public and private rows among ``n`` rows laid out as a test pool
+        (``max_test`` rows), a public pool (``max_public``) and the rest (private): a prefix of each pool, so the
+        sizes of one grid are nested; ``n_private`` 'all' (-1) takes every row after the two pools."""
+        q0 = self.max_test + self.max_public
+        n_priv = n - q0 if self.n_private < 0 else self.n_private
+        return slice(0, self.n_test), slice(self.max_test, self.max_test + self.n_public), slice(q0, q0 + n_priv)
+
 
 @dataclass
 class Split:

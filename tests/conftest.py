@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,60 @@ def repo_env() -> dict[str, str]:
     env = dict(os.environ)
     env["TQDM_DISABLE"] = "1"
     return env
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """``cli([ARGS...])``: invoke ``dpexp ARGS`` in-process (click's CliRunner), exceptions propagating."""
+    from click.testing import CliRunner
+
+    from dpexp.cli import main
+
+    def _invoke(args):
+        return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    return _invoke
+
+
+@pytest.fixture(scope="session")
+def slow_config():
+    """``slow_config(algorithm, null_params)``: YAML of 24 chunks of ~0.15 s each (``null_model`` sleeps beside
+    ``algorithm``) - long enough to kill a run part-way, short enough for CI (the resume and cluster tests)."""
+
+    def _text(algorithm: str, null_params: str, repeats: int = 24) -> str:
+        return textwrap.dedent(f"""\
+            name: slow
+            seed: 3
+            repeats: {repeats}
+            datasets:
+              - name: honkela_synthetic
+                params: {{d: 3}}
+            sizes: {{n_private: [10, 20], n_public: 2, n_test: 10}}
+            privacy: {{epsilon: 1.0}}
+            algorithms:
+              - name: {algorithm}
+              - name: null_model
+                params: {null_params}
+            metrics: [spearman, mae]
+            chunk_work: 4
+            """)
+
+    return _text
+
+
+@pytest.fixture
+def run_config(tmp_path, cli):
+    """``run_config(config, *args)``: write ``config`` (a dict) to tmp_path, ``dpexp run`` it into tmp_path/res with
+    ``--jobs 1 -q`` and ``args``, check that it succeeded and return (results folder, results.csv as strings)."""
+    import pandas as pd
+    import yaml
+
+    def _run(config: dict, *args: str):
+        path = tmp_path / f"{config['name']}.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        out = tmp_path / "res"
+        r = cli(["run", path, "--out", out, "--jobs", "1", "-q", *args])
+        assert r.exit_code == 0, r.output
+        return out, pd.read_csv(out / "results.csv", keep_default_na=False)
+
+    return _run

@@ -131,6 +131,7 @@ _THEIL_SEN = "dpexp.families.slr.algorithms.dp_theil_sen"
 _FM_MODULE = "dpexp.families.gdsc.algorithms.functional_mechanism"
 _OP_MODULE = "dpexp.families.gdsc.algorithms.output_perturbation"
 _DCA_MODULE = "dpexp.families.dca.algorithms.dlr"
+_STATS_MODULE = "dpexp.families.gdsc.stats"
 
 
 def _target(module: str) -> Any:
@@ -204,6 +205,14 @@ def unit_box_unclipped() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def stats_unclipped() -> Iterator[None]:
+    """The clipped-statistics family forgets the outlier projection (Eq. 9, ``stats.clip``) while the sensitivities
+    still assume |x_j| ≤ B_x, |y| ≤ B_y."""
+    with _patched(_target(_STATS_MODULE), "clip", lambda X, y, B_x, B_y: (X, y)):
+        yield
+
+
 class _NoClipNumpy:
     """numpy, except that ``clip`` returns its input: the DCA family's clipping step forgotten."""
 
@@ -268,6 +277,9 @@ def _build() -> list[Mutant]:
                               bug=f"every privacy-noise draw at half its scale: {plr_why}"),
           Mutant("plr/double-eps", "plr", "double-eps", f"the X'X, X'y sensitivities understated by 2: {plr_why}",
                  lambda: scaled(_GDSC), violation=False)]
+    M.append(Mutant("plr/unclipped", "plr", "bound", "rows not projected to the declared bounds (Eq. 9) while the "
+                    "sensitivities assume them: the row (B, ±1000B) moves Xᵀy by 2000B² ≫ Δ = 2B² (loss ≫ 2ε)",
+                    stats_unclipped))
     M.append(Mutant("rplr/xx-sensitivity-half", "rplr", "named", "only the X'X sensitivity understated by 2 "
                     "(the declared d(d+1)B² is twice what one row can change: still DP)",
                     lambda: scaled(_GDSC, index=0), violation=False))
@@ -338,7 +350,7 @@ def _oplr_patch() -> Iterator[None]:
 MUTANTS: list[Mutant] = _build()
 #: the fast subset run by `make test` (tests/audit/test_audit_mutants.py)
 FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/half-noise", "rplr/half-noise", "rplr/sigma-data-free",
-                "dpgd_pure/half-noise")
+                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise")
 
 
 def mutant_names() -> list[str]:

@@ -137,6 +137,25 @@ def _ratio_max(num: Any, den: Any) -> float:
     return _max(r)
 
 
+def _pure_scale(mechanism: str, sens: np.ndarray, epsilon: float | None, scale: Any,
+                label: str) -> tuple[np.ndarray, float]:
+    """(scale to draw with, ε to record) of a pure ε-DP release whose noise scale is Δ/ε (Laplace: b = Δ₁/ε; the
+    Gamma norm of ``gamma_norm``): from ``epsilon``, or ``scale`` as given with its implied ε = max Δ/scale, which
+    must not exceed a declared ``epsilon`` (``PrivacyAccountingError``) and is recorded when none is declared."""
+    if epsilon is not None:
+        _check_eps(epsilon)
+    if scale is None:
+        if epsilon is None:
+            raise UserError(f"{mechanism} needs epsilon or scale")
+        return np.asarray(sens / float(epsilon)), float(epsilon)
+    b = _check_nonneg(scale, "scale")
+    implied = _ratio_max(sens, b)
+    if epsilon is not None and implied > float(epsilon) * (1 + _REL):
+        raise PrivacyAccountingError(f"{mechanism} {label!r}: the scale drawn implies epsilon = {implied:g} > the "
+                                     f"declared {epsilon:g}")
+    return b, float(epsilon) if epsilon is not None else implied
+
+
 def _ledger_of(source: Any):
     global _LEDGER
     if _LEDGER is None:   # imported on first use (the ledger module builds on this one's neighbours)
@@ -187,20 +206,7 @@ def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     parts = value if isinstance(value, tuple) else (value,)
     lead = _lead(size)
     sens = _check_nonneg(sensitivity, "sensitivity")
-    if epsilon is not None:
-        _check_eps(epsilon)
-    if scale is None:
-        if epsilon is None:
-            raise UserError("laplace needs epsilon or scale")
-        b_arr = sens / float(epsilon) if sens.ndim else np.asarray(laplace_scale(float(sens), epsilon))
-        eps_rec = float(epsilon)
-    else:
-        b_arr = _check_nonneg(scale, "scale")
-        implied = _ratio_max(sens, b_arr)
-        if epsilon is not None and implied > float(epsilon) * (1 + _REL):
-            raise PrivacyAccountingError(f"laplace {label!r}: the scale drawn implies epsilon = {implied:g} > the "
-                                         f"declared {epsilon:g}")
-        eps_rec = float(epsilon) if epsilon is not None else implied
+    b_arr, eps_rec = _pure_scale("laplace", sens, epsilon, scale, label)
     noise = as_noise(rng)
     if bound is not None and getattr(noise, "secure", False):
         return _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label)
@@ -485,20 +491,7 @@ def gamma_norm(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
         raise ValueError(f"gamma_norm releases one vector (1-D value), got shape {v.shape}")
     lead = _lead(size)
     sens = _check_nonneg(sensitivity, "sensitivity")
-    if epsilon is not None:
-        _check_eps(epsilon)
-    if scale is None:
-        if epsilon is None:
-            raise UserError("gamma_norm needs epsilon or scale")
-        sc = sens / float(epsilon)
-        eps_rec = float(epsilon)
-    else:
-        sc = _check_nonneg(scale, "scale")
-        implied = _ratio_max(sens, sc)
-        if epsilon is not None and implied > float(epsilon) * (1 + _REL):
-            raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale implies epsilon = {implied:g} > the "
-                                         f"declared {epsilon:g}")
-        eps_rec = float(epsilon) if epsilon is not None else implied
+    sc, eps_rec = _pure_scale("gamma_norm", sens, epsilon, scale, label)
     d = v.shape[0]
     noise = as_noise(rng)
     g = noise.normal(size=lead + (d,))

@@ -2,8 +2,8 @@
 settings (fixed seed), the same algorithms without the bug PASS, patches are undone, and the CLI prints the table.
 
 Each verdict is a statistical test at confidence 0.95 with a fixed seed (deterministic); the measured bounds are far
-from the threshold: half-noise noisy_intercept ε̂ ≈ 1.96, noisy_stats ≈ 1.30, rplr ≈ 1.33, dpgd_pure ≈ 1.85 (claim 1;
-the correct dpgd_pure ≈ 0.91); the free data σ of rplr leaks without bound (ε̂ ≈ 9.3, an atom at 0).  The full table is `make audit-mutants` (docs/audit.md).
+from the threshold: half-noise noisy_intercept ε̂ ≈ 1.96, noisy_stats ≈ 1.30, rplr ≈ 1.33, dpgd_pure ≈ 1.85, ta ≈ 2.68 (claim 1;
+the correct dpgd_pure ≈ 0.91, ta ≈ 0.89); the free data σ of rplr leaks without bound (ε̂ ≈ 9.3, an atom at 0).  The full table is `make audit-mutants` (docs/audit.md).
 """
 
 import numpy as np

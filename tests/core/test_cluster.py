@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -23,27 +22,8 @@ pytest.importorskip("distributed")
 REPO = Path(__file__).resolve().parents[2]
 SLR_FIX = REPO / "tests" / "slr" / "fixtures"
 
-# 24 chunks of ~0.15 s each (null_model sleeps): long enough to kill something part-way, short enough for CI
-SLOW = textwrap.dedent("""\
-    name: slow
-    seed: 3
-    repeats: 24
-    datasets:
-      - name: honkela_synthetic
-        params: {d: 3}
-    sizes: {n_private: [10, 20], n_public: 2, n_test: 10}
-    privacy: {epsilon: 1.0}
-    algorithms:
-      - name: plr
-      - name: null_model
-        params: {sleep_ms: 70, noise: 0.5}
-    metrics: [spearman, mae]
-    chunk_work: 4
-    """)
+SLOW = ("plr", "{sleep_ms: 70, noise: 0.5}")   # slow_config(*SLOW): the run every test here kills or compares
 
-
-def _run(args):
-    return CliRunner().invoke(main, args, catch_exceptions=False)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -120,20 +100,20 @@ def dask_procs(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def slow_ref(tmp_path_factory):
+def slow_ref(cli, slow_config, tmp_path_factory):
     """The --jobs 1 results of SLOW (the reference bytes) and its config."""
     root = tmp_path_factory.mktemp("slow")
     cfg = root / "slow.yaml"
-    cfg.write_text(SLOW)
-    assert _run(["run", str(cfg), "--out", str(root / "ref"), "--jobs", "1", "-q"]).exit_code == 0
+    cfg.write_text(slow_config(*SLOW))
+    assert cli(["run", str(cfg), "--out", str(root / "ref"), "--jobs", "1", "-q"]).exit_code == 0
     return cfg, (root / "ref" / "results.csv").read_bytes()
 
 
-def test_local_cluster_equals_jobs1_and_jobs2_on_the_demo(tmp_path):
+def test_local_cluster_equals_jobs1_and_jobs2_on_the_demo(cli, tmp_path):
     demo = REPO / "configs" / "demo.yaml"
     outs = {}
     for tag, how in [("j1", ["--jobs", "1"]), ("j2", ["--jobs", "2"]), ("local", ["--cluster", "local:2"])]:
-        res = _run(["run", str(demo), "--out", str(tmp_path / tag), "--repeats", "2", "-q", *how])
+        res = cli(["run", str(demo), "--out", str(tmp_path / tag), "--repeats", "2", "-q", *how])
         assert res.exit_code == 0, res.output
         outs[tag] = (tmp_path / tag / "results.csv").read_bytes()
     assert outs["j1"] == outs["j2"] == outs["local"]
@@ -141,24 +121,24 @@ def test_local_cluster_equals_jobs1_and_jobs2_on_the_demo(tmp_path):
     assert man["executor"].startswith("dask LocalCluster, 2 processes")
 
 
-def test_separate_scheduler_and_workers_give_the_same_bytes(dask_procs, slow_ref, tmp_path):
+def test_separate_scheduler_and_workers_give_the_same_bytes(cli, dask_procs, slow_ref, tmp_path):
     cfg, ref = slow_ref
-    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "-q", "--cluster", dask_procs.address])
+    res = cli(["run", str(cfg), "--out", str(tmp_path / "o"), "-q", "--cluster", dask_procs.address])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "o" / "results.csv").read_bytes() == ref
     man = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert man["executor"] == f"dask {dask_procs.address} (2 workers, 2 threads)"
 
 
-def test_cluster_from_the_environment_and_choice_errors(dask_procs, slow_ref, tmp_path, monkeypatch):
+def test_cluster_from_the_environment_and_choice_errors(cli, dask_procs, slow_ref, tmp_path, monkeypatch):
     cfg, ref = slow_ref
     monkeypatch.setenv("DPEXP_CLUSTER", dask_procs.address)
-    assert _run(["run", str(cfg), "--out", str(tmp_path / "env"), "-q"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(tmp_path / "env"), "-q"]).exit_code == 0
     man = json.loads((tmp_path / "env" / "manifest.json").read_text())
     assert man["executor"].startswith(f"dask {dask_procs.address}")
     assert (tmp_path / "env" / "results.csv").read_bytes() == ref
     # --jobs on the command line wins over the environment
-    assert _run(["run", str(cfg), "--out", str(tmp_path / "j"), "-q", "--jobs", "1"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(tmp_path / "j"), "-q", "--jobs", "1"]).exit_code == 0
     assert json.loads((tmp_path / "j" / "manifest.json").read_text())["executor"] == "in process"
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "b"), "--jobs", "2",
                                     "--cluster", "local:2"])
@@ -209,7 +189,7 @@ def _parts(out: Path) -> int:
     return len(list((out / ".parts").glob("*.csv")))
 
 
-def test_driver_killed_on_the_cluster_path_resumes_to_the_same_bytes(dask_procs, slow_ref, tmp_path):
+def test_driver_killed_on_the_cluster_path_resumes_to_the_same_bytes(cli, dask_procs, slow_ref, tmp_path):
     cfg, ref = slow_ref
     out, log = tmp_path / "o", tmp_path / "driver.log"
     proc = _driver(cfg, out, dask_procs.address, log)
@@ -219,7 +199,7 @@ def test_driver_killed_on_the_cluster_path_resumes_to_the_same_bytes(dask_procs,
     done = _parts(out)
     assert exited is None, f"the run ended before it was killed: {log.read_text()[-2000:]}"
     assert 3 <= done < 24 and not (out / "results.csv").exists()
-    res = _run(["run", str(cfg), "--out", str(out), "-q", "--cluster", dask_procs.address])
+    res = cli(["run", str(cfg), "--out", str(out), "-q", "--cluster", dask_procs.address])
     assert res.exit_code == 0, res.output
     assert f"{done} chunks resumed" in res.output
     assert (out / "results.csv").read_bytes() == ref
@@ -247,7 +227,7 @@ def test_worker_killed_mid_run_the_run_still_finishes_to_the_same_bytes(dask_pro
     (["--cluster", "local:2"], signal.SIGTERM, True),   # scancel: every process of the job
     (["--cluster", "local:2"], signal.SIGINT, True),    # Ctrl-C in a terminal: the whole process group
 ], ids=["sigterm-driver-loky", "sigterm-group-localcluster", "ctrl-c-group-localcluster"])
-def test_sigterm_and_ctrl_c_are_one_line_and_resumable(slow_ref, tmp_path, how, sig, group):
+def test_sigterm_and_ctrl_c_are_one_line_and_resumable(cli, slow_ref, tmp_path, how, sig, group):
     cfg, ref = slow_ref
     out, log = tmp_path / "o", tmp_path / "driver.log"
     with open(log, "wb") as err:
@@ -268,7 +248,7 @@ def test_sigterm_and_ctrl_c_are_one_line_and_resumable(slow_ref, tmp_path, how, 
     assert code == (143 if sig == signal.SIGTERM else 130), text
     assert text.splitlines() == [f"{what}; finished chunks are kept, rerun the same command to resume"]
     assert not (out / "results.csv").exists() and not list(out.glob(".results.csv*"))
-    res = _run(["run", str(cfg), "--out", str(out), "-q", "--jobs", "1"])
+    res = cli(["run", str(cfg), "--out", str(out), "-q", "--jobs", "1"])
     assert res.exit_code == 0
     assert (out / "results.csv").read_bytes() == ref
 
@@ -301,12 +281,11 @@ def test_a_worker_with_two_threads_gives_the_same_bytes_and_a_note(slow_ref, tmp
     assert "start workers with --nthreads 1" in capsys.readouterr().err
 
 
-def test_failing_cells_are_recorded_on_the_cluster_as_locally(dask_procs, tmp_path):
+def test_failing_cells_are_recorded_on_the_cluster_as_locally(cli, slow_config, dask_procs, tmp_path):
     cfg = tmp_path / "fail.yaml"
-    cfg.write_text(SLOW.replace("repeats: 24", "repeats: 3").replace("params: {sleep_ms: 70, noise: 0.5}",
-                                                                    "params: {fail: true}"))
-    local = _run(["run", str(cfg), "--out", str(tmp_path / "j1"), "-q", "--jobs", "1"])
-    remote = _run(["run", str(cfg), "--out", str(tmp_path / "c"), "-q", "--cluster", dask_procs.address])
+    cfg.write_text(slow_config(SLOW[0], "{fail: true}", repeats=3))
+    local = cli(["run", str(cfg), "--out", str(tmp_path / "j1"), "-q", "--jobs", "1"])
+    remote = cli(["run", str(cfg), "--out", str(tmp_path / "c"), "-q", "--cluster", dask_procs.address])
     assert local.exit_code == remote.exit_code == 1, remote.output
     for name in ("results.csv", "failures.csv"):
         assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "j1" / name).read_bytes()

@@ -42,19 +42,14 @@ CFG = textwrap.dedent("""\
     """)
 
 
-def _run(args):
-    return CliRunner().invoke(main, args, catch_exceptions=False)
-
 
 @pytest.fixture
-def cfg(tmp_path):
-    p = tmp_path / "rows.yaml"
-    p.write_text(CFG)
-    return p
+def cfg(write_config):
+    return write_config(CFG, "rows")
 
 
-def test_guarantee_columns_on_every_row(cfg, tmp_path):
-    assert _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
+def test_guarantee_columns_on_every_row(cli, cfg, tmp_path):
+    assert cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
     assert COLUMNS[COLUMNS.index("delta") + 1:COLUMNS.index("delta") + 6] == list(GUARANTEE_COLUMNS)
     df = read_results(tmp_path / "a")
     assert set(df["guarantee"]) <= {"pure", "none"} and (df["guarantee"] != "").all()
@@ -79,18 +74,18 @@ def test_guarantee_columns_on_every_row(cfg, tmp_path):
     assert ds["preprocessing"]["treated_as"] == "public by assumption" and "fresh data set" in ds["release_point"]
 
 
-def test_seeded_noise_is_reproducible_and_says_so(cfg, tmp_path):
+def test_seeded_noise_is_reproducible_and_says_so(cli, cfg, tmp_path):
     for out in ("a", "b"):
-        assert _run(["run", str(cfg), "--out", str(tmp_path / out), "--jobs", "1", "-q"]).exit_code == 0
+        assert cli(["run", str(cfg), "--out", str(tmp_path / out), "--jobs", "1", "-q"]).exit_code == 0
     assert (tmp_path / "a" / "results.csv").read_bytes() == (tmp_path / "b" / "results.csv").read_bytes()
     man = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert man["noise"] == "seeded" and "anyone with this manifest can regenerate" in man["noise_statement"]
     assert (read_results(tmp_path / "a")["seed_key"] != "").all()
 
 
-def test_secure_noise_records_no_seed_and_is_not_reproducible(cfg, tmp_path):
+def test_secure_noise_records_no_seed_and_is_not_reproducible(cli, cfg, tmp_path):
     for out in ("a", "b"):
-        r = _run(["run", str(cfg), "--out", str(tmp_path / out), "--jobs", "1", "-q", "--noise", "secure"])
+        r = cli(["run", str(cfg), "--out", str(tmp_path / out), "--jobs", "1", "-q", "--noise", "secure"])
         assert r.exit_code == 0, r.output
     a, b = read_results(tmp_path / "a"), read_results(tmp_path / "b")
     assert (a["seed_key"] == "").all() and (b["seed_key"] == "").all()
@@ -104,21 +99,21 @@ def test_secure_noise_records_no_seed_and_is_not_reproducible(cfg, tmp_path):
     np.testing.assert_array_equal(a.epsilon_spent.fillna(-1), b.epsilon_spent.fillna(-1))
 
 
-def test_config_key_noise_secure_and_bad_mode(cfg, tmp_path):
+def test_config_key_noise_secure_and_bad_mode(cli, cfg, tmp_path):
     cfg.write_text(CFG + "noise: secure\n")
-    assert _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
     assert (read_results(tmp_path / "a")["seed_key"] == "").all()
     cfg.write_text(CFG + "noise: os\n")
     r = CliRunner().invoke(main, ["validate", str(cfg)])
     assert r.exit_code == 2 and "noise" in r.output
 
 
-def test_leaking_preprocessing_downgrades_every_row(cfg, tmp_path, monkeypatch):
+def test_leaking_preprocessing_downgrades_every_row(cli, cfg, tmp_path, monkeypatch):
     from dpexp.families.gdsc.datasets.synthetic import HonkelaSynthetic
 
     leak = Preprocessing("bounds from the min and max of all rows", "test statement", leaks=True)
     monkeypatch.setattr(HonkelaSynthetic, "preprocessing", lambda self: leak)
-    assert _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"]).exit_code == 0
     df = read_results(tmp_path / "a")
     assert (df["guarantee"] == "none").all() and df["epsilon_spent"].isna().all()
     assert df["privacy_note"].str.contains("bounds from the min and max of all rows").all()
@@ -141,35 +136,35 @@ def test_cell_guarantee_fallbacks():
     assert Preprocessing("n", leaks=False).apply(g).note == "n" and Preprocessing("").apply(g) == g
 
 
-def test_old_results_schema_is_not_resumed_into(cfg, tmp_path):
+def test_old_results_schema_is_not_resumed_into(cli, cfg, tmp_path):
     out = tmp_path / "a"
-    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q"]).exit_code == 0
     man = json.loads((out / "manifest.json").read_text())
     del man["results_schema"]                        # as written before the guarantee columns
     (out / "manifest.json").write_text(json.dumps(man))
     r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q"])
     assert r.exit_code == 2 and "results schema 1" in r.output and "--force" in r.output
-    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--force"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--force"]).exit_code == 0
 
 
-def test_list_shows_guarantees_and_preprocessing():
-    r = _run(["list", "algorithms", "rplr"])
+def test_list_shows_guarantees_and_preprocessing(cli):
+    r = cli(["list", "algorithms", "rplr"])
     assert "guarantee: pure ε-DP, replace-one" in r.output and "sigma: data → not DP" in r.output
     assert "privacy_spent" not in r.output
-    r = _run(["list", "algorithms"])
+    r = cli(["list", "algorithms"])
     assert "pure ε-DP, replace-one" in r.output and "not DP (non-private baseline)" in r.output
-    r = _run(["list", "datasets", "honkela_synthetic"])
+    r = cli(["list", "datasets", "honkela_synthetic"])
     assert "public by assumption" in r.output and "one row's epsilon covers" in r.output
-    r = _run(["list", "datasets", "bikeshare"])
+    r = cli(["list", "datasets", "bikeshare"])
     assert "min-max" in r.output or "minimum and maximum" in r.output
 
 
-def test_demo_writes_the_guarantee_columns(tmp_path):
+def test_demo_writes_the_guarantee_columns(cli, tmp_path):
     """`dpexp run configs/demo.yaml` (fast) writes the guarantee columns; every private row says what it cost."""
     from pathlib import Path
 
     demo = Path(__file__).resolve().parents[2] / "configs" / "demo.yaml"
-    r = _run(["run", str(demo), "--out", str(tmp_path / "d"), "--jobs", "1", "-q", "--fast",
+    r = cli(["run", str(demo), "--out", str(tmp_path / "d"), "--jobs", "1", "-q", "--fast",
               "--set", "sizes.n_private=[0, 100]", "--set", "algorithms[1].params={p1: 0.35, p2: 0.6, p3: 0.05, "
               "omega_x: 1.0, omega_y: 1.0}"])
     assert r.exit_code == 0, r.output

@@ -49,20 +49,15 @@ CFG = textwrap.dedent("""\
     """)
 
 
-def _run(args):
-    return CliRunner().invoke(main, args, catch_exceptions=False)
-
 
 @pytest.fixture
-def cfg(tmp_path):
-    p = tmp_path / "repro.yaml"
-    p.write_text(CFG)
-    return p
+def cfg(write_config):
+    return write_config(CFG, "repro")
 
 
-def test_jobs1_equals_jobs2_bytes(cfg, tmp_path):
-    r1 = _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
-    r2 = _run(["run", str(cfg), "--out", str(tmp_path / "b"), "--jobs", "2", "-q"])
+def test_jobs1_equals_jobs2_bytes(cli, cfg, tmp_path):
+    r1 = cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    r2 = cli(["run", str(cfg), "--out", str(tmp_path / "b"), "--jobs", "2", "-q"])
     assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
     a = (tmp_path / "a" / "results.csv").read_bytes()
     assert a == (tmp_path / "b" / "results.csv").read_bytes()
@@ -76,8 +71,8 @@ def test_jobs1_equals_jobs2_bytes(cfg, tmp_path):
     assert set(df.d) == {2, 4}
 
 
-def test_common_random_numbers_and_repeats_differ(cfg, tmp_path):
-    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+def test_common_random_numbers_and_repeats_differ(cli, cfg, tmp_path):
+    cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
     df = pd.read_csv(tmp_path / "a" / "results.csv", keep_default_na=False)
     mae = df[df.metric == "mae"]
     a = mae[mae.label == "null_a"].set_index(["dataset_params", "repeat", "n_private", "epsilon"])["value"]
@@ -86,17 +81,17 @@ def test_common_random_numbers_and_repeats_differ(cfg, tmp_path):
     per_rep = a.groupby(level="repeat").first()
     assert per_rep.nunique() == len(per_rep)  # different repeats see different data
     # changing the root seed changes the data
-    _run(["run", str(cfg), "--out", str(tmp_path / "c"), "--jobs", "1", "-q", "--seed", "8"])
+    cli(["run", str(cfg), "--out", str(tmp_path / "c"), "--jobs", "1", "-q", "--seed", "8"])
     c = pd.read_csv(tmp_path / "c" / "results.csv", keep_default_na=False)
     assert not c["value"].equals(df["value"])
 
 
-def test_adding_an_algorithm_changes_no_other_row(cfg, tmp_path):
-    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+def test_adding_an_algorithm_changes_no_other_row(cli, cfg, tmp_path):
+    cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
     more = cfg.read_text().replace("metrics:", "  - name: null_model\n    label: extra\n    params: {noise: 1.0}\nmetrics:")
     cfg2 = tmp_path / "more.yaml"
     cfg2.write_text(more.replace("name: repro", "name: repro"))
-    _run(["run", str(cfg2), "--out", str(tmp_path / "b"), "--jobs", "1", "-q"])
+    cli(["run", str(cfg2), "--out", str(tmp_path / "b"), "--jobs", "1", "-q"])
     a = pd.read_csv(tmp_path / "a" / "results.csv", keep_default_na=False)
     b = pd.read_csv(tmp_path / "b" / "results.csv", keep_default_na=False)
     b = b[b.label != "extra"]
@@ -104,10 +99,10 @@ def test_adding_an_algorithm_changes_no_other_row(cfg, tmp_path):
     pd.testing.assert_frame_equal(a.sort_values(key).reset_index(drop=True), b.sort_values(key).reset_index(drop=True))
 
 
-def test_failing_cell_recorded_and_run_continues(tmp_path):
+def test_failing_cell_recorded_and_run_continues(cli, tmp_path):
     cfg = tmp_path / "f.yaml"
     cfg.write_text(CFG.replace("params: {noise: 0.0, sleep_ms: 0.0}", "params: {fail: true}"))
-    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
+    res = cli(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
     assert res.exit_code == 1
     df = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
     bad = df[df.label == "null_b"]
@@ -118,8 +113,8 @@ def test_failing_cell_recorded_and_run_continues(tmp_path):
     assert (tmp_path / "o" / "failures.csv").exists()
 
 
-def test_manifest_provenance_and_overrides(cfg, tmp_path):
-    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1",
+def test_manifest_provenance_and_overrides(cli, cfg, tmp_path):
+    cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1",
           "--set", "privacy.epsilon=[3.0]"])
     man = json.loads((tmp_path / "a" / "manifest.json").read_text())
     for key in ["config", "overrides", "root_seed", "versions", "git", "started", "finished", "cells", "failures"]:
@@ -139,44 +134,26 @@ def test_manifest_provenance_and_overrides(cfg, tmp_path):
     assert man["results_schema"] == 2 and summary["datasets"][0]["release_point"]
 
 
-def test_dry_run_writes_nothing(cfg, tmp_path):
-    res = _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--dry-run"])
+def test_dry_run_writes_nothing(cli, cfg, tmp_path):
+    res = cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--dry-run"])
     assert res.exit_code == 0
     assert "216 cells" in res.output and '"algorithm": "lr"' in res.output
     assert not (tmp_path / "a").exists()
 
 
-def test_resume_refuses_other_config(cfg, tmp_path):
-    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1"])
+def test_resume_refuses_other_config(cli, cfg, tmp_path):
+    cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--repeats", "1"])
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
     assert res.exit_code == 2 and "different config" in res.output
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q", "--force"])
     assert res.exit_code == 0
 
 
-SLOW = textwrap.dedent("""\
-    name: slow
-    seed: 3
-    repeats: 24
-    datasets:
-      - name: honkela_synthetic
-        params: {d: 3}
-    sizes: {n_private: [10, 20], n_public: 2, n_test: 10}
-    privacy: {epsilon: 1.0}
-    algorithms:
-      - name: rplr
-      - name: null_model
-        params: {sleep_ms: 60, noise: 0.5}
-    metrics: [spearman, mae]
-    chunk_work: 4
-    """)
-
-
-def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
+def test_resume_after_sigkill_equals_uninterrupted(cli, slow_config, tmp_path):
     cfg = tmp_path / "slow.yaml"
-    cfg.write_text(SLOW)
+    cfg.write_text(slow_config("rplr", "{sleep_ms: 60, noise: 0.5}"))
     ref = tmp_path / "ref"
-    assert _run(["run", str(cfg), "--out", str(ref), "--jobs", "1", "-q"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(ref), "--jobs", "1", "-q"]).exit_code == 0
     out = tmp_path / "killed"
     env = dict(os.environ, TQDM_DISABLE="1")
     log = tmp_path / "stderr.txt"
@@ -194,15 +171,15 @@ def test_resume_after_sigkill_equals_uninterrupted(tmp_path):
     assert exited is None, f"the run ended before it was killed: {log.read_text()[-2000:]}"
     assert 3 <= done < 24, f"the kill must land part-way through the run ({done} parts): {log.read_text()[-2000:]}"
     assert not (out / "results.csv").exists()
-    res = _run(["run", str(cfg), "--out", str(out), "--jobs", "2", "-q"])
+    res = cli(["run", str(cfg), "--out", str(out), "--jobs", "2", "-q"])
     assert res.exit_code == 0
     assert (out / "results.csv").read_bytes() == (ref / "results.csv").read_bytes()
 
 
-def test_fast_section_applies_overrides_and_is_recorded(tmp_path):
+def test_fast_section_applies_overrides_and_is_recorded(cli, tmp_path):
     cfg = tmp_path / "f.yaml"
     cfg.write_text(CFG + "fast:\n  repeats: 1\n  set: [\"sizes.n_private=[30]\", \"privacy.epsilon=1.0\"]\n")
-    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q", "--fast"])
+    res = cli(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q", "--fast"])
     assert res.exit_code == 0, res.output
     man = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert man["overrides"] == ["sizes.n_private=[30]", "privacy.epsilon=1.0"] and man["repeats_override"] == 1
@@ -213,21 +190,21 @@ def test_fast_section_applies_overrides_and_is_recorded(tmp_path):
     assert res.exit_code == 2 and "fast.repeat is not a known key" in res.output
 
 
-def test_summary_keeps_other_grid_axes_separate(cfg, tmp_path):
+def test_summary_keeps_other_grid_axes_separate(cli, cfg, tmp_path):
     """With epsilon and n_private both varying, a curve over n_private never averages over epsilon."""
     from dpexp.results import aggregate, read_results
 
-    _run(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
+    cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
     df = read_results(tmp_path / "a")
     agg = aggregate(df[df.dataset_params == "d=2"], "n_private_requested", "mae")
     rplr = agg[agg.label.str.startswith("rplr") & (agg.label.str.contains("omega_x=0.5"))]
     assert sorted(rplr.epsilon.unique()) == [0.5, 2.0] and len(rplr) == 2 * 3
-    res = _run(["summarize", str(tmp_path / "a"), "--metric", "mae"])
+    res = cli(["summarize", str(tmp_path / "a"), "--metric", "mae"])
     assert "| epsilon |" in res.output
-    assert _run(["plot", str(tmp_path / "a"), "--out", str(tmp_path / "f"), "--format", "png"]).exit_code == 0
+    assert cli(["plot", str(tmp_path / "a"), "--out", str(tmp_path / "f"), "--format", "png"]).exit_code == 0
 
 
-def test_failing_split_is_recorded_not_fatal(tmp_path, monkeypatch):
+def test_failing_split_is_recorded_not_fatal(cli, tmp_path, monkeypatch):
     from dpexp.families.gdsc.datasets.synthetic import HonkelaSynthetic
 
     orig = HonkelaSynthetic.split
@@ -240,7 +217,7 @@ def test_failing_split_is_recorded_not_fatal(tmp_path, monkeypatch):
     monkeypatch.setattr(HonkelaSynthetic, "split", flaky)
     cfg = tmp_path / "s.yaml"
     cfg.write_text(CFG)
-    res = _run(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
+    res = cli(["run", str(cfg), "--out", str(tmp_path / "o"), "--jobs", "1", "-q"])
     assert res.exit_code == 1
     df = pd.read_csv(tmp_path / "o" / "results.csv", keep_default_na=False)
     bad = df[df.n_private_requested == 30]
@@ -248,20 +225,20 @@ def test_failing_split_is_recorded_not_fatal(tmp_path, monkeypatch):
     assert (df[df.n_private_requested != 30].error == "").all()
 
 
-def test_stale_parts_without_manifest_are_refused(cfg, tmp_path):
+def test_stale_parts_without_manifest_are_refused(cli, cfg, tmp_path):
     out = tmp_path / "a"
-    _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
+    cli(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
     (out / "manifest.json").unlink()
     (out / ".parts").mkdir()
     (out / ".parts" / "0000000.csv").write_text("orphaned part of an interrupted run\n")
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])
     assert res.exit_code == 2 and "no readable manifest.json" in res.output
-    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1", "--force"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1", "--force"]).exit_code == 0
 
 
-def test_complete_run_is_not_recomputed_and_parts_are_removed(cfg, tmp_path):
+def test_complete_run_is_not_recomputed_and_parts_are_removed(cli, cfg, tmp_path):
     out = tmp_path / "a"
-    assert _run(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"]).exit_code == 0
+    assert cli(["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"]).exit_code == 0
     assert not (out / ".parts").exists()
     before = (out / "results.csv").read_bytes()
     res = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q", "--repeats", "1"])

@@ -52,7 +52,7 @@ def test_scale_range_centres_and_sets_range():
 def test_loaders_preprocess_and_split(data_dir, cls, n, d):
     ds = cls()
     ds.check()
-    X, y = ds.load()
+    X, y = ds.table()
     assert X.shape == (n, d) and y.shape == (n,)
     assert ds.n_rows("all") == n
     np.testing.assert_allclose(X.max(0) - X.min(0), 10.0, rtol=1e-12)
@@ -72,7 +72,7 @@ def test_loaders_preprocess_and_split(data_dir, cls, n, d):
 
 def test_abalone_sex_coding(data_dir):
     _, sexes = data_dir
-    X, _ = Abalone().load()
+    X, _ = Abalone().table()
     male = sexes == "M"
     assert len(np.unique(X[male, 0])) == 1 and len(np.unique(X[~male, 0])) == 1
     assert X[male, 0][0] < X[~male, 0][0]                 # 0 = male, 1 = otherwise (before centring/scaling)

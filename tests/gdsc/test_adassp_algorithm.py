@@ -159,3 +159,22 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
             assert abs(got[-1] / scale[h][0] - 1) < 0.03, (got[-1], scale[h][0])
         if k < 2:   # λ_min and XᵀX scale with B_X²: exactly 2× in the second half
             assert abs(got[1] / got[0] - 2.0) < 0.06, got
+
+
+def test_audit_view_returns_the_raw_releases_and_restores_the_module():
+    """The audit view (``AuditPlan.view``) exposes (noisy λ_min, XᵀX unique entries, Xᵀy, σ̂_x, σ̂_y) per trial:
+    on all-zero private rows with no public rows the λ_min column is pure Laplace noise at the calibrated scale
+    (mean |noise| within 3 % over 20,000 trials), and ``models.adassp.release`` is the original afterwards."""
+    from dpexp.families.gdsc.audit import adassp_releases
+
+    s = _split(zero=True)
+    alg = AdaSSP(sigma="data", omega_x=2.0, omega_y=0.5)
+    original = core.release
+    out = adassp_releases(alg).run(s, 1.5, 0.0, PrivacyLedger(np.random.default_rng(3)), trials=20_000)
+    assert core.release is original
+    d = 3
+    assert out.coef.shape == (20_000, 1 + d * (d + 1) // 2 + d)        # sigma: data releases no σ̂
+    cal = core.calibrate(d, 2.0 * 0.5 * math.sqrt(d), 0.5 * 2.0, 1.5, 0.0, "laplace")
+    assert abs(np.abs(out.coef[:, 0]).mean() / cal.scale_min - 1) < 0.03
+    dp = adassp_releases(AdaSSP()).run(_split(), 2.0, 0.0, PrivacyLedger(np.random.default_rng(4)), trials=5)
+    assert dp.coef.shape == (5, 1 + d * (d + 1) // 2 + d + 2)

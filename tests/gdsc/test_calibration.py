@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -100,7 +99,7 @@ CONFIG = REPO / "configs" / "noise_aware_synthetic.yaml"
 
 
 @pytest.mark.usefixtures("isolated_cache")
-def test_noise_aware_synthetic_config_runs_and_plots(tmp_path):
+def test_noise_aware_synthetic_config_runs_and_plots(run_config, tmp_path):
     """The shipped config, shrunk (2 repeats, 2 sizes, 1 ε, 30 test rows, small tuning): every algorithm runs, the
     calibration metrics are filled for the interval-reporting ones and NaN for the point estimators, and every plot
     kind draws."""
@@ -111,12 +110,8 @@ def test_noise_aware_synthetic_config_runs_and_plots(tmp_path):
     for a in cfg["algorithms"]:
         if a["name"] in ("rplr", "narplr"):
             a.setdefault("params", {}).update(tune_reps=[[2, 2]], split_reps=[[1, 1]])   # a list value is a grid
-    p = tmp_path / "na.yaml"
-    p.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    out, figs = tmp_path / "res", tmp_path / "figs"
-    r = CliRunner().invoke(main, ["run", str(p), "--out", str(out), "--jobs", "1", "-q"])
-    assert r.exit_code == 0, r.output
-    df = pd.read_csv(out / "results.csv", keep_default_na=False)
+    out, df = run_config(cfg)
+    figs = tmp_path / "figs"
     assert (df["error"] == "").all(), df[df["error"] != ""]["error"].unique()[:3]
     cov = df[df["metric"] == "coef_coverage_90"]
     filled = cov[cov["value"] != ""]

@@ -1,12 +1,14 @@
 """End to end: a tiny GDSC config (fixture data, 2 drugs, 2 repeats) through `dpexp run` -> `dpexp plot`."""
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
-import yaml
 from click.testing import CliRunner
 
 from dpexp.cli import main
+from dpexp.families.gdsc import plots as gdsc_plots
+from dpexp.results import read_manifest, read_results
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -43,14 +45,10 @@ CONFIG = {
 }
 
 
-def test_tiny_gdsc_run_and_plot(tmp_path, monkeypatch):
+def test_tiny_gdsc_run_and_plot(run_config, tmp_path, monkeypatch):
     monkeypatch.setenv("DPEXP_DATA_DIR", str(FIX))
-    cfg = tmp_path / "gdsc_tiny.yaml"
-    cfg.write_text(yaml.safe_dump(CONFIG, sort_keys=False))
-    out, figs = tmp_path / "res", tmp_path / "figs"
-    r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(out), "--jobs", "1", "-q"])
-    assert r.exit_code == 0, r.output
-    df = pd.read_csv(out / "results.csv", keep_default_na=False)
+    out, df = run_config(CONFIG)
+    figs = tmp_path / "figs"
     assert set(df["subset"]) == {"Drug_1", "Drug_5"}
     errors = df[df["error"] != ""]
     assert errors.empty, errors["error"].unique()[:3]
@@ -61,6 +59,16 @@ def test_tiny_gdsc_run_and_plot(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     for stem in ("curve", "tradeoff", "tradeoff_pub", "thr", "heat"):
         assert (figs / f"{stem}.png").stat().st_size > 1000
+
+    # epsilon and n_public both vary: one panel per (epsilon, n_public), never averaged over them
+    captured = {}
+    monkeypatch.setattr(gdsc_plots, "finish_plot", lambda fig, *a, **k: captured.setdefault("fig", fig) and [])
+    spec = SimpleNamespace(options={"baselines": ["base d5", "base d6"]}, metric="spearman", x="n_private")
+    gdsc_plots.gdsc_curve(read_results(out), spec, read_manifest(out), tmp_path / "c", ["png"])
+    titles = [ax.get_title() for ax in captured["fig"].axes if ax.get_visible()]
+    assert titles == ["ε = 1, n_public = 2", "ε = 1, n_public = 4", "ε = 2, n_public = 2", "ε = 2, n_public = 4"]
+    lines = captured["fig"].axes[0].get_lines()
+    assert lines and all(len(line.get_xdata()) in (2, 3) for line in lines)   # curves over n, or baselines
 
 
 def test_requested_sizes_mapping():

@@ -114,6 +114,8 @@ ALLOWED = {
     "dca/algorithms/dlr.py::choose_thresholds": "auxiliary synthetic data of the threshold search (public)",
     "dca/protocol/dca.py::SyntheticClients.rows": "the timing harness generates client values (data, not noise)",
     "dca/protocol/dca.py::SeededRandomness.__init__": "seeds the protocol's per-chunk streams (masks and noise)",
+    "dca/protocol/dca.py::SeededRandomness.block": "seeds n rounds' streams at once (the words n successive "
+                                                   "``__init__`` calls draw; DCA.run_trials)",
     "dca/protocol/dca.py::SeededRandomness.normal": "the clients' share of the distributed Gaussian noise (Alg. 1): "
                                                     "the algorithm records the sum's spend (Thm 1) once per release",
     "dca/protocol/dca.py::SecureRandomness.normal": "as SeededRandomness.normal, from SecureNoise",

@@ -3,6 +3,8 @@ are audited on.  An algorithm points to one with ``audit = AuditPlan(design=...)
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from dpexp.audit.neighbours import Design
@@ -23,8 +25,11 @@ def clipped_statistics(alg: Clipping) -> Design:
     B_x, B_y = (float(v) for v in alg.bounds(probe))
     # σ is recomputed from each dataset of a pair (an algorithm that reads it for free must show its leak: the
     # issue's D = 19 zero rows + (1, 1) vs D′ = 20 zero rows, the extra pair on the origin base)
+    # the outlier pair (B_x, ±OUTLIER·B_y) lies outside the box: projecting it is part of these algorithms (Eq. 9),
+    # so any row is a valid input (a correct run clips it to (B_x, ±B_y)); a run that forgets to clip shows it
     return Design(x_lo=(-B_x,), x_hi=(B_x,), y_lo=-B_y, y_hi=B_y, n=20, X_test=((B_x,),), meta=meta,
-                  extra_pairs=(((B_x, B_y), (0.0, 0.0)),), data_meta=sigma_of_rows)
+                  extra_pairs=(((B_x, B_y), (0.0, 0.0)), ((B_x, OUTLIER * B_y), (B_x, -OUTLIER * B_y))),
+                  data_meta=sigma_of_rows)
 
 
 def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -54,36 +59,101 @@ def unit_box(alg: Algorithm) -> Design:
 UNIT_BOX = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
 
 
-class ReleasedStatistics:
-    """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): their raw releases as
-    ``Output.coef`` — the noisy XᵀX (unique entries), Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with
-    ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).  The Bayesian fit turns ~4 numbers into d coefficients and
-    loses most of the privacy loss (a d = 1 fit is a ratio); the released statistics do not.  The view captures the
-    values the algorithm's own calls return, for the duration of its run: the algorithm's code runs unchanged."""
+class _ReleaseView:
+    """An audit view: runs the algorithm unchanged while ``_capture`` records what its own calls return, and puts
+    the recorded raw releases (``_columns``) in ``Output.coef`` — any post-processing of the release is a valid
+    thing to audit, and the raw statistics keep the privacy loss that a fit of them would mostly lose."""
 
     def __init__(self, alg: Algorithm) -> None:
         self.alg = alg
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        from dpexp.audit.instrument import capturing
+    def _capture(self, record: dict[str, list]) -> contextlib.AbstractContextManager:
+        raise NotImplementedError
 
+    def _columns(self, record: dict[str, list], trials: int) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
         record: dict[str, list] = {}
-        with capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record):
+        with self._capture(record):
             out = self.alg.run(split, epsilon, delta, ledger, trials)
-        got = {"stats": record.get("perturbed_stats", []), "sigma": record.get("_dp_sigmas", [])}
-        cols = []
-        if got["stats"]:
-            XX, Xy, yy = got["stats"][-1]
-            iu = np.triu_indices(XX.shape[-1])
-            cols += [XX[:, iu[0], iu[1]], Xy]
-            if not np.all(np.isnan(yy)):
-                cols.append(np.asarray(yy)[:, None])
-        if got["sigma"]:
-            cols += [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in got["sigma"][-1]]
+        cols = self._columns(record, trials)
         if cols:
             out.coef = np.concatenate(cols, axis=1)
         return out
 
 
+def _per_trial(values, trials: int) -> list[np.ndarray]:
+    """Scalars or (trials,) arrays (e.g. the DP σ̂_x, σ̂_y) as (trials, 1) columns."""
+    return [np.broadcast_to(np.asarray(v, dtype=float), (trials,))[:, None] for v in values]
+
+
+def _unique_entries(XX: np.ndarray) -> np.ndarray:
+    """The d(d+1)/2 upper-triangular entries of (trials, d, d) matrices: what a symmetric release draws noise for."""
+    iu = np.triu_indices(XX.shape[-1])
+    return XX[:, iu[0], iu[1]]
+
+
+class ReleasedStatistics(_ReleaseView):
+    """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): the noisy XᵀX (unique entries),
+    Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).
+    The Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a
+    ratio); the released statistics do not."""
+
+    def _capture(self, record):
+        from dpexp.audit.instrument import capturing
+
+        return capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record)
+
+    def _columns(self, record, trials):
+        cols = []
+        if record.get("perturbed_stats"):
+            XX, Xy, yy = record["perturbed_stats"][-1]
+            cols += [_unique_entries(XX), Xy]
+            if not np.all(np.isnan(yy)):
+                cols.append(np.asarray(yy)[:, None])
+        if record.get("_dp_sigmas"):
+            cols += _per_trial(record["_dp_sigmas"][-1], trials)
+        return cols
+
+
 def released_statistics(alg: Algorithm) -> ReleasedStatistics:
     return ReleasedStatistics(alg)
+
+
+class AdaSSPReleases(_ReleaseView):
+    """Audit view of ``adassp``: its three raw releases — the noisy λ_min, XᵀX (unique entries) and Xᵀy of
+    ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from (``clip_sigmas``).
+    For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
+
+    @contextlib.contextmanager
+    def _capture(self, record):
+        from dpexp.audit.instrument import capturing
+        from dpexp.models import adassp as core
+
+        release = core.release
+
+        def recorded(*a, **k):
+            r = release(*a, **k)
+            record.setdefault("release", []).append(r)
+            return r
+
+        core.release = recorded   # adassp calls core.release: recorded for the duration, restored after
+        try:
+            with capturing(self.alg, ("clip_sigmas",), record):
+                yield
+        finally:
+            core.release = release
+
+    def _columns(self, record, trials):
+        cols = []
+        if record.get("release"):
+            lm, XX, Xy = record["release"][-1]
+            cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
+        if record.get("clip_sigmas") and getattr(self.alg.params, "sigma", "") == "dp":
+            cols += _per_trial(record["clip_sigmas"][-1], trials)
+        return cols
+
+
+def adassp_releases(alg: Algorithm) -> AdaSSPReleases:
+    return AdaSSPReleases(alg)

@@ -27,12 +27,14 @@ from pydantic import Field
 
 from dpexp import registry
 from dpexp.errors import UserError
-from dpexp.plotting.base import PlotOptions, auto_width, axis_label, decorate, finish_plot, new_figure
+from dpexp.plotting.base import (SHORT, PlotOptions, auto_width, axis_label, decorate, finish_plot, new_figure,
+                                 panels)
 from dpexp.plotting.curve import grid_ticks, spread_text
 from dpexp.plotting.heatmap import heat_figure
 from dpexp.plotting.looks import Looks
 from dpexp.plotting.titles import number
 from dpexp.registry import register_plot
+from dpexp.results import varying_grid_columns
 
 # ----------------------------------------------------------------------------------------------------------------
 # requested sizes (rows of the metrics n_private_requested / n_public_requested, dpexp/metrics/requested.py)
@@ -153,14 +155,39 @@ class GdscCurveOptions(PlotOptions):
 def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                formats: list[str]) -> list[Path]:
     """Metric vs x (requested n_private by default) per label, mean ± std over repeats of the drug averages;
-    ``options.baselines`` labels are drawn as horizontal dashed lines (their mean over x)."""
+    ``options.baselines`` labels are drawn as horizontal dashed lines (their mean over x).  Another grid column that
+    varies (e.g. ``privacy.epsilon: [2, 1]``) gets one panel per value: curves are never averaged over it."""
     o = GdscCurveOptions.model_validate(spec.options)
     df = requested_sizes(df)
     metric = spec.metric or "spearman"
     x = spec.x or "n_private"
-    s = summary(df, metric, ["label", "dataset_params", x])
+    extra = varying_grid_columns(df[df["metric"] == metric], x)
+    s = summary(df, metric, ["label", "dataset_params", *extra, x])
     looks = Looks(df, manifest)
-    fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"]).ngroups))
+    facets = list(s.groupby(extra, sort=True)) if extra else [((), s)]
+    if extra:
+        fig, axes = panels(len(facets))
+    else:
+        fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"]).ngroups))
+        axes = [ax]
+    for ax, (key, sf) in zip(axes, facets):
+        key = key if isinstance(key, tuple) else (key,)
+        _draw_gdsc_panel(ax, sf, df, x, o, looks)
+        decorate(ax, axis_label(x), axis_label(metric),
+                 ", ".join(f"{SHORT.get(c, c)} = {number(v)}" for c, v in zip(extra, key)))
+        if o.logx:
+            ax.set_xscale("log")
+            grid_ticks(ax, sf[x].to_numpy(float))
+        if o.ylim:
+            ax.set_ylim(*o.ylim)
+    reps = int(s["repeats"].max()) if len(s) else 0
+    subtitle = mean_text(df, o.error, reps)
+    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle,
+                       legend="inside" if o.legend == "inside" else "below")
+
+
+def _draw_gdsc_panel(ax: Any, s: pd.DataFrame, df: pd.DataFrame, x: str, o: GdscCurveOptions, looks: Looks) -> None:
+    """The curves of one panel of ``gdsc_curve`` (``s``: its summary rows)."""
     order = list(dict.fromkeys(df["label"]))
     # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
     # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
@@ -178,17 +205,6 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
         err = {"std": g["std"].fillna(0), "sem": (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0),
                "none": 0 * g["std"].fillna(0)}[o.error].to_numpy(float)
         ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, label=name, **looks.look(label))
-    ax.set_xlabel(axis_label(x))
-    ax.set_ylabel(axis_label(metric))
-    if o.logx:
-        ax.set_xscale("log")
-        grid_ticks(ax, s[x].to_numpy(float))
-    if o.ylim:
-        ax.set_ylim(*o.ylim)
-    reps = int(s["repeats"].max()) if len(s) else 0
-    subtitle = mean_text(df, o.error, reps)
-    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle,
-                       legend="inside" if o.legend == "inside" else "below")
 
 
 # ----------------------------------------------------------------------------------------------------------------

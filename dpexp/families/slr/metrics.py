@@ -113,6 +113,11 @@ class _AtPoint(Metric):
         """The outputs at the release point of the trials that did not fail."""
         return np.asarray(output.predictions, dtype=float)[~output.failed, self.column(split)]
 
+    def over_successful(self, output: Output, split: Split, stat) -> float:
+        """``stat`` of the successful trials' outputs (``successful``), NaN when every trial failed."""
+        v = self.successful(output, split)
+        return float(stat(v)) if len(v) else float("nan")
+
 
 class _BoundParams(Params):
     q: float = Field(68.0, gt=0, le=100, description="coverage in percent of the empirical error bound")
@@ -265,8 +270,7 @@ class OutputQuantile(_AtPoint):
     Params = _QuantileParams
 
     def __call__(self, output: Output, split: Split) -> float:
-        v = self.successful(output, split)
-        return float(np.percentile(v, self.params.level)) if len(v) else float("nan")
+        return self.over_successful(output, split, lambda v: np.percentile(v, self.params.level))
 
 
 @register_metric
@@ -279,8 +283,7 @@ class Prediction(_AtPoint):
 
     def __call__(self, output: Output, split: Split) -> float:
         if self.params.trial == "mean":
-            v = self.successful(output, split)
-            return float(v.mean()) if len(v) else float("nan")
+            return self.over_successful(output, split, np.mean)
         j = self.column(split)
         pred = np.asarray(output.predictions, dtype=float)
         t = int(self.params.trial)

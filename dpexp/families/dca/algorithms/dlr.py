@@ -66,7 +66,8 @@ from dpexp import cache
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.dca.audit import FIXED_OMEGA, bounded_clients, bounded_clients_outliers, released_sums
+from dpexp.families.dca.audit import (AUDIT_DELTA, FIXED_OMEGA, bounded_clients, bounded_clients_outliers,
+                                      released_sums)
 from dpexp.families.dca.protocol.dca import DCA
 from dpexp.families.dca.protocol.noise import PrivacyCalibrationWarning, check_clients, noise_factor, sigma_std
 from dpexp.models.bayes_lr import posterior_mean_fixed, sample_data
@@ -198,41 +199,57 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
 
 
 # ----------------------------------------------------------------------------------------------- releases
-def release_sum(Z: np.ndarray, sensitivity: float, epsilon: float, delta: float, setting: str,
+def release_sum(Z: np.ndarray, sensitivity: float | np.ndarray, epsilon: float, delta: float, setting: str,
                 ledger, trials: int, calibration: str, n_compute: int = 10, n_faulty: int = 0,
-                frac_bits: int = 32, value_bound: float | None = None, label: str = "sum"
-                ) -> tuple[np.ndarray, float]:
+                frac_bits: int = 32, value_bound: float | np.ndarray | None = None, label: str = "sum"
+                ) -> tuple[np.ndarray, float | np.ndarray]:
     """(trials, p) DP releases of Σ_i Z_i under ``setting`` (see module docstring) and the σ_std used.
 
-    The noise is drawn through ``dpexp.privacy`` and the release recorded once in ``ledger`` (a ``PrivacyLedger``;
-    a numpy Generator is wrapped): ``ta`` is the Gaussian mechanism (ε, exact δ of σ_std); ``input`` records each
-    client's local release (Δ₂, σ_std) and draws the sum's N(0, Nσ_std²) directly; ``ddp`` runs the DCA (its
-    clients draw N(0, σ_std²/(N − T − 1)) each) and records the distributed Gaussian map of Thm 1 with the run's
-    dropouts and the colluders T still allows counted together.  A classic calibration at ε ≥ 1 keeps its warning
-    (``sigma_std``) and the ledger shows its true δ.
+    ``Z`` is (N, p), shared by every trial, or (trials, N, p) with ``sensitivity`` (and ``value_bound``) one per
+    trial (the projected variants' statistics round: each trial's data clipped to its own DP bounds); σ_std is then
+    one per trial (``sigma_std`` once per distinct sensitivity).  The noise is drawn through ``dpexp.privacy`` and
+    the release recorded once in ``ledger`` (a ``PrivacyLedger``; a numpy Generator is wrapped), at the worst trial
+    (largest Δ₂/σ: every trial spends the same ε, and δ grows with Δ₂/σ): ``ta`` is the Gaussian mechanism (ε, exact
+    δ of σ_std); ``input`` records each client's local release (Δ₂, σ_std) and draws the sum's N(0, Nσ_std²)
+    directly; ``ddp`` runs the DCA over all trials at once (``DCA.run_trials``: its clients draw
+    N(0, σ_std²/(N − T − 1)) each) and records the distributed Gaussian map of Thm 1 with the T colluders it allows.
+    A classic calibration at ε ≥ 1 keeps its warning (``sigma_std``) and the ledger shows its true δ.
     """
     ledger = as_ledger(ledger)
-    N, p = Z.shape
-    s = sigma_std(sensitivity, epsilon, delta, calibration)
-    total = Z.sum(axis=0)
+    N, p = Z.shape[-2:]
+    sens = np.asarray(sensitivity, dtype=float)
+    if sens.ndim == 0:
+        sens = float(sens)
+        s: float | np.ndarray = sigma_std(sens, epsilon, delta, calibration)
+    else:                                      # per trial: one calibration per distinct sensitivity
+        u, inv = np.unique(sens, return_inverse=True)
+        s = np.array([sigma_std(float(v), epsilon, delta, calibration) for v in u])[inv.reshape(-1)]
+    total = Z.sum(axis=-2)
+    per_trial = Z.ndim == 3
     if setting == "ta":
-        return gaussian(total, s, ledger, size=trials, sensitivity=sensitivity, epsilon=epsilon, delta=delta,
-                        calibration=calibration, label=label), s
+        if not per_trial:
+            return gaussian(total, s, ledger, size=trials, sensitivity=sens, epsilon=epsilon, delta=delta,
+                            calibration=calibration, label=label), s
+        noise = gaussian(np.zeros(p), s, ledger, size=trials, sensitivity=sens, epsilon=epsilon, delta=delta,
+                         calibration=calibration, label=label)
+        return noise + total, s
     if setting == "input":
-        out = gaussian(total, s * math.sqrt(N), ledger.noise, size=trials)   # the sum of N local releases
-        ledger.record(gaussian_spend(sensitivity, s, epsilon, delta=delta, calibration=calibration,
+        out = gaussian(np.zeros(p) if per_trial else total, s * math.sqrt(N), ledger.noise, size=trials)
+        ledger.record(gaussian_spend(sens, s, epsilon, delta=delta, calibration=calibration,
                                      label=f"{label}: each client's message (local DP)"))
-        return out, s
+        return (out + total if per_trial else out), s
     if setting == "ddp":
         check_clients(N, n_faulty)
         proto = DCA(n_compute=n_compute, frac_bits=frac_bits, n_faulty=n_faulty,
                     mode="secure" if ledger.secure else "seeded")
         sig = s / math.sqrt(N - n_faulty - 1)
-        runs = [proto.run(Z, sig, ledger.noise, value_bound=value_bound) for _ in range(trials)]
-        dropped = max(r.n_dropped for r in runs)
-        ledger.record(distributed_gaussian_spend(sensitivity, sig, N, dropped, n_faulty - dropped, epsilon,
-                                                 delta=delta, calibration=calibration, label=f"{label} (DCA)"))
-        return np.stack([r.total for r in runs]), s
+        out = proto.run_trials(Z, sig, ledger.noise, trials, value_bound=value_bound)
+        w = int(np.argmax(np.broadcast_to(sens / sig, (trials,)))) if per_trial else 0   # the worst trial
+        ledger.record(distributed_gaussian_spend(float(np.broadcast_to(sens, (trials,))[w]),
+                                                 float(np.broadcast_to(sig, (trials,))[w]), N, 0, n_faulty,
+                                                 epsilon, delta=delta, calibration=calibration,
+                                                 label=f"{label} (DCA)"))
+        return out, s
     raise ValueError(f"unknown setting {setting!r}")
 
 
@@ -535,18 +552,20 @@ class _DLRBase(Algorithm):
                 else:
                     wx, wy = p.omega_x, p.omega_y
                 extras.update(omega_x=wx, omega_y=wy)
-                preds, sig = [], 0.0
-                for t in range(trials):
-                    bx = np.minimum(cxv, wx * std[t, :d])
-                    by = float(min(cy, wy * std[t, d]))
-                    Z = unique_terms(np.clip(Xc, -bx, bx), np.clip(yc, -by, by))
-                    with ledger.for_trial(t):   # this trial's own bounds: charged to trial t only
-                        v, sig = release_sum(Z, ss_sensitivity(bx, by), e2, d2, self.setting, ledger, 1,
-                                             p.calibration, value_bound=float(max(bx.max(), by)) ** 2 * 2,
-                                             label="statistics round", **kw)
-                    XX, Xy = terms_to_stats(v[0], d)
-                    preds.append(fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1])
-                pred = np.stack(preds)
+                # step 4 for every trial at once: each trial's data clipped to its own bounds (trials, N, p), one
+                # sensitivity per trial, one release (recorded at the worst trial; ``release_sum``)
+                bx = np.minimum(cxv, wx * std[:, :d])                                 # (trials, d)
+                by = np.minimum(cy, wy * std[:, d])                                   # (trials,)
+                Z = unique_terms(np.clip(Xc[None], -bx[:, None, :], bx[:, None, :]),
+                                 np.clip(yc[None], -by[:, None], by[:, None]))
+                bounds, inv = np.unique(np.column_stack([bx, by]), axis=0, return_inverse=True)
+                sens = np.array([ss_sensitivity(r[:d], float(r[d])) for r in bounds])[inv.reshape(-1)]
+                v, sig = release_sum(Z, sens, e2, d2, self.setting, ledger, trials, p.calibration,
+                                     value_bound=np.maximum(bx.max(axis=1), by) ** 2 * 2,
+                                     label="statistics round", **kw)
+                sig = float(np.atleast_1d(sig)[-1])   # σ_std of the last trial (the one number recorded before)
+                XX, Xy = terms_to_stats(v, d)
+                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
             else:
                 Z = unique_terms(Xc, yc)
                 v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, ledger, trials,
@@ -587,7 +606,7 @@ class TrustedAggregatorBLR(_DLRBase):
     with Δ₂ from supplement eq. (18) and the full (ε, δ).  Replace-one neighbours (see module docstring)."""
 
     name = "ta"
-    audit = AuditPlan(design=bounded_clients, view=released_sums)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, delta=AUDIT_DELTA)
     description = "trusted aggregator Gaussian SSP Bayesian LR (Heikkila et al. 2017, TA)"
     Params = _UnprojParams
 
@@ -597,9 +616,7 @@ class TrustedAggregatorProjBLR(_DLRBase):
     """TA with projection (TA proj): Alg. 2 with the trusted aggregator adding the noise of both rounds."""
 
     name = "ta_proj"
-    # the projected variants loop over trials in Python: fewer trials and a smaller pilot
-    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, trials_factor=0.3,
-                      pilot_trials=2_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, delta=AUDIT_DELTA)
     description = "trusted aggregator SSP with std round + projection to omega*std (Heikkila et al. 2017, Alg. 2)"
     guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed (exact δ of the σ drawn; calibration: classic at "
                       "ε ≥ 1 shows its true δ); std_sensitivity: paper → not DP (std round under-noised, the "
@@ -613,8 +630,7 @@ class DistributedBLR(_DLRBase):
     """DDP: the TA release computed by the DCA protocol (Alg. 1) with per-client noise σ_std²/(N − T − 1) (Thm 1)."""
 
     name = "ddp"
-    # the DCA runs in a fixed-point ring: fewer trials and a smaller pilot keep `make audit` in its time box
-    audit = AuditPlan(design=bounded_clients, view=released_sums, trials_factor=0.3, pilot_trials=2_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, delta=AUDIT_DELTA)
     description = "distributed DP Bayesian LR via DCA secure sum (Heikkila et al. 2017, DDP)"
     guarantee_text = ("(ε, δ)-DP, replace-one, against any T clients that drop out or collude together (Thm 1, "
                       "exact δ of σ_std); clip: false → not DP (data not clipped to the assumed bounds, the authors' "
@@ -628,9 +644,7 @@ class DistributedProjBLR(_DLRBase):
     """DDP proj: Algorithm 2 in full — two DCA rounds (std estimate, then projected sufficient statistics)."""
 
     name = "ddp_proj"
-    # two DCA rounds in a ring, trials in a Python loop: fewer trials and a smaller pilot
-    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, trials_factor=0.1,
-                      pilot_trials=1_000)
+    audit = AuditPlan(design=bounded_clients, view=released_sums, params=FIXED_OMEGA, delta=AUDIT_DELTA)
     description = "distributed DP Bayesian LR with projection, two DCA rounds (Heikkila et al. 2017, Alg. 2)"
     guarantee_text = ("(ε, δ)-DP, replace-one, both rounds composed, against any T clients that drop out or collude "
                       "together (Thm 1); std_sensitivity: paper → not DP (std round under-noised, the authors' code)")

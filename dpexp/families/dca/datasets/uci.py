@@ -16,17 +16,17 @@ white 3000 / 1000, abalone 3000 / 1000.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
 
 from dpexp import cache
-from dpexp.components import Dataset, Params, Preprocessing
+from dpexp.components import Params, Preprocessing, TableDataset
 from dpexp.datasets.base import data_path, download
 from dpexp.errors import UserError
 from dpexp.registry import register_dataset
-from dpexp.types import Sizes, Split
+from dpexp.types import Sizes
 
 UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 
@@ -39,7 +39,7 @@ def scale_range(A: np.ndarray, length: float) -> np.ndarray:
     return np.divide(out * length, rng_, out=np.zeros_like(out), where=rng_ > 0)
 
 
-class _UCIDataset(Dataset):
+class _UCIDataset(TableDataset):
     folder: ClassVar[str] = ""
     files: ClassVar[dict[str, tuple[str, str]]] = {}   # file -> (url, sha256); the first one is read
     release_point = ("one protocol run: a row's epsilon/delta covers the release(s) of one run of the algorithm on "
@@ -71,7 +71,7 @@ class _UCIDataset(Dataset):
     def read_raw(self, path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
-    def load(self) -> tuple[np.ndarray, np.ndarray]:
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
         """Preprocessed (X, y) of the whole file (memoised per file version and range length)."""
         path = self._path()
         return cache.memo("dca.uci", (self.name, cache.file_key(path), self.params.range_length),
@@ -82,28 +82,16 @@ class _UCIDataset(Dataset):
         L = self.params.range_length
         return scale_range(X, L), scale_range(y[:, None], L)[:, 0]
 
-    def check(self) -> None:
-        self._path()
-
-    def n_rows(self, subset: str) -> int | None:
-        return int(self.load()[0].shape[0])
-
-    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        X, y = self.load()
-        n = X.shape[0]
+    def check_sizes(self, n: int, sizes: Sizes) -> None:
         need = sizes.max_test + sizes.max_public + max(sizes.max_private, 0)
         if need > n:
             raise UserError(f"dataset {self.name} has {n} rows; n_test + n_public + n_private = {need} is too many")
-        perm = rng.permutation(n)
-        t0, p0 = 0, sizes.max_test
-        q0 = sizes.max_test + sizes.max_public
-        n_priv = n - q0 if sizes.n_private < 0 else sizes.n_private
-        it, iu, iv = perm[t0:t0 + sizes.n_test], perm[p0:p0 + sizes.n_public], perm[q0:q0 + n_priv]
+
+    def split_meta(self, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
         c = self.params.bound
-        meta = {"bound_x": c, "bound_y": c,
+        return {"bound_x": c, "bound_y": c,
                 "preprocessing": f"columns mean-centred and scaled to range length {self.params.range_length:g} "
                                  "on the whole file (Heikkila et al. 2017, Sec. 5)"}
-        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
 
     @classmethod
     def download(cls, dest: Path) -> list[Path]:

@@ -37,7 +37,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SigmaParams, clip_sigmas
-from dpexp.families.gdsc.audit import clipped_statistics
+from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.model import public_posterior
 from dpexp.models import adassp as core
 from dpexp.privacy.ledger import as_ledger
@@ -67,7 +67,8 @@ class AdaSSP(Algorithm):
 
     name = "adassp"
     family = "gdsc"
-    audit = AuditPlan(design=clipped_statistics, params={"omega_x": 1.0, "omega_y": 1.0})
+    # view: the three raw releases (and DP σ̂), not the ridge estimate that mixes them (docs/audit.md)
+    audit = AuditPlan(design=clipped_statistics, view=adassp_releases, params={"omega_x": 1.0, "omega_y": 1.0})
     description = "AdaSSP (Wang 2018): perturbed sufficient statistics with a DP-chosen ridge"
     neighbouring = "replace-one"
     guarantee_text = ("pure ε-DP, replace-one (σ̂ released at sigma_share·ε, per trial); "

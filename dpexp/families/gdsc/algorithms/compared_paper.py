@@ -34,10 +34,8 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
-from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.functional_mechanism import fm_sensitivity, trimmed_minimiser, with_bias
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace, laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -79,26 +77,25 @@ class _PaperLR(BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
-        out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        ledgers = [as_ledger(lg) for lg in ledgers]
-        fits: dict[int, _Fit] = {}
-        for k, (s, ledger) in enumerate(zip(splits, ledgers)):
-            try:
-                fits[k] = self.prepare(s, epsilon, ledger, trials)
-            except Exception as exc:  # recorded per cell
-                out[k] = exc
+        # each split's noise through its own ledger (``each_split``: ε checked once, failures per split)
+        prepared = self.each_split(splits, epsilon, ledgers,
+                                   lambda split, ledger: (ledger, self.prepare(split, epsilon, ledger, trials)))
+        fits = {k: p[1] for k, p in enumerate(prepared) if not isinstance(p, Exception)}
         weights = _solve_all(fits)
-        for k, f in fits.items():
+        out: list[Output | Exception] = []
+        for k, p in enumerate(prepared):
+            if isinstance(p, Exception):
+                out.append(p)
+                continue
+            ledger, f = p
             try:
                 w = weights[k]
                 if isinstance(w, Exception):
                     raise w
-                w = self.finish(w, f, ledgers[k], trials)
-                out[k] = Output(predictions=f.back(w @ f.X_test.T), coef=w, guarantee=ledgers[k].guarantee())
+                w = self.finish(w, f, ledger, trials)
+                out.append(Output(predictions=f.back(w @ f.X_test.T), coef=w, guarantee=ledger.guarantee()))
             except Exception as exc:  # recorded per cell
-                out[k] = exc
+                out.append(exc)
         return out
 
 

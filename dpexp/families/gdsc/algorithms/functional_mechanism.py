@@ -29,9 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.errors import UserError
 from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
-from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -82,30 +80,23 @@ class FunctionalMechanismLR(UnitBoxLR):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            return [UserError(f"fmlr: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
-        results: list[Output | Exception] = []
-        for s, ledger in zip(splits, ledgers):
-            ledger = as_ledger(ledger)
-            try:
-                B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
-                D = s.d + 1
-                Zv, yv = scale_unit(s.X_private, s.y_private, B_x, B_y, l2_ball=False)
-                Zu, yu = scale_unit(s.X_public, s.y_public, B_x, B_y, l2_ball=False)
-                Zv, Zu = with_bias(Zv), with_bias(Zu)
-                M = np.broadcast_to(Zv.T @ Zv + Zu.T @ Zu, (trials, D, D)).copy()
-                a = np.broadcast_to(-2.0 * (Zv.T @ yv + Zu.T @ yu), (trials, D)).copy()
-                if Zv.shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
-                    dM, da = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledger,
-                                     size=trials, scale=self.noise_scale(s.d, epsilon), label="objective")
-                    M += dM
-                    a += da
-                else:
-                    ledger.public_only()
-                w = trimmed_minimiser(M, a, self.params.reg)
-                Zt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=False)
-                results.append(Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:],
-                                      guarantee=ledger.guarantee()))
-            except Exception as exc:  # recorded per cell
-                results.append(exc)
-        return results
+        return self.each_split(splits, epsilon, ledgers, lambda s, ledger: self._fit(s, epsilon, ledger, trials))
+
+    def _fit(self, s: Split, epsilon: float, ledger, trials: int) -> Output:
+        B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
+        D = s.d + 1
+        Zv, yv = scale_unit(s.X_private, s.y_private, B_x, B_y, l2_ball=False)
+        Zu, yu = scale_unit(s.X_public, s.y_public, B_x, B_y, l2_ball=False)
+        Zv, Zu = with_bias(Zv), with_bias(Zu)
+        M = np.broadcast_to(Zv.T @ Zv + Zu.T @ Zu, (trials, D, D)).copy()
+        a = np.broadcast_to(-2.0 * (Zv.T @ yv + Zu.T @ yu), (trials, D)).copy()
+        if Zv.shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
+            dM, da = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledger,
+                             size=trials, scale=self.noise_scale(s.d, epsilon), label="objective")
+            M += dM
+            a += da
+        else:
+            ledger.public_only()
+        w = trimmed_minimiser(M, a, self.params.reg)
+        Zt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=False)
+        return Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:], guarantee=ledger.guarantee())

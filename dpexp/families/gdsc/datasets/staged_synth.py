@@ -12,24 +12,24 @@ private rest; cells take prefixes.  Preprocessing (optional, default on) as Meth
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from dpexp import cache
-from dpexp.components import Dataset, Params
+from dpexp.components import NOTHING_SHARED, Params, Preprocessing, TableDataset
 from dpexp.datasets.base import data_path
 from dpexp.errors import UserError
-from dpexp.components import NOTHING_SHARED, Preprocessing
 from dpexp.families.gdsc.datasets.synthetic import POOL_CENTRING, preprocess
 from dpexp.registry import register_dataset
-from dpexp.types import Sizes, Split
+from dpexp.types import Sizes
 
 X_FILE = "robust-private-lr-synth/x_data.csv"
 Y_FILE = "robust-private-lr-synth/y_data.csv"
 
 @register_dataset
-class StagedSynthetic(Dataset):
+class StagedSynthetic(TableDataset):
     """The authors' fixed synthetic file (1000 × 10, Eq. 10, seed 42), split at random per repeat."""
 
     name = "rplr_synth_file"
@@ -45,7 +45,7 @@ class StagedSynthetic(Dataset):
         """The authors' two files (no download: they are placed by hand, see the folder's SOURCE.md)."""
         return data_path(X_FILE, None, self.data_dir), data_path(Y_FILE, None, self.data_dir)
 
-    def _load(self) -> tuple[np.ndarray, np.ndarray]:
+    def table(self) -> tuple[np.ndarray, np.ndarray]:
         px, py = self._paths()
         key = (cache.file_key(px), cache.file_key(py), self.params.preprocess)
         return cache.memo("gdsc.staged_synth", key, lambda: self._read(px, py))
@@ -61,24 +61,13 @@ class StagedSynthetic(Dataset):
         """Centring over all 1000 rows (``preprocess: true``): public by assumption, as ``honkela_synthetic``."""
         return POOL_CENTRING if self.params.preprocess else NOTHING_SHARED
 
-    def check(self) -> None:
-        self._load()
-
-    def n_rows(self, subset: str) -> int | None:
-        return int(self._load()[0].shape[0])
-
-    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        X, y = self._load()
-        N = X.shape[0]
+    def check_sizes(self, n: int, sizes: Sizes) -> None:
         T, P = sizes.max_test, sizes.max_public
-        if T + P >= N:
-            raise UserError(f"rplr_synth_file: n_test + n_public must be < {N}, got {T + P}")
-        perm = rng.permutation(N)
-        pools = perm[:T], perm[T:T + P], perm[T + P:]
-        n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
-        if n_priv > len(pools[2]):
-            raise UserError(f"rplr_synth_file: n_private must be <= {len(pools[2])}, got {n_priv}")
-        it, iu, iv = pools[0][:sizes.n_test], pools[1][:sizes.n_public], pools[2][:n_priv]
-        meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0 if self.params.preprocess
+        if T + P >= n:
+            raise UserError(f"rplr_synth_file: n_test + n_public must be < {n}, got {T + P}")
+        if sizes.n_private > n - T - P:
+            raise UserError(f"rplr_synth_file: n_private must be <= {n - T - P}, got {sizes.n_private}")
+
+    def split_meta(self, X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+        return {"sigma_x": float(X.std()), "sigma_y": float(y.std()), "x_bound": 1.0 if self.params.preprocess
                 else None, "sigma_source": "std of the whole file (not DP, as in the paper)"}
-        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)

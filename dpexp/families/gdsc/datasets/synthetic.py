@@ -55,13 +55,6 @@ POOL_CENTRING = Preprocessing(
     "sigma_x/sigma_y in meta (stds of the whole pool) are used only by sigma: data, which is reported not DP.")
 
 
-def split_pools(X: np.ndarray, y: np.ndarray, sizes: Sizes) -> tuple[slice, slice, slice]:
-    """Slices of the requested prefixes of the test, public and private pools laid out in that order."""
-    t0, p0, q0 = 0, sizes.max_test, sizes.max_test + sizes.max_public
-    n_priv = X.shape[0] - q0 if sizes.n_private < 0 else sizes.n_private
-    return slice(t0, t0 + sizes.n_test), slice(p0, p0 + sizes.n_public), slice(q0, q0 + n_priv)
-
-
 @register_dataset
 class HonkelaSynthetic(Dataset):
     """Eq. (10) synthetic regression data, preprocessed as the paper (unit-norm rows, centred y)."""
@@ -87,7 +80,7 @@ class HonkelaSynthetic(Dataset):
         X, y, beta = generate_eq10(n, p.d, rng, p.lam, p.lam0)
         if p.preprocess:
             X, y = preprocess(X, y)
-        t, u, v = split_pools(X, y, sizes)
+        t, u, v = sizes.pools(X.shape[0])
         meta = {"beta": beta, "sigma_x": float(X.std()), "sigma_y": float(y.std()),
                 "sigma_source": "std of the whole preprocessed pool (not DP, as in the paper)",
                 "lam": p.lam, "coef_target": coef_target_eq10(beta, p.lam, unit_norm=p.preprocess)}

@@ -162,6 +162,37 @@ def _check_subset(subset: str, valid: list[str], what: str) -> None:
         raise UserError(f"{what}: unknown subset {subset!r}; valid: {valid[0]} … {valid[-1]} ({len(valid)} in all)")
 
 
+def _checked(target: Path, ok: bool, problem: str) -> Path:
+    """``target``, a download whose content checked ``ok``; otherwise it is removed and ``UserError(problem)`` raised,
+    so that a bad download leaves nothing behind."""
+    if not ok:
+        target.unlink()
+        raise UserError(problem)
+    return target
+
+
+class _OneSubset(Dataset):
+    """An SLR dataset of one subset ``all``: ``_xy`` gives its (x, y), ``_meta`` what its ``Split.meta`` adds."""
+
+    def _xy(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _meta(self) -> dict[str, Any]:
+        return {}
+
+    def check(self) -> None:
+        self._xy()
+
+    def n_rows(self, subset: str) -> int | None:
+        _check_subset(subset, ["all"], self.name)
+        return len(self._xy()[0])
+
+    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
+        _check_subset(subset, ["all"], self.name)
+        x, y = self._xy()
+        return slr_split(x, y, sizes, rng, self.name, meta=self._meta())
+
+
 # ----------------------------------------------------------------------------------------------- bikeshare
 BIKE_FILE = "bike_sharing/hour.csv"
 BIKE_URL = "https://archive.ics.uci.edu/ml/machine-learning-databases/00275/Bike-Sharing-Dataset.zip"
@@ -232,10 +263,8 @@ class BikeShare(Dataset):
             name = next(n for n in zf.namelist() if n.endswith("hour.csv"))
             target.write_bytes(zf.read(name))
         got = sha256_file(target)
-        if got != BIKE_HOUR_SHA256:
-            target.unlink()
-            raise UserError(f"checksum mismatch for hour.csv from {BIKE_URL}: expected {BIKE_HOUR_SHA256}, got {got}")
-        return [target]
+        return [_checked(target, got == BIKE_HOUR_SHA256,
+                         f"checksum mismatch for hour.csv from {BIKE_URL}: expected {BIKE_HOUR_SHA256}, got {got}")]
 
 
 # ----------------------------------------------------------------------------------------------- carbon nanotubes
@@ -267,7 +296,7 @@ def _load_carbon(path: str) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 @register_dataset
-class CarbonNanotubes(Dataset):
+class CarbonNanotubes(_OneSubset):
     """UCI Carbon Nanotubes (Aci & Avci 2016) as in Alabi et al. §3.1.3: x = initial atomic coordinate u,
     y = calculated atomic coordinate u', rows outside [0, 1]² dropped (n = 10,683). One subset ``all``."""
 
@@ -284,17 +313,11 @@ class CarbonNanotubes(Dataset):
     def _data(self) -> tuple[np.ndarray, np.ndarray, int]:
         return _load_carbon(str(data_path(CARBON_FILE, self.download_hint).resolve()))
 
-    def check(self) -> None:
-        self._data()
+    def _xy(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._data()[:2]
 
-    def n_rows(self, subset: str) -> int | None:
-        _check_subset(subset, ["all"], self.name)
-        return len(self._data()[0])
-
-    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        _check_subset(subset, ["all"], self.name)
-        x, y, n_file = self._data()
-        return slr_split(x, y, sizes, rng, self.name, meta={"rows_in_file": n_file})
+    def _meta(self) -> dict[str, Any]:
+        return {"rows_in_file": self._data()[2]}
 
     @classmethod
     def download(cls, dest: Path) -> list[Path]:
@@ -302,10 +325,8 @@ class CarbonNanotubes(Dataset):
         download is verified by content instead: 10,721 rows and the two columns used."""
         target = download(CARBON_URL, Path(dest) / CARBON_FILE)
         df = read_carbon(target)
-        if df.shape != (10721, 8) or CARBON_X not in df.columns:
-            target.unlink()
-            raise UserError(f"{CARBON_URL}: unexpected content (shape {df.shape}); expected 10721 x 8")
-        return [target]
+        return [_checked(target, df.shape == (10721, 8) and CARBON_X in df.columns,
+                         f"{CARBON_URL}: unexpected content (shape {df.shape}); expected 10721 x 8")]
 
 
 # ----------------------------------------------------------------------------------------------- stock exchange
@@ -337,7 +358,7 @@ class _StockParams(_RangeParams):
 
 
 @register_dataset
-class StockExchange(Dataset):
+class StockExchange(_OneSubset):
     """UCI Istanbul Stock Exchange (Akbilgic et al. 2014) as in Alabi et al. §3.1.4: x = ``ISE_TL`` (TL-based
     ISE 100 return), y = ``ISE_USD`` (USD-based ISE return), both min-max rescaled to [0, 1] over the 536 days.
     One subset ``all``; use ``sizes.n_private: 250`` for the paper's n = 250 (random subsample per repeat)."""
@@ -375,18 +396,8 @@ class StockExchange(Dataset):
         p = self.params
         return rescale(df[p.x_column].to_numpy(float), p.x_range), rescale(df[p.y_column].to_numpy(float), p.y_range)
 
-    def check(self) -> None:
-        self._xy()
-
-    def n_rows(self, subset: str) -> int | None:
-        _check_subset(subset, ["all"], self.name)
-        return len(self._xy()[0])
-
-    def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        _check_subset(subset, ["all"], self.name)
-        x, y = self._xy()
-        return slr_split(x, y, sizes, rng, self.name,
-                         meta={"x_column": self.params.x_column, "y_column": self.params.y_column})
+    def _meta(self) -> dict[str, Any]:
+        return {"x_column": self.params.x_column, "y_column": self.params.y_column}
 
     @classmethod
     def download(cls, dest: Path) -> list[Path]:
@@ -394,8 +405,7 @@ class StockExchange(Dataset):
         byte checksum is known; the content is verified instead (536 trading days)."""
         xlsx = download(STOCK_URL, Path(dest) / STOCK_XLSX)
         df = read_stock_xlsx(xlsx)
-        if len(df) != 536:
-            raise UserError(f"{STOCK_URL}: expected 536 data rows, got {len(df)}")
+        _checked(xlsx, len(df) == 536, f"{STOCK_URL}: expected 536 data rows, got {len(df)}")
         out = Path(dest) / STOCK_FILE
         buf = io.StringIO()
         df.assign(date=pd.to_datetime(df["date"]).dt.strftime("%Y-%m-%d")).to_csv(buf, index=False,
