@@ -8,8 +8,11 @@ Prints:
    performs per cell and trial — ``vb`` (Gamma-prior Bayesian LR, ``dpexp.models.vb.fit_vb``: rplr/lr/rlr with
    ``prior: gamma``), ``fixed`` (the fixed-precision posterior mean with its solver, ``posterior_mean_fixed``:
    rplr/lr/plr with ``prior: fixed``, psd_floor or direct), ``solve`` (one linear solve: lr_public, plr_paper),
-   ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper) or ``fm`` (``trimmed_minimiser`` on D = d + 1:
-   fmlr, fmlr_paper) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
+   ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper), ``fm`` (``trimmed_minimiser`` on D = d + 1:
+   fmlr, fmlr_paper), ``narplr`` (the noise-aware posterior's Gaussian approximation, ``fit_gaussian``, with its
+   design and precision priors; ``narplr/gibbs`` for ``inference: gibbs``: ``sample_posterior`` with the
+   variant's draws) or ``adassp`` (the smallest eigenvalue of the private and of the public XᵀX, ``eigvalsh``, and
+   the ridge solve, ``models.adassp.estimate``) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
    the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
    core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is
    the run's arithmetic of fitting with every Python overhead removed: no data split, noise draw, metric, row or
@@ -81,6 +84,12 @@ def fit_kind(av, dv) -> tuple[str, int] | None:
         return ("ball", d)
     if av.name in ("fmlr", "fmlr_paper"):
         return ("fm", d + 1)
+    if av.name == "narplr":
+        if p.inference == "gibbs":
+            return (f"narplr/gibbs/{','.join(map(str, p.gibbs))}", d)
+        return ("narplr", d)
+    if av.name == "adassp":
+        return ("adassp", d)
     return None
 
 
@@ -120,6 +129,7 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
     """Time per fit of ``kind`` at ``d`` coefficients, ``batch`` problems in one call (best of 3, this process)."""
     from dpexp.families.gdsc.algorithms.functional_mechanism import trimmed_minimiser
     from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
+    from dpexp.models import adassp
     from dpexp.models.bayes_lr import posterior_mean_fixed
     from dpexp.models.vb import fit_vb
 
@@ -135,6 +145,16 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
         def f(): ball_constrained_ridge(S, r, lam, 1.0)
     elif kind == "fm":
         def f(): trimmed_minimiser(S, -2.0 * r, 10.0, 1e-8)
+    elif kind.startswith("narplr"):
+        f = _narplr_fit(kind, batch, d)
+    elif kind == "adassp":
+        P = S / 80.0                    # a public XᵀX: 10 of the 810 lines
+        ridge = np.full(batch, 0.5)
+
+        def f():
+            np.linalg.eigvalsh(S)
+            np.linalg.eigvalsh(P)
+            adassp.estimate(S + P, r, ridge)
     else:
         raise ValueError(kind)
     best = float("inf")
@@ -145,11 +165,50 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
     return best / batch
 
 
+def _narplr_fit(kind: str, batch: int, d: int, n: int = 810):
+    """narplr's batched inference on ``batch`` releases of one GDSC-like data set as rplr makes them (rows of unit
+    norm clipped at B_x = 0.3, B_y = 1.5; Laplace scales of its sensitivities at the paper's split of ε = 1.8), with
+    10 clipped public rows, its default design prior (independent clipped Gaussian features) and precision prior
+    (clipping-scaled): ``fit_gaussian`` (``narplr``; it iterates ~20 times on these, as on the run's releases) or
+    ``sample_posterior`` with the variant's (draws, burn-in, thin)."""
+    from dpexp.models.gram_prior import clipped_gaussian_gram_prior, clipping_scaled_prior
+    from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
+    from dpexp.models.noise_aware_fast import fit_gaussian
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, d))
+    X -= X.mean(0)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = X @ rng.normal(size=d) + rng.normal(size=n)
+    Bx, By, sx = 0.3, 1.5, 0.3
+    Xc, yc = np.clip(X, -Bx, Bx), np.clip(y, -By, By)
+    b_xx, b_xy, b_yy = d * (d + 1) * Bx**2 / (0.35 * 1.8), 2 * d * Bx * By / (0.6 * 1.8), By**2 / (0.05 * 1.8)
+    iu = np.triu_indices(d)
+    N = np.zeros((batch, d, d))
+    N[:, iu[0], iu[1]] = rng.laplace(0, b_xx, size=(batch, iu[0].size))
+    ones = np.ones(batch)
+    stats = NoisyStats(Xc.T @ Xc + N + np.swapaxes(N, -1, -2) - N * np.eye(d),
+                       Xc.T @ yc + rng.laplace(0, b_xy, size=(batch, d)), yc @ yc + rng.laplace(0, b_yy, size=batch),
+                       n * ones, b_xx * ones, b_xy * ones, b_yy * ones)
+    Xp, yp = Xc[:10], yc[:10]
+    public = ExactStats(np.broadcast_to(Xp.T @ Xp, (batch, d, d)), np.broadcast_to(Xp.T @ yp, (batch, d)),
+                        (yp @ yp) * ones, 10.0 * ones)
+    gram = clipped_gaussian_gram_prior(n * ones, d, Bx * ones, sx * ones, 0.1, 0.1)
+    prior = tuple(np.broadcast_to(np.asarray(v, dtype=float), (batch,))
+                  for v in clipping_scaled_prior(1.0, 1.0, units=(sx * ones, ones, d)))
+    if kind == "narplr":
+        return lambda: fit_gaussian(stats, public, gram, prior)
+    draws, burn, thin = (int(v) for v in kind.split("/")[2].split(","))
+    return lambda: sample_posterior(stats, rng, public=public, gram_prior=gram, prior=prior, n_draws=draws,
+                                    burn_in=burn, thin=thin)
+
+
 def fit_floor(exp) -> tuple[float, list[tuple[str, int, int, float]], dict[str, int]]:
     """The batched-fit floor of ``exp`` in seconds, its terms (kind, d, fits, seconds per fit) and the cells that are
     no fit of the kinds."""
     fits, other = count_fits(exp)
-    terms = [(k, d, n, per_fit_seconds(k, d, 2_000 if d > 20 else 5_000)) for (k, d), n in sorted(fits.items())]
+    terms = [(k, d, n, per_fit_seconds(k, d, 200 if "gibbs" in k else 2_000 if d > 20 else 5_000))
+             for (k, d), n in sorted(fits.items())]
     return sum(n * t for _, _, n, t in terms), terms, other
 
 
@@ -168,7 +227,7 @@ def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float]]:
         runner.compute_chunk(exp, cs[0], exp.spec.seed)          # warm: data, tuning look-ups
     spent: dict[str, float] = {}
     wrapped = {"data splits": "_splits", "algorithms": "_outputs", "metrics": "_metric_table",
-               "noise streams": "stream_from_key", "CSV formatting": "_rows_to_csv"}
+               "noise streams": "stream_from_key", "CSV formatting": "_records_to_csv"}
     saved = {name: getattr(runner, name) for name in wrapped.values()}
 
     def timed(stage, fn):

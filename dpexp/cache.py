@@ -6,7 +6,10 @@ change how fast a run is, never what it computes; results never depend on it.
 * **In-process memos** — ``memo(namespace, key, compute)`` and the decorator ``memoize(namespace)``: loaded data
   files, tuned thresholds, the resolved experiment of a worker process...  A memo may be bounded (``maxsize``:
   least recently used entries go first).  ``memo_for(namespace, obj, key, compute)`` keys by an object's identity
-  and holds the object, so its id cannot be reused while the entry lives (e.g. terms computed once per split).
+  and holds the object, so its id cannot be reused while the entry lives (e.g. terms computed once per split);
+  ``memo_array(namespace, arr, key, compute)`` keys by an array's *content* (shape, dtype and a 128-bit digest of
+  its bytes), so equal arrays of different splits share the entry (e.g. one drug's test responses, the same for
+  every size of the grid).
 * **Disk caches** — ``stored(namespace, name, compute)``: a JSON-able result kept in memory and in one file
   ``<cache_dir(namespace)>/<name>.json`` (atomic write, exclusive ``fcntl`` lock per entry, so when two processes
   need the same entry one computes it and the other waits and reads it).
@@ -104,6 +107,19 @@ def memo_for(namespace: str, obj: Any, key: Hashable, compute: Callable[[], T], 
     if held is not obj:  # cannot happen while the entry holds obj; kept as a guard
         value = compute()
     return value
+
+
+def memo_array(namespace: str, arr: Any, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
+    """``memo`` keyed by the content of array ``arr`` (plus ``key``): its shape, dtype and BLAKE2b-128 digest of
+    its bytes (a collision is as unlikely as for the SHA-256 stream keys), so a pure function of the values is
+    computed once for every equal array, whichever object holds them."""
+    import hashlib
+
+    import numpy as np
+
+    a = np.ascontiguousarray(arr)
+    digest = hashlib.blake2b(a.view(np.uint8).reshape(-1) if a.size else b"", digest_size=16).digest()
+    return memo(namespace, (a.shape, a.dtype.str, digest, key), compute, maxsize)
 
 
 def clear(namespace: str | None = None) -> None:

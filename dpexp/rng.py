@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import struct
 
 import numpy as np
 
 _SEP = "\x1f"
+#: the first four little-endian 32-bit words of a digest (the stream key)
+_WORDS = struct.Struct("<4I")
 
 
 def stable_key(*names: object) -> tuple[int, ...]:
     """Four 32-bit words from the SHA-256 of the names joined by a unit separator."""
     digest = hashlib.sha256(_SEP.join(str(n) for n in names).encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+    return _WORDS.unpack_from(digest)
 
 
 def key_hex(*names: object) -> str:
@@ -34,7 +37,7 @@ def key_hex(*names: object) -> str:
 def stream_key(*names: object) -> tuple[tuple[int, ...], str]:
     """(``stable_key(*names)``, ``key_hex(*names)``) from one SHA-256 (the runner needs both for every cell)."""
     digest = hashlib.sha256(_SEP.join(str(n) for n in names).encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)), digest.hex()[:16]
+    return _WORDS.unpack_from(digest), digest[:8].hex()
 
 
 def stream(root_seed: int, *names: object) -> np.random.Generator:

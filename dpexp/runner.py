@@ -76,20 +76,56 @@ def _fmt(x: Any) -> str:
 def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row]:
     """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures).
 
+    The rows of ``chunk_records`` (see there), one ``Row`` per metric value.
+    """
+    return [Row(*head, metric, value, key, err) for head, values, key in chunk_records(exp, chunk, root_seed)
+            for metric, value, err in values]
+
+
+#: one cell's rows for one (epsilon, delta) target: (the fields before ``metric``, [(metric, value, error)], seed_key)
+Record = tuple[tuple[Any, ...], list[tuple[str, float, str]], str]
+
+
+#: predictions held for scoring at once (``chunk_records``): past this many bytes the pending cells are scored
+PENDING_BYTES = 32 * 2**20
+
+
+def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Record]:
+    """Compute every cell of a chunk as ``Record``s (never raises for algorithm/metric failures).
+
     Per size of the grid: the splits of the chunk's subsets (one data stream each), then per algorithm variant and
     privacy budget the outputs of all subsets at once (``run_many``, one ``PrivacyLedger`` each: its noise source is
-    the cell's named stream in seeded mode, the OS CSPRNG in secure mode) and their metric rows, each carrying the
-    cell's guarantee (``cell_guarantee``) with the dataset's preprocessing statement.
+    the cell's named stream in seeded mode, the OS CSPRNG in secure mode), each cell carrying its guarantee
+    (``cell_guarantee``) with the dataset's preprocessing statement.  The metrics score the cells of the whole chunk
+    at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
+    ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
+    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once (formatted once,
+    ``_records_to_csv``).
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
     statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
-    rows: list[Row] = []
+    records: list[Record] = []
+    # cells computed but not yet scored: (prefix of the record, output, split, targets, seed_key) in canonical order
+    pending: list[tuple[tuple[Any, ...], Any, Any, list[tuple[Any, Any]], str]] = []
+    held = 0
+
+    def score() -> None:
+        values = _metric_table(exp, [p[1] for p in pending], [p[2] for p in pending])
+        for (pre, _, _, targets, seed_key), vals in zip(pending, values):
+            for e, d in targets:
+                records.append(((*pre[0], e, d, *pre[1]), vals, seed_key))
+        pending.clear()
+
+    rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
+        seen = [_seen(sp) for sp in splits]
+        tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
+                sizes.n_public, sizes.n_test)
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
@@ -100,12 +136,36 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
-                values = _metric_table(exp, outputs, splits)
-                for split, subset, out, vals, key in zip(splits, chunk.subsets, outputs, values, keys):
-                    cell = CellRows(exp, dv.name, dv.params_str, subset, av, chunk.repeat, sizes, split,
-                                    "" if key is None else key[1], statement.apply(cell_guarantee(av.instance, out)))
-                    rows += cell.rows(vals, targets)
-    return rows
+                for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
+                    g = _guarantee_columns(rows_of, statement, cell_guarantee(av.instance, out))
+                    pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
+                           (*g, *sn, *tail))
+                    pending.append((pre, out, split, targets, "" if key is None else key[1]))
+                    held += getattr(getattr(out, "predictions", None), "nbytes", 0)
+                if held > PENDING_BYTES:
+                    score()
+                    held = 0
+    score()
+    return records
+
+
+def _guarantee_columns(rows_of: dict[Any, tuple[Any, ...]], statement: Any, g: Guarantee) -> tuple[Any, ...]:
+    """The guarantee columns of a cell with the dataset's statement; equal guarantees (most cells of a variant)
+    give equal columns, so they are computed once per chunk (``rows_of``)."""
+    try:
+        row = rows_of.get(g)
+    except TypeError:   # an unhashable guarantee (notes given as a list): its columns directly
+        return statement.apply(g).row()
+    if row is None:
+        row = rows_of[g] = statement.apply(g).row()
+    return row
+
+
+def _seen(split: Any) -> tuple[int, int, int, int]:
+    """The sizes a split's algorithms saw: (n_private, n_public, n_test, d)."""
+    if isinstance(split, _SplitFailure):
+        return split.sizes
+    return (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
 
 
 class _LazySeededNoise(SeededNoise):
@@ -194,35 +254,6 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
     return outputs
 
 
-@dataclass(frozen=True)
-class CellRows:
-    """What the rows of one cell share; ``rows`` adds the metric values, once per (epsilon, delta) target."""
-
-    exp: ResolvedExperiment
-    dataset: str
-    dataset_params: str
-    subset: str
-    av: AlgoVariant
-    repeat: int
-    sizes: Sizes
-    split: Any
-    seed_key: str
-    guarantee: Guarantee
-
-    def rows(self, values: list[tuple[str, float, str]], targets: list[tuple[Any, Any]]) -> list[Row]:
-        if isinstance(self.split, _SplitFailure):
-            seen = self.split.sizes
-        else:
-            seen = (len(self.split.y_private), len(self.split.y_public), len(self.split.y_test), self.split.d)
-        s, av = self.sizes, self.av
-        requested = "all" if s.n_private < 0 else s.n_private
-        g = self.guarantee.row()
-        return [Row(self.exp.spec.name, self.dataset, self.dataset_params, self.subset, av.name, av.label,
-                    av.params_str, e, d, *g, *seen, self.repeat, self.exp.spec.trials, requested, s.n_public,
-                    s.n_test, metric, value, self.seed_key, err)
-                for e, d in targets for metric, value, err in values]
-
-
 @dataclass
 class _SplitFailure:
     """Stands in for a split whose dataset raised: every cell that needed it is recorded as failed."""
@@ -283,56 +314,71 @@ def _extra_values(out: Any) -> list[tuple[str, float, str]]:
     return vals
 
 
-#: the rows of one cell are consecutive and share every field before the metric's: formatted once per cell
+#: the rows of one cell share every field before the metric's: formatted once per cell
 _SHARED = COLUMNS.index("metric")
 
 
-def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
-    """The rows as CSV bytes; a run of rows whose leading fields are the same objects (one cell's metrics) formats
-    them once, as one CSV prefix (formatting and quoting every field of every row was a tenth of a GDSC run's
-    time).  The same bytes as ``csv.writer`` on whole rows: QUOTE_MINIMAL quotes each field on its own, so a line
-    is its prefix, a comma and the CSV of the remaining fields."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    if header:
-        w.writerow(COLUMNS)
-    head_buf = io.StringIO()
-    head_w = csv.writer(head_buf, lineterminator=",")
-    tails: list[list[str]] = []
-    prev: tuple[Any, ...] = ()
-    prefix = ""
-    out: list[str] = [buf.getvalue()]
-    for r in rows:
-        head = r[:_SHARED]
-        if len(head) != len(prev) or not all(map(operator.is_, head, prev)):
-            if tails:
-                out.append(_tails(prefix, tails))
-                tails = []
-            head_buf.seek(0)
-            head_buf.truncate()
-            head_w.writerow([_fmt(x) for x in head])
-            prefix = head_buf.getvalue()
-            prev = head
-        tails.append(list(map(_fmt, r[_SHARED:])))
-    if tails:
-        out.append(_tails(prefix, tails))
+def _quoted_chars() -> frozenset[str]:
+    """The characters that make ``csv.writer`` (QUOTE_MINIMAL, line terminator "\\n") quote a field inside a row,
+    asked of this Python's csv module (",", '"' and "\\n"; some versions add "\\r")."""
+    found = set()
+    for c in map(chr, range(1, 128)):
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(["a", c, "b"])
+        if buf.getvalue() != f"a,{c},b\n":
+            found.add(c)
+    return frozenset(found)
+
+
+_QUOTE_CHARS = _quoted_chars()
+
+
+def _csv_field(s: str) -> str:
+    """One text field as ``csv.writer`` (QUOTE_MINIMAL) writes it inside a row: quoted, with doubled quotes, when
+    it holds a comma, a quote or a line break; else as is."""
+    if _QUOTE_CHARS.isdisjoint(s):
+        return s
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
+    """The rows of ``records`` as CSV bytes, the same bytes as ``csv.writer`` (line terminator "\\n") on whole
+    rows: QUOTE_MINIMAL quotes each field on its own, so a line is its prefix (the shared fields, once per record),
+    then metric, value, seed_key and error.  A field's text is kept per object (``id``: every record stays alive
+    during the call, so an id names one object): the names, labels and budgets shared by thousands of records are
+    formatted once (formatting every field of every row was a tenth of a GDSC run's time)."""
+    texts: dict[int, str] = {}
+    out: list[str] = [",".join(COLUMNS) + "\n"] if header else []
+    for head, values, key in records:
+        parts = []
+        for x in head:
+            t = texts.get(id(x))
+            if t is None:
+                t = texts[id(x)] = _csv_field(_fmt(x))
+            parts.append(t)
+        parts.append("")
+        prefix = ",".join(parts)
+        k = _csv_field(key)
+        for metric, value, err in values:
+            v = (repr(value) if value == value else "") if type(value) is float else _csv_field(_fmt(value))
+            out.append(f"{prefix}{_csv_field(metric)},{v},{k},{_csv_field(err)}\n")
     return "".join(out).encode("utf-8")
 
 
-def _tails(prefix: str, tails: list[list[str]]) -> str:
-    """The lines of one cell: ``prefix`` (its shared fields as CSV, ending in a comma) before each row's tail."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerows(tails)
-    lines = buf.getvalue().split("\n")[:-1]
-    if len(lines) != len(tails):   # a field with a line break (quoted): one row at a time
-        lines = []
-        for t in tails:
-            buf.seek(0)
-            buf.truncate()
-            w.writerow(t)
-            lines.append(buf.getvalue()[:-1])
-    return "".join(prefix + line + "\n" for line in lines)
+def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
+    """``Row``s as CSV bytes (``_records_to_csv``; consecutive rows whose leading fields are the same objects share
+    one formatted prefix)."""
+    records: list[Record] = []
+    prev: tuple[Any, ...] = ()
+    for r in rows:
+        head = r[:_SHARED]
+        same = (records and len(head) == len(prev) and all(map(operator.is_, head, prev))
+                and r.seed_key == records[-1][2])
+        if not same:
+            records.append((head, [], r.seed_key))
+            prev = head
+        records[-1][1].append((r.metric, r.value, r.error))
+    return _records_to_csv(records, header)
 
 
 @dataclass(frozen=True)
@@ -382,8 +428,8 @@ def plan_digest(exp: ResolvedExperiment) -> str:
 
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
-    rows = run_chunk(exp, chunk, seed)
-    return ChunkDone(chunk.index, _rows_to_csv(rows, header=False), _chunk_cells(exp, chunk))
+    records = chunk_records(exp, chunk, seed)
+    return ChunkDone(chunk.index, _records_to_csv(records), _chunk_cells(exp, chunk))
 
 
 _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once
@@ -568,6 +614,41 @@ SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "
 _SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
 
 
+def _summarise(text: str, spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
+    """Count the rows of one part's CSV ``text`` per ``SUMMARY_FIELDS`` into ``spent`` and note its failed cells
+    (first error per cell) in ``failures``, in row order: what parsing every row with ``csv.reader`` gives, with
+    each cell's shared prefix parsed once.  A line whose last four fields (metric, value, seed_key, error) are
+    plain — no quote, an empty error — is cut at its last four commas and its prefix looked up; any other line, and
+    every line of a part with a quoted line break, is parsed whole."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if any(line.count('"') % 2 for line in lines):   # a quoted field spans lines: the csv module's way
+        for row in csv.reader(io.StringIO(text)):
+            _count(row, spent, failures)
+        return
+    key_of: dict[str, tuple[str, ...]] = {}
+    for line in lines:
+        cut = line.rsplit(",", 4)
+        if len(cut) == 5 and not cut[4] and '"' not in line[len(cut[0]):]:
+            key = key_of.get(cut[0])
+            if key is None:
+                fields = next(csv.reader([cut[0]]))
+                key = key_of[cut[0]] = tuple(fields[i] for i in _SUMMARY_INDEX)
+            spent[key] = spent.get(key, 0) + 1
+        else:
+            _count(next(csv.reader([line])), spent, failures)
+
+
+def _count(row: list[str], spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
+    if not row:
+        return
+    key = tuple(row[i] for i in _SUMMARY_INDEX)
+    spent[key] = spent.get(key, 0) + 1
+    if row[-1]:  # a non-empty error column
+        failures.setdefault(cell_of(row), row[-1])
+
+
 def merge_parts(out: Path, chunks: list[Chunk]
                 ) -> tuple[Path, int, list[dict[str, str]], dict[tuple[str, ...], int]]:
     """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells and the
@@ -589,13 +670,7 @@ def merge_parts(out: Path, chunks: list[Chunk]
             data = (parts / c.file_name).read_bytes()
             fh.write(data)
             n_rows += data.count(b"\n")
-            for line in csv.reader(io.StringIO(data.decode("utf-8"))):
-                if not line:
-                    continue
-                key = tuple(line[i] for i in _SUMMARY_INDEX)
-                spent[key] = spent.get(key, 0) + 1
-                if line[-1]:  # a non-empty error column
-                    failures.setdefault(cell_of(line), line[-1])
+            _summarise(data.decode("utf-8"), spent, failures)
         if big:
             fh.close()
         raw_fh.flush()

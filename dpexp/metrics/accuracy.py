@@ -18,8 +18,8 @@ def spearman(pred: np.ndarray, truth: np.ndarray) -> float:
 def spearman_rows(P: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """Spearman correlation of every row of ``P`` (trials, n) with ``truth`` (n,), vectorised: Pearson correlation
     of average ranks (ties get mid-ranks, as scipy.stats.spearmanr).  0 where undefined (n < 2, a constant row or
-    constant truth, non-finite predictions).  The centred ranks of ``truth`` are memoised per array (every algorithm
-    of a cell is scored against the same test responses)."""
+    constant truth, non-finite predictions).  The centred ranks of ``truth`` are memoised by its values (every
+    algorithm and size of a drug is scored against the same test responses)."""
     P = np.asarray(P, dtype=float)
     out = np.zeros(P.shape[0])
     if P.shape[1] < 2:
@@ -27,7 +27,7 @@ def spearman_rows(P: np.ndarray, truth: np.ndarray) -> np.ndarray:
     ok = np.isfinite(P).all(axis=1)
     if not ok.any():
         return out
-    rt, tt = cache.memo_for("metrics.spearman_truth", truth, None, lambda: _centred_ranks(truth), maxsize=512)
+    rt, tt = cache.memo_array("metrics.spearman_truth", truth, None, lambda: _centred_ranks(truth), maxsize=512)
     rp = average_ranks(P if ok.all() else P[ok])
     rp -= rp.mean(axis=1, keepdims=True)
     den = np.sqrt((rp * rp).sum(axis=1) * tt)
@@ -91,14 +91,29 @@ class Spearman(Metric):
         groups: dict[tuple[int, ...], list[int]] = {}
         for k, o in enumerate(outputs):
             P = o.predictions
-            if P.ndim == 2 and P.shape[1] >= 2 and np.isfinite(P).all():
+            if isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[1] >= 2:
                 groups.setdefault(P.shape, []).append(k)
             else:
                 vals[k] = self(o, splits[k])
+        terms_of: dict[int, tuple[np.ndarray, float]] = {}   # id(y_test) -> its terms: each array hashed once here
         for (t, n), ks in groups.items():
             P = np.stack([outputs[k].predictions for k in ks]).reshape(len(ks) * t, n)
-            terms = [cache.memo_for("metrics.spearman_truth", splits[k].y_test, None,
-                                    lambda k=k: _centred_ranks(splits[k].y_test), maxsize=512) for k in ks]
+            finite = np.isfinite(P).reshape(len(ks), t * n).all(axis=1)
+            if not finite.all():   # a cell with non-finite predictions: on its own
+                for k in np.asarray(ks)[~finite]:
+                    vals[k] = self(outputs[k], splits[k])
+                ks = [k for k, f in zip(ks, finite) if f]
+                if not ks:
+                    continue
+                P = P.reshape(len(finite), t, n)[finite].reshape(len(ks) * t, n)
+            terms = []
+            for k in ks:
+                y = splits[k].y_test
+                tr = terms_of.get(id(y))
+                if tr is None:
+                    tr = terms_of[id(y)] = cache.memo_array("metrics.spearman_truth", y, None,
+                                                            lambda y=y: _centred_ranks(y), maxsize=512)
+                terms.append(tr)
             rt = np.repeat(np.stack([r for r, _ in terms]), t, axis=0)
             tt = np.repeat(np.array([v for _, v in terms]), t)
             rp = average_ranks(P)

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.privacy import accounting
 from dpexp.privacy.guarantee import Guarantee, Spend
 from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise
@@ -71,12 +72,26 @@ class PrivacyLedger:
         ``approx_delta``: convert a zCDP total to (ε, approx_delta)-DP (needed when zCDP and (ε, δ) releases without
         a zCDP form are mixed; optional otherwise, e.g. an algorithm that reports (ε, δ) from zCDP steps).
         """
-        common = [s for s in self.spends if s.trial is None]
-        trials = sorted({s.trial for s in self.spends if s.trial is not None})
-        if not trials:
-            return accounting.compose(common, approx_delta)
-        return accounting.worst([accounting.compose(common + [s for s in self.spends if s.trial == t], approx_delta)
-                                 for t in trials])
+        # a pure function of what composition reads of each spend: memoised (a run asks once per cell, and the
+        # cells of a variant mostly spend alike)
+        key = (approx_delta, tuple((s.trial, s.notion, s.epsilon, s.delta, s.rho, s.note) for s in self.spends))
+        try:
+            return cache.memo("privacy.ledger_guarantee", key, self._guarantee_of_spends(approx_delta), maxsize=4096)
+        except TypeError:   # an unhashable field (never recorded by dpexp's mechanisms): composed directly
+            return self._guarantee_of_spends(approx_delta)()
+
+    def _guarantee_of_spends(self, approx_delta: float | None):
+        spends = list(self.spends)
+
+        def compose() -> Guarantee:
+            common = [s for s in spends if s.trial is None]
+            trials = sorted({s.trial for s in spends if s.trial is not None})
+            if not trials:
+                return accounting.compose(common, approx_delta)
+            return accounting.worst([accounting.compose(common + [s for s in spends if s.trial == t], approx_delta)
+                                     for t in trials])
+
+        return compose
 
     @property
     def secure(self) -> bool:

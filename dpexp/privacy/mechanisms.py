@@ -157,9 +157,15 @@ def _pure_scale(mechanism: str, sens: np.ndarray, epsilon: float | None, scale: 
 
 
 def _ledger_of(source: Any):
-    from dpexp.privacy.ledger import PrivacyLedger
+    global _LEDGER
+    if _LEDGER is None:   # imported on first use (the ledger module builds on this one's neighbours)
+        from dpexp.privacy.ledger import PrivacyLedger
 
-    return source if isinstance(source, PrivacyLedger) else None
+        _LEDGER = PrivacyLedger
+    return source if isinstance(source, _LEDGER) else None
+
+
+_LEDGER: Any = None
 
 
 def _record(source: Any, spend: Spend) -> None:
@@ -193,6 +199,10 @@ def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     records Mironov's ε′ = (1 + 2⁻⁴⁹·B/u)·ε (u = Δ₁ rounded up to a power of two); ignored in seeded mode.
     Recorded: ``Spend("laplace", "pure", ε, sensitivity=Δ₁, scale=b)``.
     """
+    if scale is None and bound is None:
+        out = _laplace_one_scale(value, sensitivity, epsilon, rng, size, label)
+        if out is not None:
+            return out
     parts = value if isinstance(value, tuple) else (value,)
     lead = _lead(size)
     sens = _check_nonneg(sensitivity, "sensitivity")
@@ -207,6 +217,34 @@ def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     _record(rng, Spend("laplace", "pure", epsilon=eps_rec, delta=0.0, sensitivity=_max(sens), scale=_min(b_arr),
                        label=label))
     return tuple(out) if isinstance(value, tuple) else out[0]
+
+
+def _laplace_one_scale(value: Any, sensitivity: Any, epsilon: Any, rng: Any, size: Any, label: str) -> Any:
+    """``laplace`` for its usual call — one sensitivity (a number, or an array of one entry: one trial's), a valid
+    ε, no ``scale`` or ``bound`` — with float arithmetic and checks: the same b = Δ₁/ε, the same draws (numpy draws
+    the same numbers for a scale given as a float or as a one-entry array) and the same ``Spend``; its Python
+    overhead was most of a release's cost.  None (the general path then runs, and raises where it must) for
+    anything else."""
+    if type(sensitivity) is float or type(sensitivity) is int:
+        s = float(sensitivity)
+    elif type(sensitivity) is np.ndarray and sensitivity.size == 1 and (
+            sensitivity.ndim == 0 or (size is not None and sensitivity.ndim <= len(_lead(size)))):
+        s = float(sensitivity.flat[0])
+    else:
+        return None
+    if not (type(epsilon) is float or type(epsilon) is int) or not (0.0 <= s < math.inf):
+        return None
+    eps = float(epsilon)
+    if not (0.0 < eps < math.inf):
+        return None
+    b = s / eps
+    noise = as_noise(rng)
+    if isinstance(value, tuple):
+        out = tuple(np.asarray(part, dtype=float) + noise.laplace(0.0, b, size=_shape(part, size)) for part in value)
+    else:
+        out = np.asarray(value, dtype=float) + noise.laplace(0.0, b, size=_shape(value, size))
+    _record(rng, Spend("laplace", "pure", epsilon=eps, delta=0.0, sensitivity=s, scale=b, label=label))
+    return out
 
 
 def _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label):

@@ -141,3 +141,40 @@ def test_shared_split_stream_is_rewound_for_every_split():
     assert np.array_equal(first, data_stream(11, "gdsc[d=10]", "*", 4).permutation(50))
     assert _SharedStream(SimpleNamespace(instance=SimpleNamespace(shared_split=False)), "x", Chunk(0, 0, 0, ("a",)),
                          1).rng is None
+
+
+def test_rows_to_csv_line_break_in_a_shared_field_is_quoted():
+    # a label with a line break (possible in a config) is quoted as csv.writer quotes it, not cut into two rows
+    rows = [_row(2.0, "spearman", 0.5)._replace(label="two\nlines"), _row(2.0, "wpc", 1.5)._replace(label="a\rb")]
+    rows[1] = rows[1]._replace(label=rows[0].label)
+    got = _rows_to_csv(rows, header=False)
+    assert got == _plain(rows)
+    assert [r[5] for r in csv.reader(io.StringIO(got.decode()))] == ["two\nlines", "two\nlines"]
+
+
+def _summary_by_reader(text):
+    from dpexp.runner import _SUMMARY_INDEX
+    from dpexp.results import cell_of
+
+    spent, failures = {}, {}
+    for line in csv.reader(io.StringIO(text)):
+        if line:
+            key = tuple(line[i] for i in _SUMMARY_INDEX)
+            spent[key] = spent.get(key, 0) + 1
+            if line[-1]:
+                failures.setdefault(cell_of(line), line[-1])
+    return spent, failures
+
+
+@pytest.mark.parametrize("errors", [("", ""), ("boom, \"x\"", ""), ("line 1\nline 2", "")])
+def test_merge_summary_equals_parsing_every_row(errors):
+    from dpexp.runner import _summarise
+
+    rows = [_row(2.0, "spearman", 0.25), _row(2.0, "wpc", 0.5, errors[0]), _row(3.0, "mae", 1.0, errors[1]),
+            _row(2.0, "spearman", 0.75)._replace(privacy_note="plain"), _row(1.0, "wpc", float("nan"), "e")]
+    text = _rows_to_csv(rows, header=False).decode()
+    spent, failures = {}, {}
+    _summarise(text, spent, failures)
+    want = _summary_by_reader(text)
+    assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
+    assert sum(spent.values()) == len(rows)

@@ -71,10 +71,10 @@ def _defined_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray | None, float]:
 
 
 def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
-    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised per
-    response vector (``dpexp.cache``), so the algorithms evaluated on one split compute them once."""
+    """(pc − ½)/sd_null(pc) for each row of ``pred``; 0 where undefined.  The response-only terms are memoised by
+    the responses' values (``dpexp.cache.memo_array``), so the algorithms and sizes of one drug compute them once."""
     pred = np.atleast_2d(np.asarray(pred, dtype=float))
-    a, s = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+    a, s = cache.memo_array("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
     if a is None or s <= 0:
         return np.zeros(pred.shape[0])
     n = a.shape[0]
@@ -101,13 +101,18 @@ class WPC(Metric):
         the same arithmetic as ``standardised_pc`` — the same sign matrix and ``einsum`` call, the scalar steps in
         Python floats (IEEE doubles, as numpy's) — so the values equal ``__call__``'s to the bit."""
         vals: list[float] = []
+        terms_of: dict[tuple[int, float], tuple[np.ndarray | None, float]] = {}   # each response array hashed once
         for o, s in zip(outputs, splits):
             P = o.predictions
             if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype == float):
                 vals.append(self(o, s))
                 continue
             y, sd = s.y_test, _sd(s)
-            a, sn = cache.memo_for("gdsc.wpc_terms", y, float(sd), lambda: _defined_terms(y, sd), maxsize=512)
+            got = terms_of.get((id(y), sd))
+            if got is None:
+                got = terms_of[(id(y), sd)] = cache.memo_array("gdsc.wpc_terms", y, float(sd),
+                                                               lambda: _defined_terms(y, sd), maxsize=512)
+            a, sn = got
             if a is None or sn <= 0 or not np.isfinite(P).all():
                 vals.append(0.0)
                 continue

@@ -8,9 +8,11 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Params
+from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed, symmetric_psd_floor
-from dpexp.models.vb import fit_vb, ridge_stabilised
+from dpexp.models.vb import VBResult, fit_vb, ridge_stabilised
 
 
 class FixedPrecisionParams(Params):
@@ -19,6 +21,24 @@ class FixedPrecisionParams(Params):
     solver: Literal["psd_floor", "direct"] = Field(
         "psd_floor", description="prior: fixed: floor the eigenvalues of the perturbed X'X at 0 before the solve "
                                  "(default) or solve Eqs. 3-4 on the statistics as released (the papers' text)")
+
+
+def public_posterior(X_public: np.ndarray, y_public: np.ndarray) -> VBResult:
+    """The Gamma-prior posterior of the public rows alone (``fit_vb`` with its covariance): the fit of a method
+    that releases nothing when a split has no private rows (narplr, adassp).  Memoised by the rows' values, so the
+    methods that fall back to it on one split fit it once."""
+    X = np.asarray(X_public, dtype=float)
+    y = np.asarray(y_public, dtype=float)
+
+    def fit() -> VBResult:
+        XXp, Xyp, yyp = sufficient_stats(X, y)
+        res = fit_vb(XXp, Xyp, yyp, float(X.shape[0]), return_cov=True)
+        for a in (res.mean, res.cov):   # shared by the cells that ask: read-only
+            a.setflags(write=False)
+        return res
+
+    return cache.memo_array("gdsc.public_posterior", np.column_stack([X, y]) if X.ndim == 2 else X, y.shape, fit,
+                            maxsize=256)
 
 
 def fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,

@@ -22,6 +22,8 @@ from typing import Protocol
 
 import numpy as np
 
+from dpexp import cache
+
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.types import Split
@@ -32,6 +34,17 @@ class Clipping(Protocol):
     (B_x, B_y) it would use on ``split`` at ``epsilon`` (thresholds may be tuned per ε; None = its default)."""
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]: ...
+
+
+def triu_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(d)`` (read-only arrays), built once per d in this process (asked for every release)."""
+    def build() -> tuple[np.ndarray, np.ndarray]:
+        iu = np.triu_indices(d)
+        for a in iu:
+            a.setflags(write=False)
+        return iu
+
+    return cache.memo("gdsc.triu_indices", int(d), build)
 
 
 def sufficient_stats(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -69,7 +82,7 @@ def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scale
     (b_xx, b_xy, b_yy); the tuning draws standard noise (scale 1) once and scales it per grid point.
     """
     b_xx, b_xy, b_yy = scales
-    iu = np.triu_indices(d)
+    iu = triu_indices(d)
     N = np.zeros(size + (d, d))
     N[..., iu[0], iu[1]] = rng.laplace(0.0, b_xx, size=size + (iu[0].size,))
     N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
@@ -109,7 +122,7 @@ def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x, B_y, eps_xx: float, eps_x
     d = X.shape[1]
     XX, Xy, yy = clipped_stats(X, y, B_x, B_y, trials)
     s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
-    iu = np.triu_indices(d)
+    iu = triu_indices(d)
     N = np.zeros((trials, d, d))
     N[..., iu[0], iu[1]] = laplace(np.zeros(iu[0].size), s_xx, eps_xx, ledger, size=trials, label="X'X")
     N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)

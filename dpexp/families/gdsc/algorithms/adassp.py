@@ -38,9 +38,8 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
-from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.families.gdsc.model import public_posterior
 from dpexp.models import adassp as core
-from dpexp.models.vb import fit_vb
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -109,8 +108,7 @@ class AdaSSP(Algorithm):
         n = split.X_private.shape[0]
         if n == 0:   # nothing private to release (as rplr): the public-only Bayesian LR
             ledger.public_only()
-            XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
-            w = np.broadcast_to(fit_vb(XXp, Xyp, yyp, float(split.X_public.shape[0])).mean, (trials, d))
+            w = np.broadcast_to(public_posterior(split.X_public, split.y_public).mean, (trials, d))
             return Output(predictions=w @ split.X_test.T, coef=w.copy(), guarantee=ledger.guarantee())
         if p.noise == "gaussian" and not 0 < delta < 1:
             raise ValueError(f"adassp noise: gaussian needs the cell's delta in (0, 1), got {delta}")

@@ -27,6 +27,7 @@ its row normalisation being switched off) and say ``public_only`` (the dataset's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,23 +50,99 @@ def public_ridge(X: np.ndarray, y: np.ndarray, lam: float = 1.0) -> np.ndarray:
 
 
 class _PaperLR(BatchedAlgorithm):
-    """What the three share: GDSC family, replace-one relation of the methods they implement, not DP as run."""
+    """What the three share: GDSC family, replace-one relation of the methods they implement, not DP as run.
+
+    A split's work is in two steps so that a chunk's fits run as one batched call: ``prepare`` draws the split's
+    noise through its own ledger (in the order of the authors' code) and returns a ``_Fit`` — the batched solver
+    and its per-split arguments, or the weights themselves — and ``finish`` turns the solver's weights into the
+    released ones (oplr_paper draws its output noise there).  The batched solvers (``np.linalg.solve``,
+    ``ball_constrained_ridge``, ``trimmed_minimiser``) treat every problem on its own, so the weights equal the
+    per-split fits' to the bit."""
 
     family = "gdsc"
     formally_dp = False
     neighbouring = "replace-one"
 
+    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> "_Fit":
+        raise NotImplementedError
+
+    def finish(self, w: np.ndarray, fit: "_Fit", ledger, trials: int) -> np.ndarray:
+        return w
+
     def fit(self, split: Split, epsilon: float, ledger, trials: int) -> tuple[np.ndarray, np.ndarray, Any]:
         """(weights (trials, d'), test design (n_test, d'), map of the predictions to response units) of a split."""
-        raise NotImplementedError
+        f = self.prepare(split, epsilon, ledger, trials)
+        w = f.weights if f.solver is None else f.solver(*f.args)
+        return self.finish(w, f, ledger, trials), f.X_test, f.back
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        def one(split: Split, ledger) -> Output:
-            w, Xt, back = self.fit(split, epsilon, ledger, trials)
-            return Output(predictions=back(w @ Xt.T), coef=w, guarantee=ledger.guarantee())
+        # each split's noise through its own ledger (``each_split``: ε checked once, failures per split)
+        prepared = self.each_split(splits, epsilon, ledgers,
+                                   lambda split, ledger: (ledger, self.prepare(split, epsilon, ledger, trials)))
+        fits = {k: p[1] for k, p in enumerate(prepared) if not isinstance(p, Exception)}
+        weights = _solve_all(fits)
+        out: list[Output | Exception] = []
+        for k, p in enumerate(prepared):
+            if isinstance(p, Exception):
+                out.append(p)
+                continue
+            ledger, f = p
+            try:
+                w = weights[k]
+                if isinstance(w, Exception):
+                    raise w
+                w = self.finish(w, f, ledger, trials)
+                out.append(Output(predictions=f.back(w @ f.X_test.T), coef=w, guarantee=ledger.guarantee()))
+            except Exception as exc:  # recorded per cell
+                out.append(exc)
+        return out
 
-        return self.each_split(splits, epsilon, ledgers, one)
+
+@dataclass
+class _Fit:
+    """One split's fit: ``solver(*args)`` (batched over leading axes, or None when ``weights`` are already known),
+    the test design, the map of predictions to response units, and what ``finish`` needs (``extra``)."""
+
+    solver: Any
+    args: tuple[Any, ...]
+    X_test: np.ndarray
+    back: Any
+    weights: np.ndarray | None = None
+    extra: Any = None
+
+
+def _solve_all(fits: dict[int, _Fit]) -> dict[int, np.ndarray | Exception]:
+    """Every fit's weights: the fits of one solver whose arguments have equal shapes (and equal non-array
+    arguments) stacked into one batched call; a batch that raises is solved problem by problem, so an error stays
+    with its split."""
+    got: dict[int, np.ndarray | Exception] = {}
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, f in fits.items():
+        if f.solver is None:
+            got[k] = f.weights
+            continue
+        sig = tuple((np.shape(a), None) if isinstance(a, np.ndarray) else (None, a) for a in f.args)
+        groups.setdefault((f.solver, sig), []).append(k)
+    for (solver, sig), ks in groups.items():
+        try:
+            args = [np.stack([fits[k].args[i] for k in ks]) if shape is not None else value
+                    for i, (shape, value) in enumerate(sig)]
+            W = solver(*args)
+            for j, k in enumerate(ks):
+                got[k] = W[j]
+        except Exception:
+            for k in ks:
+                try:
+                    got[k] = solver(*fits[k].args)
+                except Exception as exc:
+                    got[k] = exc
+    return got
+
+
+def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(…, d) solution of A w = b (…, d, d), (…, d)."""
+    return np.linalg.solve(A, b[..., None])[..., 0]
 
 
 def _identity(p: np.ndarray) -> np.ndarray:
@@ -93,7 +170,7 @@ class PrivateLRPaper(_PaperLR):
     guarantee_text = "not DP (y not clipped to B_y, the authors' code)"
     Params = _PLRPaperParams
 
-    def fit(self, split: Split, epsilon: float, ledger, trials: int):
+    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
         p = self.params
         d = split.d
         XX = split.X_public.T @ split.X_public
@@ -110,8 +187,7 @@ class PrivateLRPaper(_PaperLR):
                                   reason=PLR_REASON, label="X'y")
             XX = XX + Xv.T @ Xv + U
             Xy = Xy + Xv.T @ yv + V
-        w = np.linalg.solve(XX + p.lam * np.eye(d), Xy[..., None])[..., 0]
-        return w, split.X_test, _identity
+        return _Fit(_solve, (XX + p.lam * np.eye(d), Xy), split.X_test, _identity)
 
 
 # --------------------------------------------------------------------------------------------------------- oplr
@@ -134,20 +210,24 @@ class OutputPerturbationPaper(_PaperLR):
     guarantee_text = "not DP (cube-biased direction, y neither rescaled nor clipped: the authors' code)"
     Params = _OPLRPaperParams
 
-    def fit(self, split: Split, epsilon: float, ledger, trials: int):
+    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
         d = split.d
         Xv, yv = split.X_private, split.y_private
         N = Xv.shape[0]
         if N == 0:
             ledger.public_only()
             w = public_ridge(split.X_public, split.y_public)
-            return np.broadcast_to(w, (trials, d)).copy(), split.X_test, _identity
+            return _Fit(None, (), split.X_test, _identity, weights=np.broadcast_to(w, (trials, d)).copy())
         R = self.params.R
         lam = float(np.sqrt(d / (N * epsilon)))
-        w = ball_constrained_ridge(Xv.T @ Xv, Xv.T @ yv, np.asarray(lam / 2.0), R)   # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R
-        w = heuristic_gamma_norm(w, (12.0 * R + 8.0) / (lam * N * epsilon), ledger, size=trials,
-                                 reason=OPLR_REASON, label="w")
-        return w, split.X_test, _identity
+        # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R; the noise is drawn on the fit (``finish``)
+        return _Fit(ball_constrained_ridge, (Xv.T @ Xv, Xv.T @ yv, np.asarray(lam / 2.0), R), split.X_test,
+                    _identity, extra=(12.0 * R + 8.0) / (lam * N * epsilon))
+
+    def finish(self, w: np.ndarray, fit: _Fit, ledger, trials: int) -> np.ndarray:
+        if fit.extra is None:
+            return w
+        return heuristic_gamma_norm(w, fit.extra, ledger, size=trials, reason=OPLR_REASON, label="w")
 
 
 # --------------------------------------------------------------------------------------------------------- fmlr
@@ -193,13 +273,13 @@ class FunctionalMechanismPaper(_PaperLR):
     guarantee_text = "not DP (min-max ranges from all lines incl. private, the authors' code)"
     Params = _NoParams
 
-    def fit(self, split: Split, epsilon: float, ledger, trials: int):
+    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
         Xv, Xu, Xt, lo, hi, ylo, yhi = raw_view(split)
         d = Xt.shape[1]
         if Xv.shape[0] == 0:   # ridge λ = 1 on the raw public rows (the row normalisation is off)
             ledger.public_only()
             w = public_ridge(Xu, split.y_public)
-            return np.broadcast_to(w, (trials, d)).copy(), Xt, _identity
+            return _Fit(None, (), Xt, _identity, weights=np.broadcast_to(w, (trials, d)).copy())
         ledger.not_dp(FMLR_REASON)
         Z = with_bias(_minmax(Xv, lo, hi))
         yz = _minmax(split.y_private, ylo, yhi)
@@ -208,10 +288,10 @@ class FunctionalMechanismPaper(_PaperLR):
         dM, da = laplace((np.zeros((D, D)), np.zeros(D)), sens, epsilon, ledger, size=trials, label="objective")
         M = Z.T @ Z + dM
         a = -2.0 * Z.T @ yz + da
-        w = trimmed_minimiser(M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL)
         scale = 0.5 * (yhi - ylo)
 
         def back(pred: np.ndarray) -> np.ndarray:   # scaled predictions back to response units (monotone)
             return (pred + 1.0) * scale + ylo
 
-        return w, with_bias(_minmax(Xt, lo, hi)), back
+        return _Fit(trimmed_minimiser, (M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL),
+                    with_bias(_minmax(Xt, lo, hi)), back)

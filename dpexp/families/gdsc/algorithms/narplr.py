@@ -49,14 +49,15 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _RPLRParams
 from dpexp.families.gdsc.audit import clipped_statistics
-from dpexp.families.gdsc.stats import sensitivities, sufficient_stats
+from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
                                      empirical_gram_prior)
 from dpexp.models.intervals import draw_intervals, gaussian_intervals
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
-from dpexp.models.vb import PAPER_PRIOR, fit_vb
+from dpexp.models.vb import PAPER_PRIOR
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -222,8 +223,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
 
     def _public_only(self, split: Split, r: Release, ledger, trials: int) -> Output:
         """No private rows (nothing released): the Gamma-prior posterior of the public rows alone (``fit_vb``)."""
-        XXp, Xyp, yyp = sufficient_stats(split.X_public, split.y_public)
-        res = fit_vb(XXp, Xyp, yyp, float(split.X_public.shape[0]), return_cov=True)
+        res = public_posterior(split.X_public, split.y_public)
         w = np.broadcast_to(res.mean, (trials, split.d))
         cov = np.broadcast_to(res.cov, (trials, split.d, split.d))
         ci, pi = gaussian_intervals(w, cov, split.X_test)
