@@ -156,7 +156,7 @@ def test_dask_backend_equals_in_process():
 
     Z = np.random.default_rng(1).uniform(-1, 1, (300, 4))
     proto = DCA(n_compute=3, chunk_clients=64, n_faulty=1)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0") as cl, \
             Client(cl) as client:
         a = proto.run(Z, 0.1, np.random.default_rng(5), backend=DaskBackend(client), dropped=[10])
     b = proto.run(Z, 0.1, np.random.default_rng(5), dropped=[10])
