@@ -42,11 +42,11 @@ def theil_sen_atom(alg: Algorithm) -> Design:
 
 
 def theil_sen_pivot(alg: Algorithm) -> Design:
-    """Design of the smooth-sensitivity Theil–Sen median (``dp_ss_theil_sen``): all pairs of n = 20 rows, one
-    prediction at x₀ = 1/4.
+    """Design of the smooth-sensitivity Theil–Sen median (``dp_ss_theil_sen``): all pairs of n = 200 rows, one
+    prediction at x₀ = 1/4 (n = 200 so that the k-forgotten bug, k = n − 1, shows as well).
 
-    The 19 shared rows all sit at (0, 1/2), so their pairs are vertical and give no estimate (Algorithm 2); the
-    changed row at x = 1/8 gives 19 estimates 1/2 + (y − 1/2)·(x₀/(1/8)) = 1/2 ± 1/2·2: all r_l = −1/2 on D
+    The 199 shared rows all sit at (0, 1/2), so their pairs are vertical and give no estimate (Algorithm 2); the
+    changed row at x = 1/8 gives 199 estimates 1/2 + (y − 1/2)·(x₀/(1/8)) = 1/2 ± 1/2·2: all r_l = −1/2 on D
     (y = 0) and all r_u = 3/2 on D′ (y = 1).  The median jumps by the whole span and, with the padding of Lemma 7,
     both smooth bounds are the span too: the release is a pure shift of the t noise by exactly s noise scales,
     the configuration in which the Student-t mechanism realises its shift budget (docs/audit.md)."""
