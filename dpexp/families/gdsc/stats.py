@@ -26,6 +26,7 @@ from dpexp import cache
 
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace
+from dpexp.privacy.noise import SeededNoise
 from dpexp.types import Split
 
 
@@ -82,12 +83,13 @@ def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scale
     (b_xx, b_xy, b_yy); the tuning draws standard noise (scale 1) once and scales it per grid point.
     """
     b_xx, b_xy, b_yy = scales
+    src = SeededNoise(rng)   # simulated, so seeded: the same draws as rng.laplace, through the noise module
     iu = triu_indices(d)
     N = np.zeros(size + (d, d))
-    N[..., iu[0], iu[1]] = rng.laplace(0.0, b_xx, size=size + (iu[0].size,))
+    N[..., iu[0], iu[1]] = src.laplace(0.0, b_xx, size=size + (iu[0].size,))
     N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-    N_xy = rng.laplace(0.0, b_xy, size=size + (d,))
-    N_yy = rng.laplace(0.0, b_yy, size=size) if with_yy else None
+    N_xy = src.laplace(0.0, b_xy, size=size + (d,))
+    N_yy = src.laplace(0.0, b_yy, size=size) if with_yy else None
     return N_xx, N_xy, N_yy
 
 
