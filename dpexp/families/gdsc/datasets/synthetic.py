@@ -29,6 +29,7 @@ from dpexp.types import Sizes, Split
 def generate_eq10(n: int, d: int, rng: np.random.Generator, lam: float = 1.0, lam0: float = 1.0,
                   beta: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw (X, y, β) from Eq. (10) without preprocessing."""
+    # the *data* (a synthetic population), not privacy noise: drawn from the data stream, nothing is released here
     if beta is None:
         beta = rng.normal(0.0, 1.0 / np.sqrt(lam0), size=d)
     X = rng.normal(size=(n, d))

@@ -137,6 +137,7 @@ def simulate_state(p: _OIParams) -> tuple[list[str], list[tuple[np.ndarray, np.n
     """Generate a state following Appendix A.1 and apply the release rule; returns names, (x, y) per kept tract
     and a summary dict."""
     rng = stream(p.state_seed, "opportunity", p.state)
+    # tract sizes and parameters are the simulated *data*, not privacy noise (nothing is released here)
     if p.tract_table is not None:
         tab = _read_table(p.tract_table)
         T = len(tab)
