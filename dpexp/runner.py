@@ -4,8 +4,9 @@ A *chunk* is (dataset variant, repeat, block of subsets).  Its composition depen
 ``--jobs`` or the cluster), each cell draws from streams keyed by names (``dpexp.rng``), and chunk files are merged
 in canonical order — so ``results.csv`` is byte-identical for any ``--jobs`` and any Dask cluster.  Workers (this
 process, loky processes or Dask workers: ``dpexp.executors``) return each chunk's rows as CSV bytes; this process
-writes them as ``OUT/.parts/<chunk>.csv`` via temp file + rename, so no shared file system is needed; a resumed
-run skips the parts that exist.  After the merge the parts are removed
+writes them as ``OUT/.parts/<chunk>.csv`` via temp file + rename, so no shared file system is needed (with
+``<chunk>.sum`` beside it: the rows' privacy-summary counts, made by the worker, so the merge does not parse every
+row again); a resumed run skips the parts that exist.  After the merge the parts are removed
 and the manifest says ``complete``; resuming a complete run does nothing (``--force`` recomputes).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import math
 import operator
 import os
@@ -365,6 +367,40 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
     return "".join(out).encode("utf-8")
 
 
+def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
+    """What ``_summarise`` finds in the CSV of ``records``, from the records themselves: ``rows`` = [[the
+    ``SUMMARY_FIELDS`` as written, number of rows], ...] and ``failures`` = [[the ``CELL_COLUMNS`` of a failed cell,
+    its first error], ...], both in first-seen row order (JSON-able: the driver keeps it beside the part).  A field's
+    text is what ``csv.reader`` reads back from ``_records_to_csv``'s line: ``_fmt`` of the value."""
+    texts: dict[int, str] = {}
+
+    def text(x: Any) -> str:
+        t = texts.get(id(x))
+        if t is None:
+            t = texts[id(x)] = _fmt(x)
+        return t
+
+    spent: dict[tuple[str, ...], int] = {}
+    failures: dict[tuple[str, ...], str] = {}
+    for head, values, _ in records:
+        key = tuple(text(head[i]) for i in _SUMMARY_INDEX)
+        spent[key] = spent.get(key, 0) + len(values)
+        for _, _, err in values:
+            if err:
+                failures.setdefault(tuple(text(head[i]) for i in _CELL_INDEX), err)
+    return {"rows": [[list(k), n] for k, n in spent.items()], "failures": [[list(k), e] for k, e in failures.items()]}
+
+
+def _add_summary(summary: dict[str, list[Any]], spent: dict[tuple[str, ...], int],
+                 failures: dict[tuple[str, ...], str]) -> None:
+    """Add one part's ``_records_summary`` to the run's counts, as ``_summarise`` would add its rows."""
+    for key, n in summary["rows"]:
+        k = tuple(key)
+        spent[k] = spent.get(k, 0) + int(n)
+    for cell, err in summary["failures"]:
+        failures.setdefault(tuple(cell), err)
+
+
 def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
     """``Row``s as CSV bytes (``_records_to_csv``; consecutive rows whose leading fields are the same objects share
     one formatted prefix)."""
@@ -403,11 +439,14 @@ class Payload:
 
 @dataclass(frozen=True)
 class ChunkDone:
-    """A finished chunk as a worker returns it: its rows as CSV lines (no header) and its number of cells."""
+    """A finished chunk as a worker returns it: its rows as CSV lines (no header), its number of cells and what the
+    manifest's privacy summary needs of them (``_records_summary``: counted where the rows are made, so the driver
+    does not parse every row again when it merges; None: the driver parses the part)."""
 
     index: int
     data: bytes
     cells: int
+    summary: dict[str, list[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -429,7 +468,7 @@ def plan_digest(exp: ResolvedExperiment) -> str:
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
     records = chunk_records(exp, chunk, seed)
-    return ChunkDone(chunk.index, _records_to_csv(records), _chunk_cells(exp, chunk))
+    return ChunkDone(chunk.index, _records_to_csv(records), _chunk_cells(exp, chunk), _records_summary(records))
 
 
 _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once
@@ -600,6 +639,8 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
         for done in executor.run(payload, todo, exp, sys.modules[__name__]):
             if isinstance(done, WorkerProblem):
                 raise UserError(f"worker {done.worker}: {done.message}")
+            if done.summary is not None:   # first, so a part on disk always has its summary beside it
+                cache.write_atomic(parts / _summary_name(names[done.index]), json.dumps(done.summary).encode())
             cache.write_atomic(parts / names[done.index], done.data)
             if bar is not None:
                 bar.update(done.cells)
@@ -612,6 +653,12 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
 SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "epsilon", "delta", "guarantee",
                   "epsilon_spent", "delta_spent", "rho_spent", "privacy_note")
 _SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
+_CELL_INDEX = [COLUMNS.index(c) for c in CELL_COLUMNS]
+
+
+def _summary_name(part: str) -> str:
+    """The file beside a part that holds its rows' summary (``ChunkDone.summary``): ``0000007.csv`` → ``0000007.sum``."""
+    return part[: -len(".csv")] + ".sum"
 
 
 def _summarise(text: str, spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
@@ -670,7 +717,11 @@ def merge_parts(out: Path, chunks: list[Chunk]
             data = (parts / c.file_name).read_bytes()
             fh.write(data)
             n_rows += data.count(b"\n")
-            _summarise(data.decode("utf-8"), spent, failures)
+            side = parts / _summary_name(c.file_name)
+            if side.exists():   # counted by the worker (``_records_summary``)
+                _add_summary(json.loads(side.read_bytes()), spent, failures)
+            else:               # a part without one (written by an older dpexp): parse its rows
+                _summarise(data.decode("utf-8"), spent, failures)
         if big:
             fh.close()
         raw_fh.flush()

@@ -178,3 +178,25 @@ def test_merge_summary_equals_parsing_every_row(errors):
     want = _summary_by_reader(text)
     assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
     assert sum(spent.values()) == len(rows)
+
+
+@pytest.mark.parametrize("errors", [("", ""), ("boom, \"x\"", ""), ("line 1\nline 2", "e2")])
+def test_worker_summary_equals_parsing_the_part(errors):
+    """The counts a worker sends with a chunk (``_records_summary``) are what the driver's parse of the part's CSV
+    finds: the same keys, counts, failed cells and first errors, in the same order (the manifest lists them so)."""
+    import json
+
+    from dpexp.runner import _add_summary, _records_summary, _records_to_csv
+
+    a, b = _row(2.0, "spearman", 0.25), _row(3.0, "mae", 1.0, errors[1])
+    c = _row(2.0, "spearman", 0.75)._replace(privacy_note="plain, \"quoted\"")
+    records = [(a[:23], [("spearman", 0.25, ""), ("wpc", 0.5, errors[0])], "k1"),
+               (b[:23], [("mae", 1.0, errors[1]), ("wpc", float("nan"), "later error")], "k2"),
+               (c[:23], [("spearman", 0.75, "")], "k3"),
+               (a[:23], [("n", 1.0, "")], "k1")]
+    text = _records_to_csv(records).decode()
+    want = _summary_by_reader(text)
+    spent, failures = {}, {}
+    _add_summary(json.loads(json.dumps(_records_summary(records))), spent, failures)   # through JSON, as on disk
+    assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
+    assert sum(spent.values()) == 6 and len(failures) == (1 if errors[0] else 0) + 1
