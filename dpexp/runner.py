@@ -35,7 +35,8 @@ from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import SeededNoise, make_noise
 from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
-from dpexp.rng import data_stream, new_root_seed, noise_names, stream_from_key, stream_key
+from dpexp.rng import (data_stream, new_root_seed, noise_names, seed_states, stream_from_key, stream_from_state,
+                       stream_key)
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
 from dpexp.types import Sizes
 
@@ -122,6 +123,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
+    streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
@@ -132,9 +134,12 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
             for eps, delta in runs:
-                names = [(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta) for subset in chunk.subsets]
-                keys = [None if exp.spec.noise == "secure" else stream_key(*noise_names(*n)) for n in names]
-                ledgers = [cell_ledger(exp.spec.noise, root_seed, n, key) for n, key in zip(names, keys)]
+                keys, states = streams[(id(av), eps, delta)]
+                if states is None:   # secure mode: the OS CSPRNG, no stream
+                    ledgers = [PrivacyLedger(make_noise("secure")) for _ in keys]
+                else:
+                    ledgers = [PrivacyLedger(_LazySeededNoise(root_seed, key[0], state))
+                               for key, state in zip(keys, states)]
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
@@ -173,16 +178,40 @@ def _seen(split: Any) -> tuple[int, int, int, int]:
 class _LazySeededNoise(SeededNoise):
     """``SeededNoise`` of a cell's named stream, created on the first draw: most of a GDSC run's cells are
     non-private or public-only and never draw, and building a stream (SeedSequence + PCG64) was a tenth of a cell's
-    cost.  The draws are those of the eager stream (same key, same order)."""
+    cost.  ``state``: the stream's seed precomputed with the chunk's others (``dpexp.rng.seed_states``).  The draws
+    are those of the eager stream (same key, same order)."""
 
-    def __init__(self, root_seed: int, words: tuple[int, ...]) -> None:
-        self._seed, self._words, self._gen = int(root_seed), words, None
+    def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
+        self._seed, self._words, self._state, self._gen = int(root_seed), words, state, None
 
     @property
     def _rng(self) -> np.random.Generator:  # type: ignore[override]
         if self._gen is None:
-            self._gen = stream_from_key(self._seed, self._words)
+            self._gen = (stream_from_key(self._seed, self._words) if self._state is None
+                         else stream_from_state(self._state))
         return self._gen
+
+
+def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chunk: Chunk, root_seed: int,
+                  eps_delta: list[tuple[Any, Any]]) -> dict[tuple[int, Any, Any], tuple[list[Any], Any]]:
+    """The noise streams of a chunk's cells, per (algorithm variant, ε, δ): the subsets' stream keys (``stream_key``
+    of ``noise_names``: the same for every size of the grid) and their PCG64 seeds, all computed in one vectorised
+    pass (``seed_states``; None in secure mode, where no stream exists)."""
+    groups: dict[tuple[int, Any, Any], list[Any]] = {}
+    for av in exp.algorithms_for(dv):
+        for eps, delta in (eps_delta if getattr(av.instance, "private", True) else [(None, None)]):
+            groups[(id(av), eps, delta)] = [
+                None if exp.spec.noise == "secure" else
+                stream_key(*noise_names(ds_key, subset, chunk.repeat, av.name, av.params_str, eps, delta))
+                for subset in chunk.subsets]
+    if exp.spec.noise == "secure":
+        return {g: (keys, None) for g, keys in groups.items()}
+    states = seed_states(root_seed, [k[0] for keys in groups.values() for k in keys])
+    out, at = {}, 0
+    for g, keys in groups.items():
+        out[g] = (keys, states[at:at + len(keys)])
+        at += len(keys)
+    return out
 
 
 class _SharedStream:

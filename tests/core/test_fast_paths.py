@@ -127,6 +127,62 @@ def test_lazy_cell_stream_draws_what_the_named_stream_draws():
     assert cell_ledger("secure", 7, names).noise.secure
 
 
+@pytest.mark.parametrize("root", [0, 1, 7, 2**32 - 1, 2**32, 20180602, 2**63 - 1, 2**130 + 5])
+def test_seed_states_equal_numpy_seed_sequence(root):
+    """``seed_states`` restates numpy's SeedSequence on arrays: for every key (random ones and the extremes) the
+    PCG64 seed equals ``SeedSequence(root, spawn_key=key).generate_state(4, uint64)``, and the generator built from
+    it draws what ``stream_from_key`` draws."""
+    from dpexp.rng import seed_states, stable_key, stream_from_key, stream_from_state
+
+    keys = [stable_key("cell", i, root) for i in range(200)] + [(0, 0, 0, 0), (2**32 - 1,) * 4]
+    states = seed_states(root, keys)
+    assert states.shape == (len(keys), 4) and states.dtype == np.uint64
+    for key, st in zip(keys, states):
+        assert np.array_equal(st, np.random.SeedSequence(root, spawn_key=key).generate_state(4, np.uint64))
+    for i in (0, 57, len(keys) - 1):
+        a, b = stream_from_state(states[i]), stream_from_key(root, keys[i])
+        assert np.array_equal(a.laplace(size=7), b.laplace(size=7)) and a.integers(1 << 62) == b.integers(1 << 62)
+    with pytest.raises(ValueError):
+        seed_states(-1, keys[:1])
+
+
+def test_chunk_streams_are_the_cells_named_streams(tmp_path):
+    """The runner's precomputed seeds (``_cell_streams``) give each cell the stream of its names, for every variant
+    and budget of a chunk; secure mode makes none."""
+    import textwrap
+
+    from dpexp import runner, spec
+    from dpexp.rng import noise_stream
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        name: s
+        seed: 11
+        repeats: 2
+        datasets: [{name: honkela_synthetic, params: {d: 3}}]
+        sizes: {n_private: [20], n_public: 5, n_test: 10}
+        privacy: {epsilon: [0.5, 2.0]}
+        algorithms: [{name: lr}, {name: plr}]
+        metrics: [mae]
+        """))
+    exp = spec.load(cfg, [], None)
+    chunk = runner.plan_chunks(exp)[1]
+    dv = exp.datasets[chunk.dataset]
+    ds_key = f"{dv.name}[{dv.params_str}]"
+    eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
+    streams = runner._cell_streams(exp, dv, ds_key, chunk, 11, eps_delta)
+    assert len(streams) == 1 + 2                      # lr once (non-private), plr per epsilon
+    for av in exp.algorithms_for(dv):
+        for (e, d) in (eps_delta if av.instance.private else [(None, None)]):
+            keys, states = streams[(id(av), e, d)]
+            for subset, state in zip(chunk.subsets, states):
+                got = runner.stream_from_state(state).laplace(size=3)
+                want = noise_stream(11, ds_key, subset, chunk.repeat, av.name, av.params_str, e, d).laplace(size=3)
+                assert np.array_equal(got, want)
+    exp_secure = spec.load(cfg, ["noise=secure"], None)
+    assert all(st is None for _, st in runner._cell_streams(exp_secure, dv, ds_key, chunk, 11, eps_delta).values())
+
+
 def test_shared_split_stream_is_rewound_for_every_split():
     from types import SimpleNamespace
 
