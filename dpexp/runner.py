@@ -401,22 +401,21 @@ def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
     ``SUMMARY_FIELDS`` as written, number of rows], ...] and ``failures`` = [[the ``CELL_COLUMNS`` of a failed cell,
     its first error], ...], both in first-seen row order (JSON-able: the driver keeps it beside the part).  A field's
     text is what ``csv.reader`` reads back from ``_records_to_csv``'s line: ``_fmt`` of the value."""
-    texts: dict[int, str] = {}
-
-    def text(x: Any) -> str:
-        t = texts.get(id(x))
-        if t is None:
-            t = texts[id(x)] = _fmt(x)
-        return t
-
-    spent: dict[tuple[str, ...], int] = {}
+    # counted by the field objects and their types first (C-level tuple building; equal objects of one type write
+    # the same text), then merged by text in first-seen order
+    by_object: dict[tuple[Any, ...], int] = {}
     failures: dict[tuple[str, ...], str] = {}
     for head, values, _ in records:
-        key = tuple(text(head[i]) for i in _SUMMARY_INDEX)
-        spent[key] = spent.get(key, 0) + len(values)
+        fields = _summary_fields(head)
+        key = (fields, tuple(map(type, fields)))
+        by_object[key] = by_object.get(key, 0) + len(values)
         for _, _, err in values:
             if err:
-                failures.setdefault(tuple(text(head[i]) for i in _CELL_INDEX), err)
+                failures.setdefault(tuple(_fmt(head[i]) for i in _CELL_INDEX), err)
+    spent: dict[tuple[str, ...], int] = {}
+    for (fields, _), n in by_object.items():
+        k = tuple(map(_fmt, fields))
+        spent[k] = spent.get(k, 0) + n
     return {"rows": [[list(k), n] for k, n in spent.items()], "failures": [[list(k), e] for k, e in failures.items()]}
 
 
@@ -683,6 +682,7 @@ SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "
                   "epsilon_spent", "delta_spent", "rho_spent", "privacy_note")
 _SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
 _CELL_INDEX = [COLUMNS.index(c) for c in CELL_COLUMNS]
+_summary_fields = operator.itemgetter(*_SUMMARY_INDEX)
 
 
 def _summary_name(part: str) -> str:

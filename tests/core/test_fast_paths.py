@@ -249,10 +249,11 @@ def test_worker_summary_equals_parsing_the_part(errors):
     records = [(a[:23], [("spearman", 0.25, ""), ("wpc", 0.5, errors[0])], "k1"),
                (b[:23], [("mae", 1.0, errors[1]), ("wpc", float("nan"), "later error")], "k2"),
                (c[:23], [("spearman", 0.75, "")], "k3"),
-               (a[:23], [("n", 1.0, "")], "k1")]
+               (a[:23], [("n", 1.0, "")], "k1"),
+               (_row(2, "spearman", 0.1)[:23], [("spearman", 0.1, "")], "k4")]   # ε = 2 (int) is written "2"
     text = _records_to_csv(records).decode()
     want = _summary_by_reader(text)
     spent, failures = {}, {}
     _add_summary(json.loads(json.dumps(_records_summary(records))), spent, failures)   # through JSON, as on disk
     assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
-    assert sum(spent.values()) == 6 and len(failures) == (1 if errors[0] else 0) + 1
+    assert sum(spent.values()) == 7 and len(failures) == (1 if errors[0] else 0) + 1 and len(spent) == 4
