@@ -148,3 +148,18 @@ def _clipped_stats(X: np.ndarray, y: np.ndarray, off: np.ndarray, B_x: np.ndarra
         Xy.append((XiT @ yi[..., None])[..., 0])
         yy.append(np.einsum("tn,tn->t", yi, yi))
     return np.stack(XX), np.stack(Xy), np.stack(yy)
+
+
+def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each row set clipped per trial at its bounds (S, T): [(X (T, m_i, d), y (T, m_i))], one stacked clip, each
+    piece C-contiguous like ``np.clip(X[None], -B_x[:, None, None], B_x[:, None, None])`` per split."""
+    off = _offsets(Xs)
+    counts = np.diff(off)
+    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]
+    ry = np.repeat(B_y, counts, axis=0).T
+    Xc = np.clip(np.concatenate(Xs)[None], -rb, rb)
+    yc = np.clip(np.concatenate(ys)[None], -ry, ry)
+    T = Xc.shape[0]
+    pieces = [(Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]) for i in range(len(Xs))]
+    return pieces if T == 1 else [(np.ascontiguousarray(a), np.ascontiguousarray(b)) for a, b in pieces]
