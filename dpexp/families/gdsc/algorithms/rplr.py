@@ -349,8 +349,8 @@ class RobustPrivateLR(BatchedAlgorithm):
                      ) -> list["Release | Exception"]:
         """``release`` of every split through its own ledger — the same draws, spends and results to the bit —
         with the private statistics of the splits of equal d released as arrays (``release_batch``).  A split whose
-        bounds or data are not finite positive numbers takes the per-split ``release`` (which raises or returns
-        what it always did)."""
+        bounds or data are not finite positive numbers, or alone of its d (as in ``run``, which the audit views
+        instrument), takes the per-split ``release`` (which raises or returns what it always did)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Release | Exception] = [UserError("not run")] * len(splits)
@@ -372,6 +372,8 @@ class RobustPrivateLR(BatchedAlgorithm):
                 out[k] = exc
         for d, items in groups.items():
             try:
+                if len(items) == 1:   # one split (``run``, the audit's views of perturbed_stats): the per-split path
+                    raise NotBatchable("one split")
                 self._release_group(items, epsilon, eps, trials, out)
             except NotBatchable:   # e.g. NaN data: the per-split path (with its own NaN bounds), nothing drawn yet
                 for k, s, ledger, *_ in items:
