@@ -54,3 +54,27 @@ def draw_intervals(w: np.ndarray, X_test: np.ndarray, levels: tuple[float, ...] 
     coef = {lv: (cq[2 * i], cq[2 * i + 1]) for i, lv in enumerate(levels)}
     pred = {lv: (pq[2 * i], pq[2 * i + 1]) for i, lv in enumerate(levels)}
     return coef, pred
+
+
+def gaussian_intervals_many(mean: np.ndarray, cov: np.ndarray, X_tests: list[np.ndarray],
+                            levels: tuple[float, ...] = LEVELS) -> list[tuple[np.ndarray, Intervals, Intervals]]:
+    """``gaussian_intervals`` of S posteriors at once: mean (S, …, d), cov (S, …, d, d), X_tests[i] (m_i, d); per
+    posterior (the mean at the test rows xᵀm, coefficient intervals, prediction intervals), each equal to the bit
+    to ``gaussian_intervals(mean[i], cov[i], X_tests[i])`` (the products per posterior, the rest stacked)."""
+    _check(levels)
+    mean = np.asarray(mean, dtype=float)
+    cov = np.asarray(cov, dtype=float)
+    Xs = [np.asarray(X, dtype=float) for X in X_tests]
+    sd = np.sqrt(np.maximum(np.diagonal(cov, axis1=-2, axis2=-1), 0.0))
+    mus = [mean[i] @ X.T for i, X in enumerate(Xs)]
+    off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])]).tolist()
+    mu = np.concatenate(mus, axis=-1)
+    psd = np.sqrt(np.maximum(np.concatenate([np.einsum("md,...de,me->...m", X, cov[i], X)
+                                             for i, X in enumerate(Xs)], axis=-1), 0.0))
+    bands = []
+    for lv in levels:
+        z = float(special.ndtri(0.5 + lv / 2))
+        bands.append((lv, mean - z * sd, mean + z * sd, mu - z * psd, mu + z * psd))
+    return [(mus[i], {lv: (cl[i], ch[i]) for lv, cl, ch, _, _ in bands},
+             {lv: (pl[..., off[i]:off[i + 1]], ph[..., off[i]:off[i + 1]]) for lv, _, _, pl, ph in bands})
+            for i in range(len(Xs))]

@@ -247,6 +247,47 @@ def _laplace_one_scale(value: Any, sensitivity: Any, epsilon: Any, rng: Any, siz
     return out
 
 
+def standard_laplace_rows(sources: Sequence[Any], k: int) -> np.ndarray:
+    """(len(sources), k) standard Laplace(0, 1) draws, row i from ``sources[i]`` (a ledger, noise source or
+    Generator) in one call; nothing is recorded: the draws become releases only through :func:`laplace_rows`.
+
+    Several Laplace releases of one cell, drawn in the order of its ``laplace`` calls, are one such row: numpy
+    draws Lap(0, b) as 0 ∓ b·log(…) from one uniform each, and b·(0 ∓ 1·log(…)) is the same float (multiplying by
+    1 and negating are exact), so b·row equals the separate draws to the bit (``tests/privacy``).  The secure
+    source draws ±Exp(1) magnitudes the same way.  Cheaper than one call per release when a batch of cells each
+    release several vectors."""
+    out = np.empty((len(sources), int(k)))
+    for i, src in enumerate(sources):
+        out[i] = as_noise(src).laplace(0.0, 1.0, size=int(k))
+    return out
+
+
+def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: Any, sources: Sequence[Any],
+                 label: str = "") -> np.ndarray:
+    """The Laplace mechanism of ``laplace`` for one release of each of S cells at once: value + b·L with
+    b = Δ₁/ε (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6) and L the cells' standard draws
+    (:func:`standard_laplace_rows`, each used once).
+
+    ``value`` and ``standard``: (S, T, …) — a leading axis of cells, then ``size=trials`` axis T and the value's
+    shape; ``sensitivity``: (S,) or (S, T) (per trial, e.g. bounds estimated per trial), the L1 sensitivity of the
+    whole vector under the caller's neighbouring relation; ``epsilon``: a number or (S,).  Records in
+    ``sources[i]`` exactly the ``Spend`` ``laplace`` records for cell i (ε, the largest sensitivity and the
+    smallest scale over its trials)."""
+    v = np.asarray(value, dtype=float)
+    S = v.shape[0]
+    sens = np.asarray(sensitivity, dtype=float).reshape(S, -1)
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
+    if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
+        raise UserError(f"epsilon must be > 0 and finite, got {epsilon}")
+    if not (np.all(sens >= 0) and np.all(np.isfinite(sens))):
+        raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
+    b = sens / eps[:, None]
+    out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
+    for src, e, s, sc in zip(sources, eps.tolist(), sens.max(axis=1).tolist(), b.min(axis=1).tolist()):
+        _record(src, Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=sc, label=label))
+    return out
+
+
 def _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label):
     from dpexp.privacy.snapping import snapping
 

@@ -47,13 +47,14 @@ from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _RPLRParams
+from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
                                      empirical_gram_prior)
-from dpexp.models.intervals import draw_intervals, gaussian_intervals
+from dpexp.models.intervals import draw_intervals, gaussian_intervals, gaussian_intervals_many
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
@@ -159,66 +160,114 @@ class NoiseAwareRPLR(RobustPrivateLR):
                 "gm": np.broadcast_to(gram.mean, (trials, d, d)), "gv": np.broadcast_to(gram.var, (trials, d, d)),
                 "prior": prior}
 
-    def _fit(self, probs: list[dict[str, Any]], gens: list[np.random.Generator], trials: int):
-        """Posterior of a group of splits of equal d, batched over (splits, trials): (mean, cov) for ``gaussian``
-        (cov (S, trials, d, d)), (draws, None) for ``gibbs`` (draws (S, trials, n_draws, d)); and extras per split."""
-        st = {k: np.stack([pr[k] for pr in probs]) for k in probs[0] if k != "prior"}
-        prior = tuple(np.stack([pr["prior"][i] for pr in probs]) for i in range(4))
+    def _problems(self, splits: list[Split], rs: list[Release], trials: int) -> dict[str, Any]:
+        """``_problem`` of splits of equal d, stacked over a leading (splits,) axis (equal to the bit to stacking the
+        per-split problems: the products over a split's rows per split, the elementwise work stacked)."""
+        p = self.params
+        if p.design != "independent":
+            probs = [self._problem(s, r, trials) for s, r in zip(splits, rs)]
+            st = {k: np.stack([pr[k] for pr in probs]) for k in probs[0] if k != "prior"}
+            st["prior"] = tuple(np.stack([pr["prior"][i] for pr in probs]) for i in range(4))
+            return st
+        d, S = splits[0].d, len(splits)
+        n = np.array([float(s.X_private.shape[0]) for s in splits])[:, None]
+        Bx = np.stack([_trials(r.B_x, trials) for r in rs])
+        By = np.stack([_trials(r.B_y, trials) for r in rs])
+        sx = np.stack([_trials(r.sigma_x, trials) for r in rs])
+        s_xx, s_xy, s_yy = sensitivities(d, Bx, By)
+        e = np.array([[r.split[0] * r.eps, r.split[1] * r.eps, r.split[2] * r.eps] for r in rs])
+        m = np.array([float(s.X_public.shape[0]) for s in splits])
+        if p.clip_public:
+            pubs = [ExactStats.of(*c) for c in clipped_rows([s.X_public for s in splits],
+                                                             [s.y_public for s in splits], Bx, By)]
+            pXX, pXy, pyy = (np.stack([getattr(q, f) for q in pubs]) for f in ("XX", "Xy", "yy"))
+        else:
+            pXX = np.broadcast_to(np.stack([r.public[0] for r in rs])[:, None], (S, trials, d, d))
+            pXy = np.broadcast_to(np.stack([r.public[1] for r in rs])[:, None], (S, trials, d))
+            pyy = np.broadcast_to(np.array([r.public[2] for r in rs], dtype=float)[:, None], (S, trials))
+        gram = clipped_gaussian_gram_prior(np.broadcast_to(n, (S, trials)), d, Bx, sx, p.design_sd, p.design_sd)
+        wx = np.array([r.extras["omega_x"] for r in rs])[:, None]
+        wy = np.array([r.extras["omega_y"] for r in rs])[:, None]
+        if p.precision_prior == "scaled":
+            sy = np.stack([_trials(r.sigma_y, trials) for r in rs])
+            prior = clipping_scaled_prior(wx, wy, units=(sx, sy, d))
+        elif p.precision_prior == "clipped":
+            prior = clipping_scaled_prior(wx, wy)
+        else:
+            prior = PAPER_PRIOR
+        prior = tuple(np.broadcast_to(np.asarray(v, dtype=float), (S, trials)) for v in prior)
+        return {"XX": np.stack([r.XX for r in rs]), "Xy": np.stack([r.Xy for r in rs]),
+                "yy": np.stack([r.yy for r in rs]), "n": np.broadcast_to(n, (S, trials)),
+                "b_xx": s_xx / e[:, :1], "b_xy": s_xy / e[:, 1:2], "b_yy": s_yy / e[:, 2:],
+                "pXX": pXX, "pXy": pXy, "pyy": pyy, "pn": np.broadcast_to(m[:, None], (S, trials)),
+                "gm": gram.mean, "gv": gram.var, "prior": prior}
+
+    def _fit(self, st: dict[str, Any], gens: list[np.random.Generator], trials: int):
+        """Posterior of a group of S splits of equal d (``_problems``), batched over (splits, trials): (mean, cov)
+        for ``gaussian`` (cov (S, trials, d, d)), (draws, None) for ``gibbs`` (draws (S, trials, n_draws, d)); and
+        extras per split."""
+        S = len(gens)
+        prior = st["prior"]
         stats = NoisyStats(st["XX"], st["Xy"], st["yy"], st["n"], st["b_xx"], st["b_xy"], st["b_yy"])
         public = ExactStats(st["pXX"], st["pXy"], st["pyy"], st["pn"])
         gram = GramPrior(st["gm"], st["gv"])
         p = self.params
         if p.inference == "gaussian":
             post = fit_gaussian(stats, public, gram, prior)
-            conv = post.converged.reshape(len(probs), trials).mean(axis=1)
+            conv = post.converged.reshape(S, trials).mean(axis=1)
             return post.mean, post.cov, [{"na_converged": float(c)} for c in conv]
         draws, burn, thin = p.gibbs
-        rng = RowStreams(gens, [trials] * len(probs))
+        rng = RowStreams(gens, [trials] * S)
         post = sample_posterior(stats, rng, public=public, gram_prior=gram, prior=prior, n_draws=draws,
                                 burn_in=burn, thin=thin)
-        ex = [{f"accept_{k}": float(np.mean(v[i])) for k, v in post.accept.items()} for i in range(len(probs))]
+        ex = [{f"accept_{k}": float(np.mean(v[i])) for k, v in post.accept.items()} for i in range(S)]
         return post.w, None, ex
 
     # ---------------------------------------------------------------------------------------------- running
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Release each split through its own ledger (rplr's draws, in rplr's order), then fit the noise-aware
-        posterior of all splits × trials of equal d in one batched call."""
+        """Release each split through its own ledger (rplr's draws, in rplr's order: ``release_many``), then fit
+        the noise-aware posterior of all splits × trials of equal d in one batched call."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, Release, dict[str, Any]]]] = {}
-        for k, (s, ledger) in enumerate(zip(splits, ledgers)):
+        groups: dict[int, list[tuple[int, Release]]] = {}
+        for k, (s, r) in enumerate(zip(splits, self.release_many(splits, epsilon, ledgers, trials))):
             try:
-                r = self.release(s, epsilon, ledger, trials)
+                if isinstance(r, Exception):
+                    raise r
                 if r.B_x is None:                     # no private rows: the public-only posterior
-                    out[k] = self._public_only(s, r, ledger, trials)
+                    out[k] = self._public_only(s, r, ledgers[k], trials)
                     continue
                 if p.inference == "gibbs" and s.X_private.shape[0] < s.d + 2:
                     raise UserError(f"narplr inference: gibbs needs n_private >= d + 2 = {s.d + 2}, got "
                                     f"{s.X_private.shape[0]}")
-                groups.setdefault(s.d, []).append((k, r, self._problem(s, r, trials)))
+                groups.setdefault(s.d, []).append((k, r))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
         for d, items in groups.items():
+            ss, rs = [splits[k] for k, _ in items], [r for _, r in items]
             try:
-                centre, cov, ex = self._fit([it[2] for it in items], [ledgers[it[0]].noise.generator for it in items],
-                                            trials)
+                centre, cov, ex = self._fit(self._problems(ss, rs, trials),
+                                            [ledgers[k].noise.generator for k, _ in items], trials)
+                X_tests = [s.X_test for s in ss]
+                bands = gaussian_intervals_many(centre, cov, X_tests) if cov is not None else None
             except Exception as exc:
-                for it in items:
-                    out[it[0]] = exc
+                for k, _ in items:
+                    out[k] = exc
                 continue
-            for j, (k, r, _) in enumerate(items):
-                X_test = splits[k].X_test
-                if cov is not None:
+            bounds = _clip_bounds_many(rs, trials)
+            for j, (k, r) in enumerate(items):
+                if bands is not None:
                     w = centre[j]
-                    ci, pi = gaussian_intervals(w, cov[j], X_test)
+                    pred, ci, pi = bands[j]
                 else:
                     w = centre[j].mean(axis=-2)
-                    ci, pi = draw_intervals(centre[j], X_test)
-                out[k] = Output(predictions=w @ X_test.T, coef=w, extras={**r.extras, **ex[j]},
+                    ci, pi = draw_intervals(centre[j], X_tests[j])
+                    pred = w @ X_tests[j].T
+                out[k] = Output(predictions=pred, coef=w, extras={**r.extras, **ex[j]},
                                 guarantee=ledgers[k].guarantee(), coef_interval=ci, pred_interval=pi,
-                                clip_bounds=r.clip_bounds(trials))
+                                clip_bounds=bounds[j])
         return out
 
     def _public_only(self, split: Split, r: Release, ledger, trials: int) -> Output:

@@ -37,10 +37,12 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
+from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
+                                                release_group)
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
-from dpexp.models.intervals import gaussian_intervals
+from dpexp.models.intervals import gaussian_intervals_many
 from dpexp.models.vb import noise_ridge
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
@@ -343,6 +345,88 @@ class RobustPrivateLR(BatchedAlgorithm):
             extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
         return Release(XXn, Xyn, yyn, public, extras, sp, eps, B_x, B_y, sx, sy)
 
+    def release_many(self, splits: list[Split], epsilon: float, ledgers: list, trials: int
+                     ) -> list["Release | Exception"]:
+        """``release`` of every split through its own ledger — the same draws, spends and results to the bit —
+        with the private statistics of the splits of equal d released as arrays (``release_batch``).  A split whose
+        bounds or data are not finite positive numbers, or alone of its d (as in ``run``, which the audit views
+        instrument), takes the per-split ``release`` (which raises or returns what it always did)."""
+        p = self.params
+        ledgers = [as_ledger(lg) for lg in ledgers]
+        out: list[Release | Exception] = [UserError("not run")] * len(splits)
+        eps = self.stats_epsilon(epsilon)
+        ok_eps = math.isfinite(eps) and eps > 0
+        groups: dict[int, list[tuple[Any, ...]]] = {}
+        for k, (s, ledger) in enumerate(zip(splits, ledgers)):
+            try:
+                d, tn = s.d, self._tune_n(s)
+                sp = self.budget_split(tn, d, eps)
+                wx, wy = self.omegas(tn, d, eps, sp)
+                if s.X_private.shape[0] == 0 or not (ok_eps and min(sp) > 0 and wx > 0 and wy > 0
+                                                     and math.isfinite(wx) and math.isfinite(wy)
+                                                     and self._batchable_sigma(s)):
+                    out[k] = self.release(s, epsilon, ledger, trials)
+                    continue
+                groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
+            except Exception as exc:  # recorded per cell
+                out[k] = exc
+        for d, items in groups.items():
+            try:
+                if len(items) == 1:   # one split (``run``, the audit's views of perturbed_stats): the per-split path
+                    raise NotBatchable("one split")
+                self._release_group(items, epsilon, eps, trials, out)
+            except NotBatchable:   # e.g. NaN data: the per-split path (with its own NaN bounds), nothing drawn yet
+                for k, s, ledger, *_ in items:
+                    out[k] = _try(lambda: self.release(s, epsilon, ledger, trials))
+            except Exception as exc:
+                for it in items:
+                    out[it[0]] = exc
+        return out
+
+    def _batchable_sigma(self, split: Split) -> bool:
+        p = self.params
+        if p.sigma == "dp":
+            return math.isfinite(p.sigma_bound_x) and math.isfinite(p.sigma_bound_y)
+        sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
+        return math.isfinite(sx) and math.isfinite(sy) and sx > 0 and sy > 0
+
+    def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
+                       out: list) -> None:
+        """``release_many`` of splits of equal d (all with private rows and valid bounds)."""
+        p = self.params
+        ks, ss, lgs = [it[0] for it in items], [it[1] for it in items], [it[2] for it in items]
+        d = ss[0].d
+        sp = np.array([it[3] for it in items], dtype=float)
+        w = np.array([(it[4], it[5]) for it in items])
+        if p.sigma == "dp":
+            sigma: tuple = ("dp", p.sigma_bound_x, p.sigma_bound_y, p.sigma_share * epsilon / 2.0)
+        else:
+            for lg in lgs:
+                lg.not_dp(SIGMA_DATA_REASON)
+            sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
+                     np.array([float(s.meta["sigma_y"]) for s in ss]))
+        g = release_group([s.X_private for s in ss], [s.y_private for s in ss], d, trials, lgs, sp, eps, w, sigma)
+        if p.clip_public:   # the authors' code: the public lines clipped with the same (public-by-then) bounds
+            XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
+                                               trials)
+        per_trial = g.B_x.ndim == 2
+        Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
+        if per_trial:
+            sxm, sym = g.sigma_x.mean(axis=1).tolist(), g.sigma_y.mean(axis=1).tolist()
+        for i, (k, s, _, spi, wx, wy) in enumerate(items):
+            spt = spi   # the budget_split tuple of floats (extras keep Python floats)
+            extras = {"p1": spt[0], "p2": spt[1], "p3": spt[2], "omega_x": wx, "omega_y": wy,
+                      "B_x": float(Bxm[i]), "B_y": float(Bym[i])}
+            if p.sigma == "dp":
+                extras.update({"sigma_x_dp": sxm[i], "sigma_y_dp": sym[i]})
+            public = (XXp[i], Xyp[i], yyp[i] if per_trial else float(yyp[i])) if p.clip_public else \
+                sufficient_stats(s.X_public, s.y_public)
+            if per_trial:
+                bounds = (g.B_x[i], g.B_y[i], g.sigma_x[i], g.sigma_y[i])
+            else:
+                bounds = (float(g.B_x[i]), float(g.B_y[i]), float(g.sigma_x[i]), float(g.sigma_y[i]))
+            out[k] = Release(g.XX[i], g.Xy[i], g.yy[i], public, extras, spt, eps, *bounds)
+
     def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
         """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
@@ -369,56 +453,112 @@ class RobustPrivateLR(BatchedAlgorithm):
             extras["ridge"] = float(np.mean(ridge))
         return r.XX + XXp, r.Xy + Xyp, r.yy + yyp, extras, ridge
 
+    def _naive_group(self, splits: list[Split], rs: list[Release], trials: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, float]], np.ndarray | None]:
+        """``_naive_stats`` of splits of equal d, stacked: XX (S, T, d, d), Xy (S, T, d), yy (S, T), the extras and
+        the ridge (S, T), or (S, 1) when no split's bounds vary per trial; equal to the bit to the per-split calls
+        (a release without private rows takes ``_naive_stats`` itself)."""
+        p = self.params
+        d = splits[0].d
+        with_ridge = p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check)
+        priv = [i for i, r in enumerate(rs) if r.B_x is not None]
+        XX, Xy, yy = [None] * len(rs), [None] * len(rs), [None] * len(rs)
+        ridge = np.zeros((len(rs), trials)) if with_ridge else None
+        extras = [r.extras for r in rs]
+        per_trial = False
+        for i, r in enumerate(rs):
+            if r.B_x is None:
+                XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], r, trials)
+        if priv:
+            pr = [rs[i] for i in priv]
+            PX = np.stack([r.public[0] for r in pr])
+            PXy = np.stack([r.public[1] for r in pr])
+            Pyy = np.array([r.public[2] for r in pr], dtype=float)
+            sXX = np.stack([r.XX for r in pr]) + (PX[:, None] if PX.ndim == 3 else PX)
+            sXy = np.stack([r.Xy for r in pr]) + (PXy[:, None] if PXy.ndim == 2 else PXy)
+            syy = np.stack([r.yy for r in pr]) + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
+            for j, i in enumerate(priv):
+                XX[i], Xy[i], yy[i] = sXX[j], sXy[j], syy[j]
+            if with_ridge:
+                per_trial = np.ndim(pr[0].B_x) > 0
+                e = np.array([r.split[0] * r.eps for r in pr])
+                if per_trial:
+                    B = np.stack([r.B_x for r in pr])
+                    rg = noise_ridge(d, sensitivities(d, B, B)[0] / e[:, None])
+                else:
+                    rg = noise_ridge(d, float_sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
+                ridge[priv] = rg
+                for j, m in enumerate(rg.mean(axis=1).tolist()):
+                    extras[priv[j]]["ridge"] = m
+        if ridge is not None and not per_trial:   # one ridge per split: the former (items, 1) shape
+            ridge = ridge[:, :1]
+        return np.stack(XX), np.stack(Xy), np.stack(yy), extras, ridge
+
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Release each split's statistics through its own ledger (same draws as ``run``), then fit all splits ×
-        trials of equal d in one batched call; each output carries its ledger's guarantee and, where the engine
-        keeps one (vb, fixed), the intervals of the naive posterior (the statistics treated as exact)."""
+        """Release each split's statistics through its own ledger (same draws as ``run``, ``release_many``), then
+        fit all splits × trials of equal d in one batched call; each output carries its ledger's guarantee and,
+        where the engine keeps one (vb, fixed), the intervals of the naive posterior (the statistics treated as
+        exact)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[Any, ...]]] = {}
-        for k, (s, ledger) in enumerate(zip(splits, ledgers)):
+        groups: dict[int, list[int]] = {}
+        rels = self.release_many(splits, epsilon, ledgers, trials)
+        for k, (s, r) in enumerate(zip(splits, rels)):
+            if isinstance(r, Exception):
+                out[k] = r
+            else:
+                groups.setdefault(s.d, []).append(k)
+        for d, ks in groups.items():
+            ss, rs = [splits[k] for k in ks], [rels[k] for k in ks]
             try:
-                r = self.release(s, epsilon, ledger, trials)
-                XX, Xy, yy, ex, ridge = self._naive_stats(s, r, trials)
-                n_tot = float(s.X_private.shape[0] + s.X_public.shape[0])
-                groups.setdefault(s.d, []).append((k, XX, Xy, yy, n_tot, ex, ridge, r.clip_bounds(trials)))
-            except Exception as exc:  # recorded per cell
-                out[k] = exc
-        for d, items in groups.items():
-            XX = np.stack([it[1] for it in items])
-            Xy = np.stack([it[2] for it in items])
-            yy = np.stack([it[3] for it in items])
-            n = np.array([it[4] for it in items])[:, None]
-            ridge = None
-            if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
-                ridge = np.stack([np.broadcast_to(np.asarray(0.0 if it[6] is None else it[6], dtype=float),
-                                                  (trials,)) for it in items])
-                if all(np.ndim(it[6]) == 0 for it in items):   # one ridge per split: the former (items, 1) shape
-                    ridge = ridge[:, :1]
-            try:
+                XX, Xy, yy, extras, ridge = self._naive_group(ss, rs, trials)
+                n = np.array([float(s.X_private.shape[0] + s.X_public.shape[0]) for s in ss])[:, None]
                 W, C = fit_posterior(XX, Xy, yy, n, p.prior, p.lam, p.lam0, p.engine,
-                                     ledgers[items[0][0]].noise.generator, ridge if p.engine == "vb" else None,
+                                     ledgers[ks[0]].noise.generator, ridge if p.engine == "vb" else None,
                                      p.solver, project=p.repair)
                 # cross_check: the vb engine on the same released statistics, without and with the noise ridge
                 W_vb = [fit_weights(XX, Xy, yy, n, "gamma", p.lam, p.lam0, "vb", ridge=r)
                         for r in (None, ridge)] if p.cross_check else None
+                X_tests = [s.X_test for s in ss]
+                bands = gaussian_intervals_many(W, C, X_tests) if C is not None else None
             except Exception as exc:
-                for it in items:
-                    out[it[0]] = exc
+                for k in ks:
+                    out[k] = exc
                 continue
-            for j, (k, *_, ex, _ridge, bounds) in enumerate(items):
+            bounds = _clip_bounds_many(rs, trials)
+            for j, k in enumerate(ks):
                 w = W[j]
-                ex = dict(ex)
+                ex = dict(extras[j])
                 if W_vb is not None:
                     for tag, Wv in zip(("vb", "vb_ridge"), W_vb):
                         ex.update(engine_gap(w, Wv[j], splits[k], tag))
-                ci, pi = gaussian_intervals(w, C[j], splits[k].X_test) if C is not None else (None, None)
-                out[k] = Output(predictions=w @ splits[k].X_test.T, coef=w, extras=ex,
-                                guarantee=ledgers[k].guarantee(), coef_interval=ci, pred_interval=pi,
-                                clip_bounds=bounds)
+                if bands is not None:
+                    pred, ci, pi = bands[j]
+                else:
+                    pred, ci, pi = w @ X_tests[j].T, None, None
+                out[k] = Output(predictions=pred, coef=w, extras=ex, guarantee=ledgers[k].guarantee(),
+                                coef_interval=ci, pred_interval=pi, clip_bounds=bounds[j])
         return out
+
+
+def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]:
+    """``Release.clip_bounds`` of many releases, as one (S, T, 2) array (None without a release)."""
+    idx = [i for i, r in enumerate(rs) if r.B_x is not None]
+    out: list[np.ndarray | None] = [None] * len(rs)
+    if idx:
+        per_trial = [np.broadcast_to(np.asarray((rs[i].B_x, rs[i].B_y), dtype=float).T, (trials, 2)) for i in idx]
+        for i, b in zip(idx, np.stack(per_trial)):
+            out[i] = b
+    return out
+
+
+def _try(f):
+    try:
+        return f()
+    except Exception as exc:  # recorded per cell
+        return exc
 
 
 def engine_gap(w: np.ndarray, w_vb: np.ndarray, split: Split, tag: str = "vb") -> dict[str, float]:

@@ -1,0 +1,165 @@
+"""rplr's release (``RobustPrivateLR.release``) for many splits at once: the same clipping, sensitivities,
+Laplace mechanisms and spends, as arrays over the splits of one call.
+
+Neighbouring relation and sensitivities: those of ``stats`` (replace-one; XᵀX Δ₁ = d(d+1)B_x², Xᵀy 2dB_xB_y, yᵀy
+B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ clip(y)² Δ₁ = B²).  Each split keeps its own
+ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
+the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
+``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
+sums, XᵀX, Xᵀy, yᵀy) are the per-split numpy calls on arrays of the same layout, so every result equals the
+per-split release to the bit (tests/gdsc/test_release_batch.py); only the elementwise work is stacked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpexp.families.gdsc.stats import sensitivities, triu_indices
+from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
+
+
+class NotBatchable(Exception):
+    """Raised before any draw when a group cannot be released as arrays (the caller releases it split by split)."""
+
+
+@dataclass
+class GroupRelease:
+    """The private part of rplr's release for S splits of equal d, T trials: noisy XX (S, T, d, d), Xy (S, T, d),
+    yy (S, T); bounds and σ (S, T) per trial (``sigma: dp``) or (S,) (``sigma: data``)."""
+
+    XX: np.ndarray
+    Xy: np.ndarray
+    yy: np.ndarray
+    B_x: np.ndarray
+    B_y: np.ndarray
+    sigma_x: np.ndarray
+    sigma_y: np.ndarray
+
+
+def float_square(a: np.ndarray) -> np.ndarray:
+    """a**2 as Python computes it for floats (libm ``pow``, which numpy's ``power`` with an array exponent calls):
+    it may differ from a·a (numpy's ``a**2``) in the last bit."""
+    a = np.asarray(a, dtype=float)
+    return np.power(a, np.full(a.shape, 2.0))
+
+
+def float_sensitivities(d: int, B_x: np.ndarray, B_y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stats.sensitivities`` of many float bounds, equal to the bit to the per-split calls with Python floats."""
+    return d * (d + 1) * float_square(B_x), 2.0 * d * B_x * B_y, float_square(B_y)
+
+
+def _offsets(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])])
+
+
+def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: int, ledgers: list[Any],
+                  sp: np.ndarray, eps: float, w: np.ndarray, sigma: tuple | None) -> GroupRelease:
+    """Release the private statistics of S splits (rows ``Xs[i]`` (n_i, d) with n_i ≥ 1, ``ys[i]``), split i at the
+    budget shares ``sp[i]`` = (p1, p2, p3) of ``eps`` and thresholds ``w[i]`` = (ω_x, ω_y).
+
+    ``sigma``: ``("dp", bound_x, bound_y, eps_sigma)`` — σ̂_x, σ̂_y released per trial as ``rplr._dp_sigmas`` does
+    (each at ``eps_sigma``), floored at 1e-12 as ``clip_sigmas``; or ``("data", sx, sy)`` with (S,) arrays of the
+    data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds."""
+    S, T = len(Xs), int(trials)
+    m = d * (d + 1) // 2
+    off = _offsets(Xs)
+    X, y = np.concatenate(Xs), np.concatenate(ys)
+    per_trial = sigma[0] == "dp"
+    if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
+        _, bx, by, eps_s = sigma
+        qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
+        sums = np.array([[float(np.sum(qx[off[i]:off[i + 1]])), float(np.sum(qy[off[i]:off[i + 1]]))]
+                         for i in range(S)])
+        if not np.all(np.isfinite(sums)):
+            raise NotBatchable("NaN rows")
+    L = standard_laplace_rows(ledgers, (2 * T if per_trial else 0) + T * (m + d + 1))
+    j = 0
+    if per_trial:
+        n = np.diff(off)
+        Sx = laplace_rows(np.broadcast_to(sums[:, :1], (S, T)), L[:, :T], np.full(S, d * bx * bx), eps_s, ledgers,
+                          "sigma_x")
+        Sy = laplace_rows(np.broadcast_to(sums[:, 1:], (S, T)), L[:, T:2 * T], np.full(S, by * by), eps_s, ledgers,
+                          "sigma_y")
+        j = 2 * T
+        sx = np.maximum(np.sqrt(np.maximum(Sx, 0.0) / np.maximum(n * d, 1)[:, None]), 1e-12)
+        sy = np.maximum(np.sqrt(np.maximum(Sy, 0.0) / np.maximum(n, 1)[:, None]), 1e-12)
+    else:
+        sx, sy = sigma[1], sigma[2]
+    B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
+    B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
+    XX, Xy, yy = _clipped_stats(X, y, off, B_x, B_y, per_trial, T)
+    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
+    e = sp * eps
+    iu = triu_indices(d)
+    N = np.zeros((S, T, d, d))
+    N[..., iu[0], iu[1]] = laplace_rows(np.zeros((S, T, m)), L[:, j:j + T * m].reshape(S, T, m), s_xx, e[:, 0],
+                                        ledgers, "X'X")
+    j += T * m
+    N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
+    N_xy = laplace_rows(np.zeros((S, T, d)), L[:, j:j + T * d].reshape(S, T, d), s_xy, e[:, 1], ledgers, "X'y")
+    j += T * d
+    XXn = (XX[:, None] if XX.ndim == 3 else XX) + N_xx
+    Xyn = (Xy[:, None] if Xy.ndim == 2 else Xy) + N_xy
+    yyn = laplace_rows(np.broadcast_to(yy[:, None], (S, T)) if yy.ndim == 1 else yy, L[:, j:j + T], s_yy, e[:, 2],
+                       ledgers, "y'y")
+    return GroupRelease(XXn, Xyn, yyn, B_x, B_y, sx, sy)
+
+
+def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
+    return _clipped_stats(np.concatenate(Xs), np.concatenate(ys), _offsets(Xs), B_x, B_y, B_x.ndim == 2,
+                          int(trials))
+
+
+def _clipped_stats(X: np.ndarray, y: np.ndarray, off: np.ndarray, B_x: np.ndarray, B_y: np.ndarray,
+                   per_trial: bool, T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``stats.clipped_stats`` of every split (rows off[i]:off[i+1] of X, y): (S, d, d), (S, d), (S,) for bounds
+    (S,); (S, T, d, d), (S, T, d), (S, T) for per-trial bounds (S, T).  The clipping is one stacked call; the
+    products are the per-split calls of ``clipped_stats`` on arrays of the same layout (equal to the bit)."""
+    counts = np.diff(off)
+    S = counts.size
+    if not per_trial:
+        rb = np.repeat(B_x, counts)[:, None]
+        Xc, yc = np.clip(X, -rb, rb), np.clip(y, -np.repeat(B_y, counts), np.repeat(B_y, counts))
+        XX, Xy, yy = [], [], []
+        for i in range(S):
+            a, b = off[i], off[i + 1]
+            Xi, yi = Xc[a:b], yc[a:b]
+            XX.append(Xi.T @ Xi)
+            Xy.append(Xi.T @ yi)
+            yy.append(float(yi @ yi))
+        return np.stack(XX), np.stack(Xy), np.array(yy)
+    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]                    # (T, N, 1)
+    ry = np.repeat(B_y, counts, axis=0).T                                # (T, N)
+    Xc = np.clip(X[None], -rb, rb)
+    yc = np.clip(y[None], -ry, ry)
+    XX, Xy, yy = [], [], []
+    for i in range(S):
+        a, b = off[i], off[i + 1]
+        Xi, yi = Xc[:, a:b], yc[:, a:b]
+        if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
+            Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
+        XiT = np.swapaxes(Xi, -1, -2)
+        XX.append(XiT @ Xi)
+        Xy.append((XiT @ yi[..., None])[..., 0])
+        yy.append(np.einsum("tn,tn->t", yi, yi))
+    return np.stack(XX), np.stack(Xy), np.stack(yy)
+
+
+def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each row set clipped per trial at its bounds (S, T): [(X (T, m_i, d), y (T, m_i))], one stacked clip, each
+    piece C-contiguous like ``np.clip(X[None], -B_x[:, None, None], B_x[:, None, None])`` per split."""
+    off = _offsets(Xs)
+    counts = np.diff(off)
+    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]
+    ry = np.repeat(B_y, counts, axis=0).T
+    Xc = np.clip(np.concatenate(Xs)[None], -rb, rb)
+    yc = np.clip(np.concatenate(ys)[None], -ry, ry)
+    T = Xc.shape[0]
+    pieces = [(Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]) for i in range(len(Xs))]
+    return pieces if T == 1 else [(np.ascontiguousarray(a), np.ascontiguousarray(b)) for a, b in pieces]
