@@ -53,6 +53,21 @@ def test_laplace_parts_share_the_scale():
     assert laplace_ok(a.ravel(), 20.0) and laplace_ok(b.ravel(), 20.0)
 
 
+def test_laplace_rows_draw_delta_over_epsilon_per_cell_and_trial():
+    """The batched release (``standard_laplace_rows`` + ``laplace_rows``, rplr's and narplr's release of many cells
+    at once) draws b = Δ₁/ε for each cell and trial, and records that b."""
+    cells = [ledger(20 + i) for i in range(4)]
+    sens = np.array([[1.0, 4.0], [2.0, 2.0], [0.5, 0.5], [3.0, 6.0]])          # (cells, trials)
+    eps = np.array([0.5, 1.0, 2.0, 1.5])
+    k = N // 8                                                                  # draws per trial
+    L = mech.standard_laplace_rows(cells, 2 * k).reshape(4, 2, k)
+    x = mech.laplace_rows(np.zeros((4, 2, k)), L, sens, eps, cells)
+    for i in range(4):
+        for t in range(2):
+            assert laplace_ok(x[i, t], sens[i, t] / eps[i])
+        assert cells[i].spends[0].scale == sens[i].min() / eps[i] and cells[i].spends[0].epsilon == eps[i]
+
+
 def test_gaussian_approx_draws_the_calibrated_sigma():
     for calibration, seed in (("analytic", 4), ("classic", 5)):
         L = ledger(seed)
