@@ -166,3 +166,20 @@ def test_sigma_sums_and_finite_rows():
     assert finite_rows(Xs, ys).tolist() == [True, True, False, True, True]
     ys[0][1] = np.nan
     assert finite_rows(Xs, ys).tolist() == [False, True, False, True, True]
+
+
+def test_failing_eigenvalues_fail_that_split_only(monkeypatch):
+    """An eigenvalue failure (LinAlgError, here forced on all-zero Gram matrices) in one split of a batch is that
+    split's error, as in run; the others are released as run releases them."""
+    real = np.linalg.eigvalsh
+
+    def eigvalsh(a, *args, **kw):
+        if np.any(np.all(np.asarray(a) == 0, axis=(-2, -1))):
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
+        return real(a, *args, **kw)
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", eigvalsh)
+    splits = [_split(1), _split(3, n=17), _split(5, n=55), _split(6, n=12)]
+    splits[1].X_private[:] = 0.0
+    many = _compare(AdaSSP(sigma="data"), splits, 1.0, 2)
+    assert [type(o).__name__ for o in many] == ["Output", "LinAlgError", "Output", "Output"]
