@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian, laplace, laplace_scale
+from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian, laplace, laplace_rows, laplace_scale
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,38 @@ def release(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, rng, trials: int |
     return lm, M, xy
 
 
+def release_rows(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, standard: np.ndarray, sources: list
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`release` with Laplace noise for S cells at once (one data set each): ``XX`` (S, T, d, d), ``Xy``
+    (S, T, d); ``cal`` a Laplace calibration whose sensitivities are (S, T) (bounds per trial) or (S, 1) arrays and
+    whose ε shares are numbers; ``standard`` (S, T(1 + m + d)), m = d(d+1)/2, each cell's standard Laplace draws
+    in the order of :func:`release`'s calls (λ_min's T, then T·m for XᵀX, T·d for Xᵀy;
+    ``privacy.mechanisms.standard_laplace_rows``).  Each release goes through ``privacy.mechanisms.laplace_rows``,
+    which records in ``sources[i]`` the ``Spend`` :func:`release` records: results and spends equal the per-cell
+    calls to the bit (tests/gdsc/test_adassp_batch.py).  Raises ``LinAlgError`` (nothing recorded) when an
+    eigenvalue computation fails."""
+    if cal.kind != "laplace":
+        raise ValueError(f"release_rows draws Laplace noise, got a {cal.kind!r} calibration")
+    XX = np.asarray(XX, dtype=float)
+    XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    S, T, d = XX.shape[0], XX.shape[1], XX.shape[-1]
+    lam_min = np.linalg.eigvalsh(XX)[..., 0]
+    iu = np.triu_indices(d)
+    m = iu[0].size
+    sens = [np.asarray(s, dtype=float).reshape(S, -1) for s in cal.sens]
+    lm = lam_min + laplace_rows(np.zeros((S, T)), standard[:, :T], sens[0], cal.eps[0], sources, _LABELS[0])
+    j = T
+    u = XX[..., iu[0], iu[1]] + laplace_rows(np.zeros((S, T, m)), standard[:, j:j + T * m].reshape(S, T, m),
+                                             sens[1], cal.eps[1], sources, _LABELS[1])
+    j += T * m
+    xy = np.asarray(Xy, dtype=float) + laplace_rows(np.zeros((S, T, d)), standard[:, j:j + T * d].reshape(S, T, d),
+                                                    sens[2], cal.eps[2], sources, _LABELS[2])
+    M = np.zeros(u.shape[:-1] + (d, d))
+    M[..., iu[0], iu[1]] = u
+    M = M + np.swapaxes(np.triu(M, 1), -1, -2)
+    return lm, M, xy
+
+
 def private_lambda_min(lam_min_noisy: np.ndarray, cal: AdaSSPNoise, rho: float = 0.05) -> np.ndarray:
     """λ̃_min = max(noisy λ_min − shift, 0) (step 1; shift in the module docstring)."""
     if cal.kind == "gaussian":
@@ -171,6 +203,18 @@ def estimate(XX_noisy: np.ndarray, Xy_noisy: np.ndarray, ridge: np.ndarray | flo
         return np.linalg.solve(M, b[..., None])[..., 0]
     except np.linalg.LinAlgError:
         return np.einsum("...ij,...j->...i", np.linalg.pinv(M), b)
+
+
+def estimate_many(XX_noisy: np.ndarray, Xy_noisy: np.ndarray, ridge: np.ndarray) -> np.ndarray:
+    """:func:`estimate` of S data sets (leading axis) in one batched solve; when a system is singular, each data set
+    takes :func:`estimate` on its own (its pseudo-inverse fallback), so each result is the per-set one."""
+    XX = np.asarray(XX_noisy, dtype=float)
+    M = XX + np.asarray(ridge, dtype=float)[..., None, None] * np.eye(XX.shape[-1])   # as estimate's
+    b = np.broadcast_to(np.asarray(Xy_noisy, dtype=float), M.shape[:-1])
+    try:
+        return np.linalg.solve(M, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return np.stack([estimate(a, y, r) for a, y, r in zip(XX, b, np.broadcast_to(ridge, M.shape[:-2]))])
 
 
 def clip_rows(X: np.ndarray, y: np.ndarray, B_X: float, B_Y: float) -> tuple[np.ndarray, np.ndarray]:

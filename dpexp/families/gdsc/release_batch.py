@@ -163,3 +163,50 @@ def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_
     T = Xc.shape[0]
     pieces = [(Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]) for i in range(len(Xs))]
     return pieces if T == 1 else [(np.ascontiguousarray(a), np.ascontiguousarray(b)) for a, b in pieces]
+
+
+# ------------------------------------------------------------------------------------------- shared by adassp
+def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: float) -> np.ndarray:
+    """(S, 2) sums Σ clip(x, ±bx)², Σ clip(y, ±by)² of every split (rows off[i]:off[i+1] of X, y): what
+    ``rplr._dp_sigmas`` releases, each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum over the
+    split's entries, one stacked row-wise reduction per group of equal n (equal to the bit;
+    tests/gdsc/test_adassp_batch.py)."""
+    qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
+    out = np.empty((np.diff(off).size, 2))
+    for n, members in equal_n(off).items():
+        rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+        G = len(members)
+        out[members, 0] = qx[rows].reshape(G, n * qx.shape[1]).sum(axis=1)
+        out[members, 1] = qy[rows].reshape(G, n).sum(axis=1)
+    return out
+
+
+def equal_n(off: np.ndarray) -> dict[int, list[int]]:
+    """The splits (rows off[i]:off[i+1]) grouped by their number of rows, in order: {n: [i, ...]}."""
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(np.diff(off).tolist()):
+        groups.setdefault(n, []).append(i)
+    return groups
+
+
+def release_sigmas(sums: np.ndarray, counts: np.ndarray, d: int, bx: float, by: float, eps_s: float,
+                   standard: np.ndarray, ledgers: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``clip_sigmas`` with ``sigma: dp`` of S splits from their ``sigma_sums``: S_x + Lap(d bx²/eps_s) and
+    S_y + Lap(by²/eps_s) per trial (replace-one sensitivities of ``rplr._dp_sigmas``), each recorded in its cell's
+    ledger as ``laplace`` records it; ``standard`` (S, 2T) the cells' first 2T standard draws (σ_x's T, then σ_y's).
+    Returns σ̂_x, σ̂_y (S, T), floored at 1e-12."""
+    S, T = sums.shape[0], standard.shape[1] // 2
+    Sx = laplace_rows(np.broadcast_to(sums[:, :1], (S, T)), standard[:, :T], np.full(S, d * bx * bx), eps_s,
+                      ledgers, "sigma_x")
+    Sy = laplace_rows(np.broadcast_to(sums[:, 1:], (S, T)), standard[:, T:2 * T], np.full(S, by * by), eps_s,
+                      ledgers, "sigma_y")
+    sx = np.sqrt(np.maximum(Sx, 0.0) / np.maximum(counts * d, 1)[:, None])
+    sy = np.sqrt(np.maximum(Sy, 0.0) / np.maximum(counts, 1)[:, None])
+    return np.maximum(sx, 1e-12), np.maximum(sy, 1e-12)
+
+
+def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
+    """(S,) bool: split i's rows (``Xs[i]``, ``ys[i]``) are all finite (an empty split is)."""
+    off = _offsets(Xs)
+    bad = ~(np.isfinite(np.concatenate(Xs)).all(axis=1) & np.isfinite(np.concatenate(ys)))
+    return np.diff(np.concatenate([[0], np.cumsum(bad)])[off]) == 0

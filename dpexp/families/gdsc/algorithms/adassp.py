@@ -36,11 +36,14 @@ from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
-from dpexp.families.gdsc.algorithms.rplr import SigmaParams, clip_sigmas
+from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.release_batch import (NotBatchable, equal_n, finite_rows, float_square, release_sigmas,
+                                                sigma_sums)
 from dpexp.models import adassp as core
 from dpexp.privacy.ledger import as_ledger
+from dpexp.privacy.mechanisms import standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -133,3 +136,191 @@ class AdaSSP(Algorithm):
         if p.sigma == "dp":
             extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
         return Output(predictions=w @ split.X_test.T, coef=w, extras=extras, guarantee=ledger.guarantee())
+
+    # ------------------------------------------------------------------------------------------- many splits
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
+                 trials: int = 1) -> list[Output | Exception]:
+        """``run`` of every split through its own ledger — the same draws, spends, outputs and extras to the bit
+        (tests/gdsc/test_adassp_batch.py) — with the splits of equal d released and fitted as arrays
+        (``noise: laplace``): each cell's standard Laplace draws in one call, in ``run``'s order (σ̂_x, σ̂_y, λ_min,
+        XᵀX, Xᵀy), scaled and recorded per release (``privacy.mechanisms.laplace_rows``).  ``noise: gaussian``, a
+        split without private rows, with non-finite rows or bounds, or alone of its d (``run``, which the audit
+        views instrument) takes ``run``."""
+        ledgers = [as_ledger(lg) for lg in ledgers]
+        T = int(trials)
+        out: list[Output | Exception | None] = [None] * len(splits)
+        groups: dict[int, list[int]] = {}
+        if self.params.noise == "laplace" and math.isfinite(epsilon) and epsilon > 0:
+            for k, s in enumerate(splits):
+                if s.X_private.shape[0] > 0:
+                    groups.setdefault(s.d, []).append(k)
+        for ks in groups.values():
+            if len(ks) < 2:
+                continue
+            try:
+                got = self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T)
+            except NotBatchable:   # nothing drawn: every split of the group takes run
+                continue
+            except Exception as exc:  # after the draws: recorded per cell (as run would fail them)
+                got = [exc] * len(ks)
+            for k, o in zip(ks, got):
+                out[k] = o
+        for k, o in enumerate(out):
+            if o is None:   # not batched (or set aside before any draw): the per-split path
+                try:
+                    out[k] = self.run(splits[k], epsilon, delta, ledgers[k], T)
+                except Exception as exc:  # recorded per cell
+                    out[k] = exc
+        return out  # type: ignore[return-value]
+
+    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int) -> list[Output | Exception | None]:
+        """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``); None for a split set aside
+        before any of its draws (it takes ``run``)."""
+        p = self.params
+        d = ss[0].d
+        keep = finite_rows([s.X_private for s in ss], [s.y_private for s in ss])
+        if p.public:
+            keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
+        eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
+        e = float(1 / 3) * eps   # each release's share (core.calibrate's default split)
+        if p.sigma == "data":
+            sx = np.array([float(s.meta["sigma_x"]) for s in ss])[:, None]
+            sy = np.array([float(s.meta["sigma_y"]) for s in ss])[:, None]
+            keep &= self._good_bounds(d, sx, sy, e, squares=float_square)
+        else:
+            sh = p.sigma_share * epsilon / 2.0
+            bx, by = p.sigma_bound_x, p.sigma_bound_y
+            if not all(math.isfinite(v) for v in (bx, by, d * bx * bx / sh, by * by / sh)):
+                raise NotBatchable("sigma bounds")
+        idx = np.flatnonzero(keep)
+        out: list[Output | Exception | None] = [None] * len(ss)
+        if idx.size < 2:
+            raise NotBatchable("fewer than two splits")
+        ss, lgs = [ss[i] for i in idx], [lgs[i] for i in idx]
+        Xs, ys = [s.X_private for s in ss], [s.y_private for s in ss]
+        off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])])
+        X, y = np.concatenate(Xs), np.concatenate(ys)
+        m = d * (d + 1) // 2
+        if p.sigma == "dp":
+            sums = sigma_sums(X, y, off, bx, by)
+            L = standard_laplace_rows(lgs, 2 * T + T * (1 + m + d))
+            sx, sy = release_sigmas(sums, np.diff(off), d, bx, by, sh, L[:, :2 * T], lgs)
+            L = L[:, 2 * T:]
+        else:
+            sx, sy = sx[idx], sy[idx]
+            for lg in lgs:
+                lg.not_dp(SIGMA_DATA_REASON)
+            L = standard_laplace_rows(lgs, T * (1 + m + d))
+        B_X, B_x, B_Y = self._B(d, sx, sy)
+        good = np.ones(len(ss), dtype=bool)
+        if p.sigma == "dp":   # bounds drawn: a split whose release would fail gets run's error
+            good = self._good_bounds(d, sx, sy, e, squares=np.square)
+            for i in np.flatnonzero(~good):
+                out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i], eps, T)
+        g = np.flatnonzero(good)
+        if g.size == 0:
+            return out
+        if g.size < len(ss):
+            ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
+            Xs, ys, sx, sy, B_X, B_x, B_Y = ([Xs[i] for i in g], [ys[i] for i in g], sx[g], sy[g], B_X[g], B_x[g],
+                                             B_Y[g])
+            off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])])
+            X, y = np.concatenate(Xs), np.concatenate(ys)
+        sq = float_square if p.sigma == "data" else np.square
+        s_min = sq(B_X)
+        sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
+        cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
+        XX, Xy = self._clip_products(X, y, off, B_X, B_x, B_Y, T)
+        try:
+            lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
+        except np.linalg.LinAlgError:   # a split whose λ_min fails: run's error for it, the others released
+            ok = []
+            for i in range(len(ss)):
+                try:
+                    np.linalg.eigvalsh(0.5 * (XX[i] + np.swapaxes(XX[i], -1, -2)))
+                    ok.append(i)
+                except np.linalg.LinAlgError as exc:
+                    out[idx[g[i]]] = exc
+            if not ok:
+                return out
+            okr = np.array(ok)
+            sub = lambda a: a[okr]  # noqa: E731
+            ss, lgs, L, XX, Xy = [ss[i] for i in ok], [lgs[i] for i in ok], L[okr], XX[okr], Xy[okr]
+            sx, sy, B_X, B_x, B_Y = sub(sx), sub(sy), sub(B_X), sub(B_x), sub(B_Y)
+            sens = tuple(sub(v) for v in sens)
+            cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0),
+                                   sens)
+            g = g[okr]
+            lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
+        lam_t = core.private_lambda_min(lm, cal, p.rho)
+        if p.public:
+            pub = [i for i, s in enumerate(ss) if s.X_public.shape[0]]
+            if pub:
+                Ps, ps = [ss[i].X_public for i in pub], [ss[i].y_public for i in pub]
+                offp = np.concatenate([[0], np.cumsum([P.shape[0] for P in Ps])])
+                XXp, Xyp = self._clip_products(np.concatenate(Ps), np.concatenate(ps), offp, B_X[pub], B_x[pub],
+                                               B_Y[pub], T)
+                XXn[pub] = XXn[pub] + XXp
+                Xyn[pub] = Xyn[pub] + Xyp
+                lam_t[pub] = lam_t[pub] + np.linalg.eigvalsh(XXp)[..., 0]
+        ridge = core.adaptive_ridge(lam_t, d, cal, p.rho)
+        W = core.estimate_many(XXn, Xyn, ridge)
+        cols = [ridge, lam_t, B_X, B_Y] + ([sx, sy] if p.sigma == "dp" else [])
+        means = np.stack([c.mean(axis=1) for c in cols], axis=1).tolist()
+        names = ["ridge", "lambda_min_private", "B_X", "B_Y"] + (["sigma_x_dp", "sigma_y_dp"] if p.sigma == "dp"
+                                                                   else [])
+        for j, (s, lg) in enumerate(zip(ss, lgs)):
+            w = W[j]
+            out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
+                                    guarantee=lg.guarantee())
+        return out
+
+    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float, squares) -> np.ndarray:
+        """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale finite — else ``run`` fails
+        the split (``core.calibrate`` or the Laplace mechanism's checks)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            B_X, _, B_Y = self._B(d, sx, sy)
+            s_min = squares(B_X)
+            parts = [B_X > 0, B_Y > 0]
+            for s in (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y):
+                parts += [np.isfinite(s), np.isfinite(s / e)]
+        return np.all(np.logical_and.reduce(parts), axis=1)
+
+    def _clip_products(self, X: np.ndarray, y: np.ndarray, off: np.ndarray, B_X: np.ndarray, B_x: np.ndarray,
+                       B_Y: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+        """``run``'s XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (off[i]:off[i+1] of X, y) clipped by
+        ``_clip`` at its bounds (S, T) or (S, 1): one stacked clip, then the products of the splits of equal n as
+        one stacked matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid
+        out as ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
+        counts = np.diff(off)
+        rep = lambda b: np.repeat(b, counts, axis=0).T   # noqa: E731  (T or 1, N): each row's bound
+        if self.params.clip == "norm":
+            norms = np.linalg.norm(X, axis=-1)
+            Xc = X[None] * np.minimum(1.0, rep(B_X) / np.maximum(norms, 1e-300))[..., None]
+        else:
+            b = rep(B_x)[..., None]
+            Xc = np.clip(np.broadcast_to(X, (T,) + X.shape), -b, b)
+        bY = rep(B_Y)
+        yc = np.clip(np.broadcast_to(y, (T,) + y.shape), -bY, bY)
+        S, d = counts.size, X.shape[1]
+        XX, Xy = np.empty((S, T, d, d)), np.empty((S, T, d))
+        for n, members in equal_n(off).items():
+            rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+            G = len(members)
+            Xg = np.broadcast_to(Xc[:, rows], (T, G * n, d)).reshape(T, G, n, d).transpose(1, 0, 2, 3)
+            yg = np.broadcast_to(yc[:, rows], (T, G * n)).reshape(T, G, n).transpose(1, 0, 2)
+            Xg, yg = np.ascontiguousarray(Xg), np.ascontiguousarray(yg)
+            XX[members] = np.swapaxes(Xg, -1, -2) @ Xg
+            Xy[members] = np.einsum("stnd,stn->std", Xg, yg)
+        return XX, Xy
+
+
+def _bounds_error(d: int, B_X: np.ndarray, B_Y: np.ndarray, eps: float, T: int) -> Exception:
+    """The exception ``run`` raises for bounds that fail its checks (``core.calibrate`` or the Laplace mechanism's,
+    both before any draw: replayed on a scratch generator, which records nothing)."""
+    try:
+        cal = core.calibrate(d, B_X, B_Y, eps, 0.0, "laplace")
+        core.release(np.zeros((T, d, d)), np.zeros((T, d)), cal, np.random.default_rng(0), T)
+    except Exception as exc:  # the error run records for this cell
+        return exc
+    return RuntimeError("adassp: bounds set aside as failing were released")  # unreachable by _good_bounds

@@ -1,0 +1,185 @@
+"""AdaSSP's batched ``run_many`` (and its helpers in models.adassp / release_batch) equals ``run`` split by split to
+the bit: outputs, extras, spends and guarantees, for every parameter path, trials 1 and 3, with splits the batch
+sets aside (no private rows, NaN rows, alone of their d, bad bounds) among good ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexp.families.gdsc.algorithms.adassp import AdaSSP
+from dpexp.families.gdsc.release_batch import finite_rows, sigma_sums
+from dpexp.models import adassp as core
+from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.privacy.noise import SecureNoise
+from dpexp.types import Split
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+
+def _split(seed, n=40, d=3, n_pub=6, n_test=7, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + n_pub + n_test, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X[: n // 3] *= scale   # some rows longer than the norm bound
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=len(X))
+    meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std())}
+    return Split(X[:n], y[:n], X[n:n + n_pub], y[n:n + n_pub], X[n + n_pub:], y[n + n_pub:], meta)
+
+
+def _splits():
+    """Varying n and n_public (none for one), one split without private rows, one with NaN rows, one alone of its
+    d (= 2) among d = 3 ones, a larger d = 5 pair."""
+    nan = _split(7, n=20)
+    nan.X_private[3, 1] = np.nan
+    return [_split(1, scale=3.0), _split(2, n=0), _split(3, n=17), _split(4, d=2), _split(5, n=55, n_pub=3),
+            _split(6, n=1), nan, _split(8, n=30, n_pub=0), _split(9, n=25, d=5), _split(10, n=25, d=5, n_pub=2)]
+
+
+def _ledgers(k, secure=False):
+    return [PrivacyLedger(SecureNoise() if secure else np.random.default_rng(100 + i)) for i in range(k)]
+
+
+def _same(a, b):
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.tobytes() == b.tobytes()
+    else:
+        assert type(a) is type(b) and repr(a) == repr(b)
+
+
+def _same_output(one, o):
+    for f in ("predictions", "coef", "coef_interval", "pred_interval", "clip_bounds"):
+        _same(getattr(one, f), getattr(o, f))
+    _same(one.extras, o.extras)
+    assert repr(one.guarantee) == repr(o.guarantee)
+
+
+def _compare(alg, splits, eps, trials, secure=False):
+    la, lb = _ledgers(len(splits), secure), _ledgers(len(splits), secure)
+    many = alg.run_many(splits, eps, 0.0, lb, trials)
+    assert len(many) == len(splits)
+    for s, l1, l2, o in zip(splits, la, lb, many):
+        try:
+            one = alg.run(s, eps, 0.0, l1, trials)
+        except Exception as exc:   # run's failure is run_many's, message and all
+            assert isinstance(o, Exception) and type(o) is type(exc) and str(o) == str(exc)
+            continue
+        assert not isinstance(o, Exception), o
+        if not secure:
+            _same_output(one, o)
+        else:
+            assert list(one.extras) == list(o.extras) and repr(one.guarantee) == repr(o.guarantee)
+        if secure and alg.params.sigma == "dp":   # σ̂ (hence the later sensitivities) drawn from the OS
+            assert [(x.mechanism, x.label, x.epsilon) for x in l1.spends] == \
+                [(x.mechanism, x.label, x.epsilon) for x in l2.spends]
+        else:
+            assert repr(l1.spends) == repr(l2.spends)
+    return many
+
+
+@pytest.mark.parametrize("params", [dict(), dict(sigma="data"), dict(clip="coordinate"),
+                                    dict(clip="coordinate", sigma="data", omega_x=0.7, omega_y=2.0),
+                                    dict(public=False), dict(public=False, sigma="data", rho=0.2)])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_run_many_equals_run_per_split(params, trials):
+    many = _compare(AdaSSP(**params), _splits(), 1.5, trials)
+    assert sum(isinstance(o, Exception) for o in many) <= 1   # the NaN split (LinAlgError in run) at most
+
+
+def test_secure_noise_records_the_same_spends():
+    _compare(AdaSSP(), _splits(), 2.0, 3, secure=True)
+    _compare(AdaSSP(sigma="data"), _splits(), 2.0, 1, secure=True)
+
+
+def test_equal_n_splits_and_many_trials():
+    """The stacked σ sums (equal n) and per-trial means over more trials than numpy's unrolled block."""
+    splits = [_split(20 + i, n=33, d=4) for i in range(5)]
+    _compare(AdaSSP(), splits, 0.8, 11)
+
+
+def test_bad_bounds_among_good_splits_fail_as_run_fails():
+    """ω_y so large that B_Y = ∞ (dp: after the σ draws; data: before any draw): run's error for those cells only;
+    ω_x so small that B_X = 0: calibrate's error."""
+    splits = [_split(1), _split(3, n=17), _split(5, n=55)]
+    kinds = []
+    for alg in (AdaSSP(omega_y=1e308), AdaSSP(sigma="data", omega_y=1e308), AdaSSP(omega_x=5e-324),
+                AdaSSP(sigma="data", omega_x=5e-324)):
+        with np.errstate(over="ignore"):
+            many = _compare(alg, splits, 1.0, 2)
+        kinds.append([type(o).__name__ for o in many])
+    # σ̂ drawn per trial: some splits' bounds overflow (UserError) or underflow (ValueError), others are released
+    assert kinds[0] == ["Output", "UserError", "UserError"] and kinds[1] == ["UserError"] * 3
+    assert kinds[2] == ["Output", "ValueError", "ValueError"] and kinds[3] == ["Output"] * 3
+    # a tiny σ_x in one split's meta: B_X² underflows to 0 there (a zero-scale release, as run does)
+    splits[1].meta["sigma_x"] = 1e-170
+    _compare(AdaSSP(sigma="data"), splits, 1.0, 2)
+
+
+def test_bad_epsilon_and_gaussian_take_run():
+    splits = _splits()
+    many = _compare(AdaSSP(), splits, 0.0, 1)
+    assert all(isinstance(o, Exception) for k, o in enumerate(many) if splits[k].X_private.shape[0])
+    _compare(AdaSSP(noise="gaussian"), [_split(1), _split(3, n=17)], 1.0, 2)   # (ε, δ) with δ = 0: run's error
+
+
+def test_release_rows_equals_release_and_estimate_many():
+    rng = np.random.default_rng(0)
+    S, T, d = 4, 3, 3
+    A = rng.normal(size=(S, T, 5, d))
+    XX, Xy = np.swapaxes(A, -1, -2) @ A, rng.normal(size=(S, T, d))
+    B_X, B_Y = rng.uniform(0.5, 2.0, size=(S, T)), rng.uniform(0.5, 2.0, size=(S, T))
+    la, lb = _ledgers(S), _ledgers(S)
+    cal = core.calibrate(d, B_X, B_Y, 0.9, 0.0, "laplace")
+    from dpexp.privacy.mechanisms import standard_laplace_rows
+    got = core.release_rows(XX, Xy, cal, standard_laplace_rows(lb, T * (1 + 6 + d)), lb)
+    for i in range(S):
+        ci = core.calibrate(d, B_X[i], B_Y[i], 0.9, 0.0, "laplace")
+        for a, b in zip(core.release(XX[i], Xy[i], ci, la[i], T), got):
+            _same(a, b[i])
+        assert repr(la[i].spends) == repr(lb[i].spends)
+    with pytest.raises(ValueError, match="Laplace"):
+        core.release_rows(XX, Xy, core.calibrate(d, 1.0, 1.0, 1.0, 0.5, "gaussian"), np.zeros((S, 30)), lb)
+    # estimate_many: a singular system in one set takes that set's pseudo-inverse only
+    M = np.stack([np.eye(d)[None].repeat(T, 0) for _ in range(S)])
+    M[2, 1] = 0.0
+    ridge = np.zeros((S, T))
+    W = core.estimate_many(M, Xy, ridge)
+    for i in range(S):
+        _same(core.estimate(M[i], Xy[i], ridge[i]), W[i])
+
+
+def test_sigma_sums_and_finite_rows():
+    rng = np.random.default_rng(1)
+    Xs = [rng.normal(size=(n, 3)) for n in (4, 0, 9, 0, 4)]
+    ys = [rng.normal(size=n) for n in (4, 0, 9, 0, 4)]
+    off = np.array([0, 4, 4, 13, 13, 17])
+    got = sigma_sums(np.concatenate(Xs), np.concatenate(ys), off, 0.5, 0.7)
+    for i in range(5):
+        assert got[i, 0] == float(np.sum(np.clip(Xs[i], -0.5, 0.5) ** 2))
+        assert got[i, 1] == float(np.sum(np.clip(ys[i], -0.7, 0.7) ** 2))
+    Xs[2][5, 0] = np.inf
+    assert finite_rows(Xs, ys).tolist() == [True, True, False, True, True]
+    ys[0][1] = np.nan
+    assert finite_rows(Xs, ys).tolist() == [False, True, False, True, True]
+
+
+def test_failing_eigenvalues_fail_that_split_only(monkeypatch):
+    """An eigenvalue failure (LinAlgError, here forced on all-zero Gram matrices) in one split of a batch is that
+    split's error, as in run; the others are released as run releases them."""
+    real = np.linalg.eigvalsh
+
+    def eigvalsh(a, *args, **kw):
+        if np.any(np.all(np.asarray(a) == 0, axis=(-2, -1))):
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
+        return real(a, *args, **kw)
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", eigvalsh)
+    splits = [_split(1), _split(3, n=17), _split(5, n=55), _split(6, n=12)]
+    splits[1].X_private[:] = 0.0
+    many = _compare(AdaSSP(sigma="data"), splits, 1.0, 2)
+    assert [type(o).__name__ for o in many] == ["Output", "LinAlgError", "Output", "Output"]
