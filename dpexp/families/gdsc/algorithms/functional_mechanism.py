@@ -29,7 +29,10 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
+from dpexp.errors import UserError
+from dpexp.families.gdsc.algorithms.batching import Rows, each, groups, repeat_trials, solve_stacked
 from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
+from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -80,23 +83,65 @@ class FunctionalMechanismLR(UnitBoxLR):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        return self.each_split(splits, epsilon, ledgers, lambda s, ledger: self._fit(s, epsilon, ledger, trials))
+        """Scale the rows of all splits that share (d, B_x, B_y) in one call each, release each split's objective
+        through its own ledger, then minimise all of a group in one batched ``trimmed_minimiser``."""
+        if not (epsilon > 0 and np.isfinite(epsilon)):
+            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
+        ledgers = [as_ledger(lg) for lg in ledgers]
+        out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        key: dict[int, tuple[int, float, float]] = {}
 
-    def _fit(self, s: Split, epsilon: float, ledger, trials: int) -> Output:
-        B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
-        D = s.d + 1
-        Zv, yv = scale_unit(s.X_private, s.y_private, B_x, B_y, l2_ball=False)
-        Zu, yu = scale_unit(s.X_public, s.y_public, B_x, B_y, l2_ball=False)
-        Zv, Zu = with_bias(Zv), with_bias(Zu)
-        M = np.broadcast_to(Zv.T @ Zv + Zu.T @ Zu, (trials, D, D)).copy()
-        a = np.broadcast_to(-2.0 * (Zv.T @ yv + Zu.T @ yu), (trials, D)).copy()
-        if Zv.shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
-            dM, da = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledger,
-                             size=trials, scale=self.noise_scale(s.d, epsilon), label="objective")
-            M += dM
-            a += da
-        else:
-            ledger.public_only()
-        w = trimmed_minimiser(M, a, self.params.reg)
-        Zt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=False)
-        return Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:], guarantee=ledger.guarantee())
+        def bounds(k: int) -> None:
+            s = splits[k]
+            key[k] = (s.d,) + public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
+
+        ks = each(range(len(splits)), out, bounds)
+        for (d, B_x, B_y), group in groups(ks, key.__getitem__).items():
+            try:
+                self._run_group(d, B_x, B_y, group, splits, float(epsilon), ledgers, trials, out)
+            except Exception as exc:  # a failure of the group's shared steps: recorded for each of its cells
+                for k in group:
+                    out[k] = exc
+        return out
+
+    def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
+                   ledgers: list, trials: int, out: list) -> None:
+        """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
+        D = d + 1
+        # every split's private, public and test rows scaled into the unit box (with the bias column) in one call each
+        (Zv, yv), (Zu, yu) = (self._scaled(ks, splits, rows, B_x, B_y) for rows in ("private", "public"))
+        test = Rows([splits[k].X_test for k in ks])
+        Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
+        M, a, noise = {}, {}, {}
+
+        def objective(k: int) -> None:   # the exact coefficients of all rows; the private rows' released with noise
+            M[k] = Zv[k].T @ Zv[k] + Zu[k].T @ Zu[k]
+            a[k] = -2.0 * (Zv[k].T @ yv[k] + Zu[k].T @ yu[k])
+            if Zv[k].shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
+                noise[k] = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledgers[k],
+                                   size=trials, scale=self.noise_scale(d, epsilon), label="objective")
+            else:
+                ledgers[k].public_only()
+
+        ks = each(ks, out, objective)
+        if not ks:
+            return
+        Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
+        As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
+        rows = [j for j, k in enumerate(ks) if k in noise]
+        if rows:
+            Ms[rows] += np.stack([noise[ks[j]][0] for j in rows])
+            As[rows] += np.stack([noise[ks[j]][1] for j in rows])
+        W = solve_stacked(trimmed_minimiser, Ms, As, self.params.reg)
+        for k, w in zip(ks, W):
+            out[k] = w if isinstance(w, Exception) else Output(
+                predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
+
+    @staticmethod
+    def _scaled(ks: list[int], splits: list[Split], rows: str, B_x: float, B_y: float
+                ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """Each split's ``rows`` ("private" or "public") scaled into the unit box, x with the bias column."""
+        X = Rows([getattr(splits[k], f"X_{rows}") for k in ks])
+        y = Rows([getattr(splits[k], f"y_{rows}") for k in ks])
+        Xs, ys = scale_unit(X.stack, y.stack, B_x, B_y, l2_ball=False)
+        return dict(zip(ks, X.split(with_bias(Xs)))), dict(zip(ks, y.split(ys)))
