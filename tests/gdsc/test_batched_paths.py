@@ -14,7 +14,9 @@ from dpexp import registry
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.batching import Rows, repeat_trials, solve_stacked
 from dpexp.families.gdsc.algorithms.compared_paper import _minmax
+from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise
 from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.privacy.mechanisms import laplace
 from dpexp.privacy.noise import SecureNoise
 from dpexp.types import Split
 
@@ -164,3 +166,16 @@ def test_solve_stacked_keeps_an_error_with_its_problem():
     np.testing.assert_array_equal(got[0], [1.0, 1.0])
     assert isinstance(got[1], np.linalg.LinAlgError)
     np.testing.assert_array_equal(got[2], [0.5, 0.5])
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
+    """One flat Laplace draw = the (M, α) tuple release with size=trials, to the bit, with the same spend."""
+    D = 5
+    la, lb = ledgers(1, secure)[0], ledgers(1, secure)[0]
+    dM, da = objective_noise(D, trials, 70.0, 2.0, la)
+    tM, ta = laplace((np.zeros((D, D)), np.zeros(D)), 70.0, 2.0, lb, size=trials, label="objective")
+    np.testing.assert_array_equal(dM, tM, strict=True)
+    np.testing.assert_array_equal(da, ta, strict=True)
+    assert repr(la.spends) == repr(lb.spends) and len(la.spends) == 1

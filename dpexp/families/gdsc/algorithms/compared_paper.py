@@ -35,10 +35,11 @@ from pydantic import Field
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.batching import Rows, each, groups, repeat_trials, solve_stacked
-from dpexp.families.gdsc.algorithms.functional_mechanism import fm_sensitivity, trimmed_minimiser, with_bias
+from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
+                                                                  with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
 from dpexp.privacy.ledger import as_ledger
-from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace, laplace
+from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -298,11 +299,10 @@ class FunctionalMechanismPaper(_PaperLR):
         D = d + 1
         sens = fm_sensitivity(D)
         noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        zeros_M, zeros_a = np.zeros((D, D)), np.zeros(D)
 
         def release(k: int) -> None:   # the whole objective, one Laplace release through the split's ledger
             ledgers[k].not_dp(FMLR_REASON)
-            noise[k] = laplace((zeros_M, zeros_a), sens, epsilon, ledgers[k], size=trials, label="objective")
+            noise[k] = objective_noise(D, trials, sens, epsilon, ledgers[k])
 
         priv = each([k for k in ks if views[k][0].shape[0] > 0], out, release)
         if not priv:

@@ -43,6 +43,16 @@ def fm_sensitivity(D: int) -> float:
     return 2.0 * D * D + 4.0 * D
 
 
+def objective_noise(D: int, trials: int, sensitivity: float, epsilon: float, ledger) -> tuple[np.ndarray, np.ndarray]:
+    """The Laplace release of the objective's coefficients (M, α), D × D and D, for ``trials`` runs: one mechanism
+    (one spend: Δ₁ = ``sensitivity``, b = Δ₁/ε), the noise of (trials, D, D) and (trials, D).  Drawn as one flat
+    vector, one generator call: numpy draws sequentially, so its first trials·D² numbers and the trials·D after them
+    are those of ``laplace((zeros((D, D)), zeros(D)), …, size=trials)``, M's then α's (tests/gdsc/test_batched_paths.py)."""
+    flat = laplace(np.zeros(trials * (D * D + D)), sensitivity, epsilon, ledger, label="objective")
+    k = trials * D * D
+    return flat[:k].reshape(trials, D, D), flat[k:].reshape(trials, D)
+
+
 def with_bias(X: np.ndarray) -> np.ndarray:
     return np.concatenate([np.ones((X.shape[0], 1)), X], axis=1)
 
@@ -118,8 +128,8 @@ class FunctionalMechanismLR(UnitBoxLR):
             M[k] = Zv[k].T @ Zv[k] + Zu[k].T @ Zu[k]
             a[k] = -2.0 * (Zv[k].T @ yv[k] + Zu[k].T @ yu[k])
             if Zv[k].shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
-                noise[k] = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledgers[k],
-                                   size=trials, scale=self.noise_scale(d, epsilon), label="objective")
+                # b = Δ₁/ε = noise_scale(d, ε)
+                noise[k] = objective_noise(D, trials, fm_sensitivity(D), epsilon, ledgers[k])
             else:
                 ledgers[k].public_only()
 
