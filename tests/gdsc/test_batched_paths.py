@@ -12,7 +12,7 @@ import pytest
 
 from dpexp import registry
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import Rows, repeat_trials, solve_stacked
+from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
 from dpexp.families.gdsc.algorithms.compared_paper import _minmax
 from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise
 from dpexp.privacy.ledger import PrivacyLedger

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import each, groups, repeat_trials
+from dpexp.families.gdsc.batching import each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm

@@ -33,12 +33,10 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
-from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import Rows, each, groups, repeat_trials, solve_stacked
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, run_grouped, solve_stacked
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
                                                                   with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -64,19 +62,8 @@ class _PaperLR(BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
-        ledgers = [as_ledger(lg) for lg in ledgers]
-        out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        dims: dict[int, int] = {}
-        ks = each(range(len(splits)), out, lambda k: dims.__setitem__(k, splits[k].d))
-        for d, group in groups(ks, dims.__getitem__).items():
-            try:
-                self._run_group(d, group, splits, float(epsilon), ledgers, trials, out)
-            except Exception as exc:  # a failure of the group's shared steps: recorded for each of its cells
-                for k in group:
-                    out[k] = exc
-        return out
+        return run_grouped(self.name, splits, epsilon, ledgers, lambda k: splits[k].d,
+                           lambda d, group, eps, lgs, out: self._run_group(d, group, splits, eps, lgs, trials, out))
 
     def _run_group(self, d: int, ks: list[int], splits: list[Split], epsilon: float, ledgers: list, trials: int,
                    out: list) -> None:

@@ -29,10 +29,8 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import Rows, each, groups, repeat_trials, solve_stacked
-from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
-from dpexp.privacy.ledger import as_ledger
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
 from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -90,29 +88,6 @@ class FunctionalMechanismLR(UnitBoxLR):
     def noise_scale(self, d: int, epsilon: float) -> float:
         """Laplace scale b = (2D² + 4D)/ε with D = d + 1."""
         return fm_sensitivity(d + 1) / epsilon
-
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
-        """Scale the rows of all splits that share (d, B_x, B_y) in one call each, release each split's objective
-        through its own ledger, then minimise all of a group in one batched ``trimmed_minimiser``."""
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
-        ledgers = [as_ledger(lg) for lg in ledgers]
-        out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        key: dict[int, tuple[int, float, float]] = {}
-
-        def bounds(k: int) -> None:
-            s = splits[k]
-            key[k] = (s.d,) + public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
-
-        ks = each(range(len(splits)), out, bounds)
-        for (d, B_x, B_y), group in groups(ks, key.__getitem__).items():
-            try:
-                self._run_group(d, B_x, B_y, group, splits, float(epsilon), ledgers, trials, out)
-            except Exception as exc:  # a failure of the group's shared steps: recorded for each of its cells
-                for k in group:
-                    out[k] = exc
-        return out
 
     def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
                    ledgers: list, trials: int, out: list) -> None:

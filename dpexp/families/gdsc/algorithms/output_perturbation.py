@@ -33,9 +33,8 @@ from pydantic import Field
 
 from dpexp.components import Params
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import Rows, each, groups, repeat_trials, solve_stacked
-from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
-from dpexp.privacy.ledger import as_ledger
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
 from dpexp.privacy.mechanisms import gamma_norm
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -102,29 +101,6 @@ class OutputPerturbationLR(UnitBoxLR):
         lam = float(np.sqrt(d / (n * epsilon)))
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
-        """Scale the rows of all splits that share (d, B_x, B_y) in one call each, fit them in one batched
-        ``ball_constrained_ridge``, then draw each split's output noise through its own ledger."""
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            err = UserError(f"oplr: epsilon must be > 0 and finite, got {epsilon}")
-            return [err for _ in splits]
-        out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        key: dict[int, tuple[int, float, float]] = {}
-
-        def bounds(k: int) -> None:
-            s = splits[k]
-            key[k] = (s.d,) + public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
-
-        ks = each(range(len(splits)), out, bounds)
-        for (d, B_x, B_y), group in groups(ks, key.__getitem__).items():
-            try:
-                self._run_group(d, B_x, B_y, group, splits, epsilon, ledgers, trials, out)
-            except Exception as exc:  # a failure of the group's shared steps: recorded for each of its cells
-                for k in group:
-                    out[k] = exc
-        return out
-
     def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
@@ -152,7 +128,7 @@ class OutputPerturbationLR(UnitBoxLR):
         W = solve_stacked(ball_constrained_ridge, np.stack([stats[k][0] for k in ks]),
                           np.stack([stats[k][1] for k in ks]), np.asarray([scales[k][0] for k in ks]), R)
         for k, w in zip(ks, W):
-            s, ledger = splits[k], as_ledger(ledgers[k])
+            s, ledger = splits[k], ledgers[k]
             try:
                 if isinstance(w, Exception):
                     raise w

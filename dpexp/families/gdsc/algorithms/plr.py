@@ -12,7 +12,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.batching import each, groups, solve_stacked
+from dpexp.families.gdsc.batching import each, groups, solve_stacked
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
 from dpexp.families.gdsc.stats import perturbed_stats

@@ -15,6 +15,9 @@ from typing import Any, Callable, Hashable, Iterable
 
 import numpy as np
 
+from dpexp.errors import UserError
+from dpexp.privacy.ledger import as_ledger
+
 
 def each(ks: Iterable[int], out: list, step: Callable[[int], Any]) -> list[int]:
     """``step(k)`` for every split index k; a split whose step raises gets its exception in ``out[k]`` (failures
@@ -35,6 +38,27 @@ def groups(ks: Iterable[int], key: Callable[[int], Hashable]) -> dict[Hashable, 
     for k in ks:
         g.setdefault(key(k), []).append(k)
     return g
+
+
+def run_grouped(name: str, splits: list, epsilon: float, ledgers: list, key: Callable[[int], Hashable],
+                run_group: Callable[[Any, list[int], float, list, list], None]) -> list:
+    """A batched ``run_many``: ε checked once (every split fails with the same one line if it is not > 0 and
+    finite), each ledger wrapped by ``as_ledger``, the splits grouped by ``key(k)`` (a split whose key raises fails
+    alone) and ``run_group(key, group, epsilon, ledgers, out)`` called per group to fill ``out[k]`` with an
+    ``Output`` or the exception; a group whose shared steps raise gets that exception for each of its cells."""
+    if not (epsilon > 0 and np.isfinite(epsilon)):
+        return [UserError(f"{name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
+    ledgers = [as_ledger(lg) for lg in ledgers]
+    out: list = [UserError("not run")] * len(splits)
+    keys: dict[int, Hashable] = {}
+    ks = each(range(len(splits)), out, lambda k: keys.__setitem__(k, key(k)))
+    for g, group in groups(ks, keys.__getitem__).items():
+        try:
+            run_group(g, group, float(epsilon), ledgers, out)
+        except Exception as exc:  # recorded per cell
+            for k in group:
+                out[k] = exc
+    return out
 
 
 class Rows:
