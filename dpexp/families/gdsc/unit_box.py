@@ -10,15 +10,31 @@ import numpy as np
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import UNIT_BOX
-from dpexp.types import Split
+from dpexp.families.gdsc.batching import run_grouped
+from dpexp.types import Output, Split
 
 
 class UnitBoxLR(BatchedAlgorithm):
-    """Base of the compared methods: GDSC family, replace-one neighbours, audited on the unit box."""
+    """Base of the compared methods: GDSC family, replace-one neighbours, audited on the unit box, and a
+    ``run_many`` that checks ε once and hands each group of splits sharing (d, B_x, B_y) to ``_run_group``, which
+    scales their rows in one call and fits them in one batched call (``batching``)."""
 
     family = "gdsc"
     neighbouring = "replace-one"
     audit = UNIT_BOX
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
+                 trials: int = 1) -> list[Output | Exception]:
+        def key(k: int) -> tuple[int, float, float]:
+            return (splits[k].d,) + public_bounds(splits[k], self.params.bound_x, self.params.bound_y, self.name)
+
+        return run_grouped(self.name, splits, epsilon, ledgers, key, lambda g, group, eps, lgs, out: self._run_group(
+            *g, group, splits, eps, lgs, trials, out))
+
+    def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
+                   ledgers: list, trials: int, out: list) -> None:
+        """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
+        raise NotImplementedError
 
 
 def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_ball: bool

@@ -25,13 +25,14 @@ from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
+from dpexp.families.gdsc.batching import each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
-def _fit(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray, prior: str, lam: float,
+def _fit(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray | None, n: np.ndarray | None, prior: str, lam: float,
          lam0: float) -> np.ndarray:
     if prior == "fixed":
         # exact (non-noisy) statistics: XX is PSD, so λ0 I + λ XX is positive definite — a plain solve suffices
@@ -74,23 +75,30 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray]]] = {}
-        for k, s in enumerate(splits):
+        stats: dict[int, tuple[np.ndarray, ...]] = {}
+
+        def statistics(k: int) -> None:   # the public rows' XᵀX (zeros when there are none), Xᵀy, y'y, n
+            Xu, Xt = self._rows(splits[k])
+            yu = splits[k].y_public
+            stats[k] = (Xu.T @ Xu, Xu.T @ yu, yu, float(Xu.shape[0]), Xt)
+
+        ks = each(range(len(splits)), out, statistics)
+        for group in groups(ks, lambda k: stats[k][0].shape[-1]).values():
+            XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
+            if p.prior == "fixed":   # y'y and n enter the Gamma-prior fit only
+                yy = n = None
+            else:
+                yy = np.array([float(stats[k][2] @ stats[k][2]) for k in group])
+                n = np.array([stats[k][3] for k in group])
             try:
-                Xu, Xt = self._rows(s)
-                groups.setdefault(Xu.shape[1], []).append((k, Xu, Xt))
-            except Exception as exc:
-                out[k] = exc
-        for d, items in groups.items():
-            XX = np.stack([Xu.T @ Xu for _, Xu, _ in items])  # zeros when there are no public rows
-            Xy = np.stack([Xu.T @ splits[k].y_public for k, Xu, _ in items])
-            yy = np.array([float(splits[k].y_public @ splits[k].y_public) for k, _, _ in items])
-            n = np.array([float(Xu.shape[0]) for _, Xu, _ in items])
-            W = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
-            for (k, _, Xt), w in zip(items, W):
-                pred = np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy()
+                W = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
+            except Exception as exc:  # recorded for each cell of the group
+                for k in group:
+                    out[k] = exc
+                continue
+            for k, w in zip(group, W):
                 ledgers[k].public_only("public rows only")
-                out[k] = Output(predictions=pred, coef=np.broadcast_to(w, (trials, d)).copy(),
+                out[k] = Output(predictions=repeat_trials(stats[k][4] @ w, trials), coef=repeat_trials(w, trials),
                                 guarantee=ledgers[k].guarantee())
         return out
 
@@ -140,14 +148,14 @@ class RobustLR(Reference):
         kw = self.params.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = RobustPrivateLR(**kw)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        groups: dict[int, list[tuple[int, np.ndarray, np.ndarray, float, float]]] = {}
+        by_d: dict[int, list[tuple[int, np.ndarray, np.ndarray, float, float]]] = {}
         for k, s in enumerate(splits):
             try:
                 X, y, B_x, B_y = self._clipped(ref, s)
-                groups.setdefault(X.shape[1], []).append((k, X, y, B_x, B_y))
+                by_d.setdefault(X.shape[1], []).append((k, X, y, B_x, B_y))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
-        for d, items in groups.items():
+        for d, items in by_d.items():
             XX = np.stack([X.T @ X for _, X, _, _, _ in items])
             Xy = np.stack([X.T @ y for _, X, y, _, _ in items])
             yy = np.array([y @ y for _, _, y, _, _ in items])

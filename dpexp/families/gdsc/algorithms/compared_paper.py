@@ -27,16 +27,17 @@ its row normalisation being switched off) and say ``public_only`` (the dataset's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
-from dpexp.families.gdsc.algorithms.functional_mechanism import fm_sensitivity, trimmed_minimiser, with_bias
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, run_grouped, solve_stacked
+from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
+                                                                  with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace, laplace
+from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -50,94 +51,37 @@ def public_ridge(X: np.ndarray, y: np.ndarray, lam: float = 1.0) -> np.ndarray:
 
 
 class _PaperLR(BatchedAlgorithm):
-    """What the three share: GDSC family, replace-one relation of the methods they implement, not DP as run.
-
-    A split's work is in two steps so that a chunk's fits run as one batched call: ``prepare`` draws the split's
-    noise through its own ledger (in the order of the authors' code) and returns a ``_Fit`` — the batched solver
-    and its per-split arguments, or the weights themselves — and ``finish`` turns the solver's weights into the
-    released ones (oplr_paper draws its output noise there).  The batched solvers (``np.linalg.solve``,
-    ``ball_constrained_ridge``, ``trimmed_minimiser``) treat every problem on its own, so the weights equal the
-    per-split fits' to the bit."""
+    """What the three share: GDSC family, replace-one relation of the methods they implement, not DP as run, and a
+    ``run_many`` that does the per-split work as arrays across the splits of one call (``batching``): ε checked
+    once, then each group of splits of one d handed to ``_run_group``, which draws every split's noise through its
+    own ledger (in the order of the authors' code) and fits the group in one batched call."""
 
     family = "gdsc"
     formally_dp = False
     neighbouring = "replace-one"
 
-    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> "_Fit":
-        raise NotImplementedError
-
-    def finish(self, w: np.ndarray, fit: "_Fit", ledger, trials: int) -> np.ndarray:
-        return w
-
-    def fit(self, split: Split, epsilon: float, ledger, trials: int) -> tuple[np.ndarray, np.ndarray, Any]:
-        """(weights (trials, d'), test design (n_test, d'), map of the predictions to response units) of a split."""
-        f = self.prepare(split, epsilon, ledger, trials)
-        w = f.weights if f.solver is None else f.solver(*f.args)
-        return self.finish(w, f, ledger, trials), f.X_test, f.back
-
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        # each split's noise through its own ledger (``each_split``: ε checked once, failures per split)
-        prepared = self.each_split(splits, epsilon, ledgers,
-                                   lambda split, ledger: (ledger, self.prepare(split, epsilon, ledger, trials)))
-        fits = {k: p[1] for k, p in enumerate(prepared) if not isinstance(p, Exception)}
-        weights = _solve_all(fits)
-        out: list[Output | Exception] = []
-        for k, p in enumerate(prepared):
-            if isinstance(p, Exception):
-                out.append(p)
-                continue
-            ledger, f = p
-            try:
-                w = weights[k]
-                if isinstance(w, Exception):
-                    raise w
-                w = self.finish(w, f, ledger, trials)
-                out.append(Output(predictions=f.back(w @ f.X_test.T), coef=w, guarantee=ledger.guarantee()))
-            except Exception as exc:  # recorded per cell
-                out.append(exc)
-        return out
+        return run_grouped(self.name, splits, epsilon, ledgers, lambda k: splits[k].d,
+                           lambda d, group, eps, lgs, out: self._run_group(d, group, splits, eps, lgs, trials, out))
+
+    def _run_group(self, d: int, ks: list[int], splits: list[Split], epsilon: float, ledgers: list, trials: int,
+                   out: list) -> None:
+        """Fill ``out[k]`` (an ``Output`` or the exception) for the splits ``ks``, all of dimension ``d``."""
+        raise NotImplementedError
 
 
-@dataclass
-class _Fit:
-    """One split's fit: ``solver(*args)`` (batched over leading axes, or None when ``weights`` are already known),
-    the test design, the map of predictions to response units, and what ``finish`` needs (``extra``)."""
-
-    solver: Any
-    args: tuple[Any, ...]
-    X_test: np.ndarray
-    back: Any
-    weights: np.ndarray | None = None
-    extra: Any = None
-
-
-def _solve_all(fits: dict[int, _Fit]) -> dict[int, np.ndarray | Exception]:
-    """Every fit's weights: the fits of one solver whose arguments have equal shapes (and equal non-array
-    arguments) stacked into one batched call; a batch that raises is solved problem by problem, so an error stays
-    with its split."""
-    got: dict[int, np.ndarray | Exception] = {}
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for k, f in fits.items():
-        if f.solver is None:
-            got[k] = f.weights
+def _outputs(ks: list[int], weights: list, X_tests: list[np.ndarray], ledgers: list, out: list,
+             back: Any = None) -> None:
+    """``out[k]``: the predictions ``w @ X_testᵀ`` (mapped to response units by ``back[j]``, if given), the
+    weights and the ledger's guarantee, or the solver's exception."""
+    for j, k in enumerate(ks):
+        w = weights[j]
+        if isinstance(w, Exception):
+            out[k] = w
             continue
-        sig = tuple((np.shape(a), None) if isinstance(a, np.ndarray) else (None, a) for a in f.args)
-        groups.setdefault((f.solver, sig), []).append(k)
-    for (solver, sig), ks in groups.items():
-        try:
-            args = [np.stack([fits[k].args[i] for k in ks]) if shape is not None else value
-                    for i, (shape, value) in enumerate(sig)]
-            W = solver(*args)
-            for j, k in enumerate(ks):
-                got[k] = W[j]
-        except Exception:
-            for k in ks:
-                try:
-                    got[k] = solver(*fits[k].args)
-                except Exception as exc:
-                    got[k] = exc
-    return got
+        pred = w @ X_tests[j].T
+        out[k] = Output(predictions=pred if back is None else back[j](pred), coef=w, guarantee=ledgers[k].guarantee())
 
 
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -145,8 +89,21 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.linalg.solve(A, b[..., None])[..., 0]
 
 
-def _identity(p: np.ndarray) -> np.ndarray:
-    return p
+def _public_ridges(ks: list[int], Xs: dict[int, np.ndarray], ys: dict[int, np.ndarray], trials: int,
+                   out: list, lam: float = 1.0) -> dict[int, np.ndarray | Exception]:
+    """``public_ridge`` of each split's (X, y), solved as one stack, each repeated ``trials`` times."""
+    A: dict[int, np.ndarray] = {}
+    b: dict[int, np.ndarray] = {}
+
+    def statistics(k: int) -> None:
+        X = Xs[k]
+        A[k], b[k] = lam * np.eye(X.shape[1]) + X.T @ X, X.T @ ys[k]
+
+    ks = each(ks, out, statistics)
+    if not ks:
+        return {}
+    W = solve_stacked(_solve, np.stack([A[k] for k in ks]), np.stack([b[k] for k in ks]))
+    return {k: w if isinstance(w, Exception) else repeat_trials(w, trials) for k, w in zip(ks, W)}
 
 
 # ---------------------------------------------------------------------------------------------------------- plr
@@ -170,24 +127,42 @@ class PrivateLRPaper(_PaperLR):
     guarantee_text = "not DP (y not clipped to B_y, the authors' code)"
     Params = _PLRPaperParams
 
-    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
         p = self.params
-        d = split.d
-        XX = split.X_public.T @ split.X_public
-        Xy = split.X_public.T @ split.y_public
-        XX, Xy = np.broadcast_to(XX, (trials, d, d)).copy(), np.broadcast_to(Xy, (trials, d)).copy()
-        Xv, yv = split.X_private, split.y_private
-        if Xv.shape[0] == 0:
-            ledger.public_only()
-        else:
-            U = heuristic_laplace(np.zeros((d, d)), 2.0 * d * (d + 1) * p.B_x**2 / epsilon, ledger, size=trials,
-                                  reason=PLR_REASON, label="X'X")
+        stats: dict[int, tuple[np.ndarray, ...]] = {}
+
+        def statistics(k: int) -> None:   # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
+            s = splits[k]
+            Xu, Xv = s.X_public, s.X_private
+            priv = (Xv.T @ Xv, Xv.T @ s.y_private) if Xv.shape[0] else ()
+            stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
+
+        ks = each(ks, out, statistics)
+        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
+        zeros_xx, zeros_xy = np.zeros((d, d)), np.zeros(d)
+
+        def release(k: int) -> None:   # the split's draws through its own ledger: X'X's full d × d, then X'y
+            if len(stats[k]) == 2:
+                ledgers[k].public_only()
+                return
+            noise[k] = (heuristic_laplace(zeros_xx, b_xx, ledgers[k], size=trials, reason=PLR_REASON, label="X'X"),
+                        heuristic_laplace(zeros_xy, b_xy, ledgers[k], size=trials, reason=PLR_REASON, label="X'y"))
+
+        ks = each(ks, out, release)
+        if not ks:
+            return
+        XX = repeat_trials(np.stack([stats[k][0] for k in ks]), trials, axis=1)   # (splits, trials, d, d)
+        Xy = repeat_trials(np.stack([stats[k][1] for k in ks]), trials, axis=1)
+        rows = [j for j, k in enumerate(ks) if k in noise]
+        if rows:
+            priv = [ks[j] for j in rows]
+            U = np.stack([noise[k][0] for k in priv])
             U = np.triu(U) + np.swapaxes(np.triu(U, 1), -1, -2)          # mirrored upper triangle
-            V = heuristic_laplace(np.zeros(d), 4.0 * d * p.B_x * p.B_y / epsilon, ledger, size=trials,
-                                  reason=PLR_REASON, label="X'y")
-            XX = XX + Xv.T @ Xv + U
-            Xy = Xy + Xv.T @ yv + V
-        return _Fit(_solve, (XX + p.lam * np.eye(d), Xy), split.X_test, _identity)
+            XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
+            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+        W = solve_stacked(_solve, XX + p.lam * np.eye(d), Xy)
+        _outputs(ks, W, [splits[k].X_test for k in ks], ledgers, out)
 
 
 # --------------------------------------------------------------------------------------------------------- oplr
@@ -210,24 +185,35 @@ class OutputPerturbationPaper(_PaperLR):
     guarantee_text = "not DP (cube-biased direction, y neither rescaled nor clipped: the authors' code)"
     Params = _OPLRPaperParams
 
-    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
-        d = split.d
-        Xv, yv = split.X_private, split.y_private
-        N = Xv.shape[0]
-        if N == 0:
-            ledger.public_only()
-            w = public_ridge(split.X_public, split.y_public)
-            return _Fit(None, (), split.X_test, _identity, weights=np.broadcast_to(w, (trials, d)).copy())
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
         R = self.params.R
-        lam = float(np.sqrt(d / (N * epsilon)))
-        # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R; the noise is drawn on the fit (``finish``)
-        return _Fit(ball_constrained_ridge, (Xv.T @ Xv, Xv.T @ yv, np.asarray(lam / 2.0), R), split.X_test,
-                    _identity, extra=(12.0 * R + 8.0) / (lam * N * epsilon))
+        pub = [k for k in ks if splits[k].X_private.shape[0] == 0]
+        for k in pub:
+            ledgers[k].public_only()
+        weights = _public_ridges(pub, {k: splits[k].X_public for k in pub}, {k: splits[k].y_public for k in pub},
+                                 trials, out)
+        stats: dict[int, tuple[Any, ...]] = {}
 
-    def finish(self, w: np.ndarray, fit: _Fit, ledger, trials: int) -> np.ndarray:
-        if fit.extra is None:
-            return w
-        return heuristic_gamma_norm(w, fit.extra, ledger, size=trials, reason=OPLR_REASON, label="w")
+        def statistics(k: int) -> None:   # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R with λ = √(D/(Nε)) on the private lines
+            Xv, yv = splits[k].X_private, splits[k].y_private
+            N = Xv.shape[0]
+            lam = float(np.sqrt(d / (N * epsilon)))
+            stats[k] = (Xv.T @ Xv, Xv.T @ yv, lam / 2.0, (12.0 * R + 8.0) / (lam * N * epsilon))
+
+        priv = each([k for k in ks if k not in weights], out, statistics)
+        if priv:
+            fits = solve_stacked(ball_constrained_ridge, *(np.stack([stats[k][i] for k in priv]) for i in range(3)), R)
+
+            for k, w in zip(priv, fits):   # the output noise, through the split's ledger
+                try:
+                    if isinstance(w, Exception):
+                        raise w
+                    weights[k] = heuristic_gamma_norm(w, stats[k][3], ledgers[k], size=trials, reason=OPLR_REASON,
+                                                      label="w")
+                except Exception as exc:  # recorded per cell
+                    weights[k] = exc
+        done = [k for k in ks if k in weights]
+        _outputs(done, [weights[k] for k in done], [splits[k].X_test for k in done], ledgers, out)
 
 
 # --------------------------------------------------------------------------------------------------------- fmlr
@@ -239,14 +225,22 @@ class _NoParams(Params):
 FMLR_REASON = "min-max ranges of x and y from all lines, private ones included (the authors' fmlr code)"
 
 
-def _minmax(A: np.ndarray, lo, hi) -> np.ndarray:
-    """A scaled to [−1, 1] by the ranges [lo, hi]: 2(A − lo)/(hi − lo) − 1 (a constant column maps to 0)."""
+def _minmax(A: np.ndarray, lo, hi, out: np.ndarray | None = None) -> np.ndarray:
+    """A scaled to [−1, 1] by the ranges [lo, hi]: 2(A − lo)/(hi − lo) − 1 (a constant column maps to 0); written
+    into ``out`` if given (which may be A itself)."""
     d = np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)
-    if np.all(d > 0):   # every range non-empty (the usual case): the same arithmetic without the masks
-        return 2.0 * (A - lo) / d - 1.0
+    if out is None:
+        out = np.empty(np.shape(A))
+    if np.all(d > 0):   # every range non-empty (the usual case): the same arithmetic without the masks, in place
+        np.subtract(A, lo, out=out)
+        out *= 2.0
+        out /= d
+        out -= 1.0
+        return out
     span = np.broadcast_to(d, np.shape(A))
-    out = np.divide(2.0 * (A - lo), span, out=np.zeros(np.shape(A)), where=span > 0)
-    return np.where(span > 0, out - 1.0, 0.0)
+    scaled = np.divide(2.0 * (A - lo), span, out=np.zeros(np.shape(A)), where=span > 0)
+    np.copyto(out, np.where(span > 0, scaled - 1.0, 0.0))
+    return out
 
 
 def raw_view(split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
@@ -273,25 +267,62 @@ class FunctionalMechanismPaper(_PaperLR):
     guarantee_text = "not DP (min-max ranges from all lines incl. private, the authors' code)"
     Params = _NoParams
 
-    def prepare(self, split: Split, epsilon: float, ledger, trials: int) -> _Fit:
-        Xv, Xu, Xt, lo, hi, ylo, yhi = raw_view(split)
-        d = Xt.shape[1]
-        if Xv.shape[0] == 0:   # ridge λ = 1 on the raw public rows (the row normalisation is off)
-            ledger.public_only()
-            w = public_ridge(Xu, split.y_public)
-            return _Fit(None, (), Xt, _identity, weights=np.broadcast_to(w, (trials, d)).copy())
-        ledger.not_dp(FMLR_REASON)
-        Z = with_bias(_minmax(Xv, lo, hi))
-        yz = _minmax(split.y_private, ylo, yhi)
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
+        views: dict[int, tuple[Any, ...]] = {}
+
+        def view(k: int) -> None:
+            v = views[k] = raw_view(splits[k])
+            if not v[0].shape[1] == v[1].shape[1] == v[2].shape[1] == d:
+                raise ValueError(f"fmlr_paper: the raw rows have {v[0].shape[1]}, {v[1].shape[1]}, {v[2].shape[1]} "
+                                 f"columns, the split {d}")
+
+        ks = each(ks, out, view)
+        pub = [k for k in ks if views[k][0].shape[0] == 0]
+        for k in pub:   # ridge λ = 1 on the raw public rows (the row normalisation is off)
+            ledgers[k].public_only()
+        weights = _public_ridges(pub, {k: views[k][1] for k in pub}, {k: splits[k].y_public for k in pub}, trials,
+                                 out)
+        _outputs(list(weights), list(weights.values()), [views[k][2] for k in weights], ledgers, out)
         D = d + 1
         sens = fm_sensitivity(D)
-        dM, da = laplace((np.zeros((D, D)), np.zeros(D)), sens, epsilon, ledger, size=trials, label="objective")
-        M = Z.T @ Z + dM
-        a = -2.0 * Z.T @ yz + da
-        scale = 0.5 * (yhi - ylo)
+        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-        def back(pred: np.ndarray) -> np.ndarray:   # scaled predictions back to response units (monotone)
-            return (pred + 1.0) * scale + ylo
+        def release(k: int) -> None:   # the whole objective, one Laplace release through the split's ledger
+            ledgers[k].not_dp(FMLR_REASON)
+            noise[k] = objective_noise(D, trials, sens, epsilon, ledgers[k])
 
-        return _Fit(trimmed_minimiser, (M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL),
-                    with_bias(_minmax(Xt, lo, hi)), back)
+        priv = each([k for k in ks if views[k][0].shape[0] > 0], out, release)
+        if not priv:
+            return
+        # min-max scaling of every split's private and test rows in one call each (ranges repeated per row)
+        lo, hi = [views[k][3] for k in priv], [views[k][4] for k in priv]
+        Z = dict(zip(priv, _scaled_rows([views[k][0] for k in priv], lo, hi)))
+        Zt = dict(zip(priv, _scaled_rows([views[k][2] for k in priv], lo, hi)))
+        yz = dict(zip(priv, _scaled_rows([splits[k].y_private for k in priv], [views[k][5] for k in priv],
+                                         [views[k][6] for k in priv], bias=False)))
+        ZZ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def objective(k: int) -> None:   # the coefficients Zᵀ Z and −2Zᵀy of the scaled private rows
+            ZZ[k] = (Z[k].T @ Z[k], -2.0 * Z[k].T @ yz[k])
+
+        priv = each(priv, out, objective)
+        if not priv:
+            return
+        M = np.stack([ZZ[k][0] for k in priv])[:, None] + np.stack([noise[k][0] for k in priv])
+        a = np.stack([ZZ[k][1] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+        W = solve_stacked(trimmed_minimiser, M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL)
+        # scaled predictions back to response units (monotone): (p + 1)·(y_max − y_min)/2 + y_min
+        back = [lambda p, lo=views[k][5], sc=0.5 * (views[k][6] - views[k][5]): (p + 1.0) * sc + lo for k in priv]
+        _outputs(priv, W, [Zt[k] for k in priv], ledgers, out, back)
+
+
+def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:
+    """``with_bias(_minmax(part, lo, hi))`` (or ``_minmax(part, lo, hi)``) of every part, computed in place on one
+    stack: each part's range repeated for its rows, unless all parts share one (the Matlab path's x ranges)."""
+    rows = Rows(parts)
+    into = rows.stack if rows.stack.dtype == np.float64 else None
+    if all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi):
+        Z = _minmax(rows.stack, lo[0], hi[0], out=into)
+    else:
+        Z = _minmax(rows.stack, rows.per_row(lo), rows.per_row(hi), out=into)
+    return rows.split(with_bias(Z) if bias else Z)

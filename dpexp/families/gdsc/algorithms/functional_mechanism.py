@@ -29,7 +29,8 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
 from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -38,6 +39,16 @@ from dpexp.types import Output, Split
 def fm_sensitivity(D: int) -> float:
     """L1 sensitivity 2D² + 4D of the (D² quadratic + D linear) coefficients, D = columns incl. bias."""
     return 2.0 * D * D + 4.0 * D
+
+
+def objective_noise(D: int, trials: int, sensitivity: float, epsilon: float, ledger) -> tuple[np.ndarray, np.ndarray]:
+    """The Laplace release of the objective's coefficients (M, α), D × D and D, for ``trials`` runs: one mechanism
+    (one spend: Δ₁ = ``sensitivity``, b = Δ₁/ε), the noise of (trials, D, D) and (trials, D).  Drawn as one flat
+    vector, one generator call: numpy draws sequentially, so its first trials·D² numbers and the trials·D after them
+    are those of ``laplace((zeros((D, D)), zeros(D)), …, size=trials)``, M's then α's (tests/gdsc/test_batched_paths.py)."""
+    flat = laplace(np.zeros(trials * (D * D + D)), sensitivity, epsilon, ledger, label="objective")
+    k = trials * D * D
+    return flat[:k].reshape(trials, D, D), flat[k:].reshape(trials, D)
 
 
 def with_bias(X: np.ndarray) -> np.ndarray:
@@ -78,25 +89,44 @@ class FunctionalMechanismLR(UnitBoxLR):
         """Laplace scale b = (2D² + 4D)/ε with D = d + 1."""
         return fm_sensitivity(d + 1) / epsilon
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
-        return self.each_split(splits, epsilon, ledgers, lambda s, ledger: self._fit(s, epsilon, ledger, trials))
+    def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
+                   ledgers: list, trials: int, out: list) -> None:
+        """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
+        D = d + 1
+        # every split's private, public and test rows scaled into the unit box (with the bias column) in one call each
+        (Zv, yv), (Zu, yu) = (self._scaled(ks, splits, rows, B_x, B_y) for rows in ("private", "public"))
+        test = Rows([splits[k].X_test for k in ks])
+        Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
+        M, a, noise = {}, {}, {}
 
-    def _fit(self, s: Split, epsilon: float, ledger, trials: int) -> Output:
-        B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "fmlr")
-        D = s.d + 1
-        Zv, yv = scale_unit(s.X_private, s.y_private, B_x, B_y, l2_ball=False)
-        Zu, yu = scale_unit(s.X_public, s.y_public, B_x, B_y, l2_ball=False)
-        Zv, Zu = with_bias(Zv), with_bias(Zu)
-        M = np.broadcast_to(Zv.T @ Zv + Zu.T @ Zu, (trials, D, D)).copy()
-        a = np.broadcast_to(-2.0 * (Zv.T @ yv + Zu.T @ yu), (trials, D)).copy()
-        if Zv.shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
-            dM, da = laplace((np.zeros((D, D)), np.zeros(D)), fm_sensitivity(D), epsilon, ledger,
-                             size=trials, scale=self.noise_scale(s.d, epsilon), label="objective")
-            M += dM
-            a += da
-        else:
-            ledger.public_only()
-        w = trimmed_minimiser(M, a, self.params.reg)
-        Zt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=False)
-        return Output(predictions=B_y * (w @ with_bias(Zt).T), coef=w[:, 1:], guarantee=ledger.guarantee())
+        def objective(k: int) -> None:   # the exact coefficients of all rows; the private rows' released with noise
+            M[k] = Zv[k].T @ Zv[k] + Zu[k].T @ Zu[k]
+            a[k] = -2.0 * (Zv[k].T @ yv[k] + Zu[k].T @ yu[k])
+            if Zv[k].shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
+                # b = Δ₁/ε = noise_scale(d, ε)
+                noise[k] = objective_noise(D, trials, fm_sensitivity(D), epsilon, ledgers[k])
+            else:
+                ledgers[k].public_only()
+
+        ks = each(ks, out, objective)
+        if not ks:
+            return
+        Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
+        As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
+        rows = [j for j, k in enumerate(ks) if k in noise]
+        if rows:
+            Ms[rows] += np.stack([noise[ks[j]][0] for j in rows])
+            As[rows] += np.stack([noise[ks[j]][1] for j in rows])
+        W = solve_stacked(trimmed_minimiser, Ms, As, self.params.reg)
+        for k, w in zip(ks, W):
+            out[k] = w if isinstance(w, Exception) else Output(
+                predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
+
+    @staticmethod
+    def _scaled(ks: list[int], splits: list[Split], rows: str, B_x: float, B_y: float
+                ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """Each split's ``rows`` ("private" or "public") scaled into the unit box, x with the bias column."""
+        X = Rows([getattr(splits[k], f"X_{rows}") for k in ks])
+        y = Rows([getattr(splits[k], f"y_{rows}") for k in ks])
+        Xs, ys = scale_unit(X.stack, y.stack, B_x, B_y, l2_ball=False)
+        return dict(zip(ks, X.split(with_bias(Xs)))), dict(zip(ks, y.split(ys)))

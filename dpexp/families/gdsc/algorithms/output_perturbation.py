@@ -33,8 +33,8 @@ from pydantic import Field
 
 from dpexp.components import Params
 from dpexp.errors import UserError
-from dpexp.families.gdsc.unit_box import UnitBoxLR, public_bounds, scale_unit
-from dpexp.privacy.ledger import as_ledger
+from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
 from dpexp.privacy.mechanisms import gamma_norm
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -101,51 +101,46 @@ class OutputPerturbationLR(UnitBoxLR):
         lam = float(np.sqrt(d / (n * epsilon)))
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
 
-    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
-        if not (epsilon > 0 and np.isfinite(epsilon)):
-            err = UserError(f"oplr: epsilon must be > 0 and finite, got {epsilon}")
-            return [err for _ in splits]
-        results: list[Output | Exception] = [UserError("not run")] * len(splits)
-        stats, lams, keep = [], [], []
-        for k, s in enumerate(splits):
+    def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
+                   ledgers: list, trials: int, out: list) -> None:
+        """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
+        R = self.params.R
+        # every split's training rows (public, then private: ``Split.X_train``) and test rows, scaled in one call
+        train = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
+        y_train = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
+        test = Rows([splits[k].X_test for k in ks])
+        Xs, ys = scale_unit(train.stack, y_train.stack, B_x, B_y, l2_ball=True)
+        X, y = dict(zip(ks, train.split(Xs))), dict(zip(ks, y_train.split(ys)))
+        Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
+        scales: dict[int, tuple[float, float]] = {}
+        stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def statistics(k: int) -> None:   # (λ_reg, noise scale) and XᵀX/n, Xᵀy/n of the scaled training rows
+            n = X[k].shape[0]
+            if n == 0:
+                raise UserError("oplr: no training rows (n_public + n_private = 0)")
+            scales[k] = self.noise_scale(n, d, epsilon)
+            stats[k] = (X[k].T @ X[k] / n, X[k].T @ y[k] / n)
+
+        ks = each(ks, out, statistics)
+        if not ks:
+            return
+        W = solve_stacked(ball_constrained_ridge, np.stack([stats[k][0] for k in ks]),
+                          np.stack([stats[k][1] for k in ks]), np.asarray([scales[k][0] for k in ks]), R)
+        for k, w in zip(ks, W):
+            s, ledger = splits[k], ledgers[k]
             try:
-                B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
-                X, y = scale_unit(s.X_train, s.y_train, B_x, B_y, l2_ball=True)
-                n, d = X.shape[0], s.d
-                if n == 0:
-                    raise UserError("oplr: no training rows (n_public + n_private = 0)")
-                lam, _ = self.noise_scale(n, d, epsilon)
-                stats.append((X.T @ X / n, X.T @ y / n))
-                lams.append(lam)
-                keep.append(k)
-            except Exception as exc:  # recorded per cell
-                results[k] = exc
-        if not keep:
-            return results
-        # batch the constrained fits over all splits of the same dimension
-        by_d: dict[int, list[int]] = {}
-        for j, k in enumerate(keep):
-            by_d.setdefault(splits[k].d, []).append(j)
-        W: dict[int, np.ndarray] = {}
-        for d, js in by_d.items():
-            A = np.stack([stats[j][0] for j in js])
-            b = np.stack([stats[j][1] for j in js])
-            w = ball_constrained_ridge(A, b, np.asarray([lams[j] for j in js]), self.params.R)
-            for j, wj in zip(js, w):
-                W[j] = wj
-        for j, k in enumerate(keep):
-            s, ledger = splits[k], as_ledger(ledgers[k])
-            B_x, B_y = public_bounds(s, self.params.bound_x, self.params.bound_y, "oplr")
-            n = s.X_train.shape[0]
-            lam, scale = self.noise_scale(n, s.d, epsilon)
-            if s.X_private.shape[0] > 0:
-                w = gamma_norm(W[j], oplr_sensitivity(self.params.R, lam, n), epsilon, ledger, size=trials,
-                               scale=scale, label="w")
-            else:   # the fit depends on public rows only
-                ledger.public_only()
-                w = np.broadcast_to(W[j], (trials, s.d)).copy()
-            Xt, _ = scale_unit(s.X_test, None, B_x, B_y, l2_ball=True)
-            results[k] = Output(predictions=B_y * (w @ Xt.T), coef=w, extras={"lambda_reg": lams[j]},
+                if isinstance(w, Exception):
+                    raise w
+                lam, scale = scales[k]
+                n = X[k].shape[0]
+                if s.X_private.shape[0] > 0:
+                    w = gamma_norm(w, oplr_sensitivity(R, lam, n), epsilon, ledger, size=trials, scale=scale,
+                                   label="w")
+                else:   # the fit depends on public rows only
+                    ledger.public_only()
+                    w = repeat_trials(w, trials)
+                out[k] = Output(predictions=B_y * (w @ Xt[k].T), coef=w, extras={"lambda_reg": lam},
                                 guarantee=ledger.guarantee())
-        return results
+            except Exception as exc:  # recorded per cell
+                out[k] = exc

@@ -10,10 +10,12 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm
+from dpexp.components import BatchedAlgorithm
+from dpexp.errors import UserError
+from dpexp.families.gdsc.batching import each, groups, solve_stacked
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
-from dpexp.families.gdsc.stats import perturbed_stats, sufficient_stats
+from dpexp.families.gdsc.stats import perturbed_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
@@ -25,15 +27,8 @@ class _PLRParams(FixedPrecisionParams):
     B_x: float = Field(1.0, gt=0, description="bound on |x_j|; 1 for unit-norm rows")
 
 
-def _fit_predict(split: Split, XXn: np.ndarray, Xyn: np.ndarray, lam: float, lam0: float,
-                 solver: str = "psd_floor") -> Output:
-    XXp, Xyp, _ = sufficient_stats(split.X_public, split.y_public)
-    w = posterior_mean_fixed(XXn + XXp, Xyn + Xyp, lam, lam0, solver)
-    return Output(predictions=w @ split.X_test.T, coef=w)
-
-
 @register_algorithm
-class PrivateLR(Algorithm):
+class PrivateLR(BatchedAlgorithm):
     """Private LR without projection (the paper's "private LR"): bounds that cover the whole data range
     (B_x = 1 for unit-norm rows, B_y a declared public bound), ε split evenly between XᵀX and Xᵀy, fixed
     precisions (no yᵀy needed).  ε-DP under replace-one neighbours; sensitivities in ``stats``."""
@@ -50,16 +45,47 @@ class PrivateLR(Algorithm):
         """The declared whole-range bounds (B_x, B_y) (``stats.Clipping``); they depend on neither split nor ε."""
         return float(self.params.B_x), float(self.params.B_y)
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
-        ledger = as_ledger(ledger)   # the cell's PrivacyLedger (a numpy Generator is wrapped)
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
+                 trials: int = 1) -> list[Output | Exception]:
+        """Release each split's statistics through its own ledger (``perturbed_stats``, as rplr), then fit every
+        group of splits of one d in one batched call (``posterior_mean_fixed`` treats each problem on its own)."""
         p = self.params
-        d = split.d
-        if split.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
-            ledger.public_only()
-            XXn, Xyn = np.zeros((trials, d, d)), np.zeros((trials, d))
-        else:
-            XXn, Xyn, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon,
-                                          0.5 * epsilon, None, ledger, trials)
-        out = _fit_predict(split, XXn, Xyn, p.lam, p.lam0, p.solver)
-        out.guarantee = ledger.guarantee()   # derived from the two Laplace releases, never from the config
+        ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
+        out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+        def release(k: int) -> None:   # noisy private statistics + exact public ones, (trials, d, d), (trials, d)
+            s, ledger = splits[k], ledgers[k]
+            d = s.d
+            if s.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
+                ledger.public_only()
+                XXn, Xyn = np.zeros((trials, d, d)), np.zeros((trials, d))
+            else:
+                XXn, Xyn, _ = perturbed_stats(s.X_private, s.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
+                                              None, ledger, trials)
+            Xu = s.X_public
+            stats[k] = (XXn + Xu.T @ Xu, Xyn + Xu.T @ s.y_public)
+
+        ks = each(range(len(splits)), out, release)
+        for group in groups(ks, lambda k: stats[k][0].shape[-1]).values():   # one batched fit per d ...
+            XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
+            for rows in _same_floor_branch(XX, p.solver):                      # ... and per branch of the floor
+                W = solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], p.lam, p.lam0, p.solver)
+                for k, w in zip((group[j] for j in rows), W):
+                    # the guarantee is derived from the two Laplace releases, never from the config
+                    out[k] = w if isinstance(w, Exception) else Output(
+                        predictions=w @ splits[k].X_test.T, coef=w, guarantee=ledgers[k].guarantee())
         return out
+
+
+def _same_floor_branch(XX: np.ndarray, solver: str) -> list[np.ndarray]:
+    """The splits (leading axis of XX, (splits, trials, d, d)) in groups that ``posterior_mean_fixed`` may fit in one
+    call with the results of separate calls: with ``solver="psd_floor"``, ``symmetric_psd_floor`` rebuilds a whole
+    batch from its eigen-decomposition as soon as one matrix has an eigenvalue below the floor (0), which moves the
+    others in their last bits — so the splits whose (symmetrised) matrices need no floor are fitted apart from the
+    others, as each would be alone."""
+    if solver != "psd_floor":
+        return [np.arange(len(XX))]
+    w = np.linalg.eigh(0.5 * (XX + np.swapaxes(XX, -1, -2)))[0]
+    unfloored = np.all(w >= 0.0, axis=(-2, -1))
+    return [rows for rows in (np.flatnonzero(unfloored), np.flatnonzero(~unfloored)) if rows.size]

@@ -1,0 +1,181 @@
+"""The batched ``run_many`` of plr, oplr, fmlr, their paper-protocol versions and lr_public against the same
+algorithm run split by split: equal to the bit (predictions, coefficients, extras, guarantee and every ledger spend),
+whatever the grouping — splits of different d and sizes (none private included), trials > 1, a failing split among
+good ones, secure noise from a fixed byte stream.  One exception, older than the batching of these methods:
+lr_public with ``prior: gamma`` iterates its VB fits until every problem of a batch has converged (``models.vb``),
+so a split's fit depends on its batch below the VB tolerance (1e-9 relative change): compared to 1e-6."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from dpexp import registry
+from dpexp.errors import UserError
+from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
+from dpexp.families.gdsc.algorithms.compared_paper import _minmax
+from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise
+from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.privacy.mechanisms import laplace
+from dpexp.privacy.noise import SecureNoise
+from dpexp.types import Split
+
+ALGORITHMS = [("plr", {}), ("plr", {"solver": "direct"}), ("oplr", {"bound_y": 2.0}), ("fmlr", {"bound_y": 2.0}),
+              ("plr_paper", {}), ("oplr_paper", {}), ("fmlr_paper", {}), ("lr_public", {}),
+              ("lr_public", {"prior": "gamma"})]
+
+
+def make_split(n_priv: int, n_pub: int, d: int, seed: int, raw: bool | str = False, shared=None) -> Split:
+    """Unit-norm rows (as GDSC's), y on a wider scale than the bounds (so clipping acts), optional Matlab-path raw
+    rows for fmlr_paper (``raw='constant'``: a constant column, the masked min–max branch)."""
+    rng = np.random.default_rng(seed)
+    n = n_priv + n_pub + 7
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = 2.0 * X @ rng.normal(size=d) + rng.normal(size=n)
+    v, u, t = slice(0, n_priv), slice(n_priv, n_priv + n_pub), slice(n_priv + n_pub, None)
+    meta = {"x_bound": 1.0}
+    if raw:
+        R = 3.0 * X + 1.0
+        if raw == "constant":
+            R[:, 0] = 2.5
+        lo, hi = (shared if shared is not None else (R.min(axis=0), R.max(axis=0)))
+        meta["raw"] = SimpleNamespace(X_private=R[v], X_public=R[u], X_test=R[t], x_min=lo, x_max=hi,
+                                      y_min=float(y.min()), y_max=float(y.max()))
+    return Split(X[v], y[v], X[u], y[u], X[t], y[t], meta)
+
+
+def mixed_splits() -> list[Split]:
+    shared = (np.full(4, -2.5), np.full(4, 4.5))   # one range object for several splits (the Matlab path's x)
+    return [make_split(40, 5, 4, 1, raw=True, shared=shared), make_split(0, 5, 4, 2, raw=True, shared=shared),
+            make_split(75, 3, 4, 3, raw=True, shared=shared), make_split(12, 6, 3, 4, raw=True),
+            make_split(30, 4, 4, 5, raw="constant"), make_split(1, 0, 3, 6), make_split(50, 5, 4, 7)]
+
+
+def ledgers(n: int, secure: bool = False) -> list[PrivacyLedger]:
+    if secure:   # SecureNoise driven by a fixed byte stream per cell, so that two runs see the same bytes
+        return [PrivacyLedger(SecureNoise(entropy=np.random.default_rng(100 + k).bytes)) for k in range(n)]
+    return [PrivacyLedger(np.random.default_rng(100 + k)) for k in range(n)]
+
+
+def assert_same(a, b, la: PrivacyLedger, lb: PrivacyLedger, exact: bool = True) -> None:
+    if isinstance(a, Exception) or isinstance(b, Exception):
+        assert type(a) is type(b) and str(a) == str(b)
+        return
+    if exact:
+        np.testing.assert_array_equal(a.predictions, b.predictions, strict=True)
+        np.testing.assert_array_equal(a.coef, b.coef, strict=True)
+    else:
+        np.testing.assert_allclose(a.predictions, b.predictions, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-6, atol=1e-9)
+    assert a.extras == b.extras and a.guarantee == b.guarantee
+    assert repr(la.spends) == repr(lb.spends)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("name, params", ALGORITHMS)
+def test_batched_equals_split_by_split(name, params, trials):
+    alg = registry.get("algorithm", name)(**params)
+    splits = mixed_splits()
+    lb, ls = ledgers(len(splits)), ledgers(len(splits))
+    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
+    single = [alg.run_many([s], 2.0, 0.0, [lg], trials)[0] for s, lg in zip(splits, ls)]
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert not isinstance(a, Exception), (k, a)
+        assert a.predictions.shape == (trials, splits[k].X_test.shape[0])
+        assert_same(a, b, lb[k], ls[k], exact=params.get("prior") != "gamma")
+
+
+@pytest.mark.parametrize("name, params", [a for a in ALGORITHMS if a[0] not in ("lr_public",)])
+def test_batched_equals_split_by_split_with_secure_noise(name, params):
+    alg = registry.get("algorithm", name)(**params)
+    splits = mixed_splits()
+    lb, ls = ledgers(len(splits), secure=True), ledgers(len(splits), secure=True)
+    batched = alg.run_many(splits, 1.0, 0.0, lb, 2)
+    single = [alg.run_many([s], 1.0, 0.0, [lg], 2)[0] for s, lg in zip(splits, ls)]
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert not isinstance(a, Exception), (k, a)
+        assert_same(a, b, lb[k], ls[k])
+
+
+@pytest.mark.parametrize("name, params", ALGORITHMS)
+def test_a_failing_split_fails_alone(name, params):
+    """A split whose private responses do not match its rows (and, for oplr, one without any training row) fails
+    with its own error; the others give what they give when run alone."""
+    alg = registry.get("algorithm", name)(**params)
+    splits = mixed_splits()
+    bad = make_split(20, 4, 4, 9)
+    bad.y_private = bad.y_private[:-3]
+    bad.y_public = bad.y_public[:-1]
+    empty = make_split(0, 0, 4, 10)
+    splits[2:2] = [bad, empty]
+    lb, ls = ledgers(len(splits)), ledgers(len(splits))
+    batched = alg.run_many(splits, 2.0, 0.0, lb, 1)
+    single = [alg.run_many([s], 2.0, 0.0, [lg], 1)[0] for s, lg in zip(splits, ls)]
+    assert isinstance(batched[2], Exception)
+    if name == "oplr":
+        assert isinstance(batched[3], UserError) and "no training rows" in str(batched[3])
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert_same(a, b, lb[k], ls[k], exact=params.get("prior") != "gamma")
+        if k not in (2, 3):
+            assert not isinstance(a, Exception), (k, a)
+
+
+@pytest.mark.parametrize("name", ["plr_paper", "oplr_paper", "fmlr_paper", "oplr", "fmlr"])
+def test_bad_epsilon_fails_every_split_with_one_line(name):
+    alg = registry.get("algorithm", name)(**({"bound_y": 2.0} if name in ("oplr", "fmlr") else {}))
+    splits = mixed_splits()[:3]
+    got = alg.run_many(splits, float("nan"), 0.0, ledgers(3), 1)
+    assert all(isinstance(g, UserError) and "epsilon must be > 0 and finite" in str(g) for g in got)
+
+
+def test_minmax_in_place_equals_the_formula():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(50, 4))
+    lo, hi = A.min(axis=0) - 0.1, A.max(axis=0) + 0.2
+    want = 2.0 * (A - lo) / (hi - lo) - 1.0
+    np.testing.assert_array_equal(_minmax(A, lo, hi), want)
+    B = A.copy()
+    assert _minmax(B, lo, hi, out=B) is B
+    np.testing.assert_array_equal(B, want)
+    hi[2] = lo[2]                                       # an empty range: that column maps to 0, the others as before
+    C = A.copy()
+    got = _minmax(C, lo, hi, out=C)
+    assert np.all(got[:, 2] == 0.0)
+    np.testing.assert_array_equal(got[:, [0, 1, 3]], want[:, [0, 1, 3]])
+
+
+def test_rows_stack_and_split_back():
+    a, b, c = np.arange(6.0).reshape(3, 2), np.zeros((0, 2)), np.arange(4.0).reshape(2, 2) + 10
+    rows = Rows([a, (b, c), c])
+    assert rows.stack.shape == (7, 2)
+    parts = rows.split(rows.stack * 2)
+    np.testing.assert_array_equal(parts[0], 2 * a)
+    np.testing.assert_array_equal(parts[1], 2 * c)
+    np.testing.assert_array_equal(parts[2], 2 * c)
+    np.testing.assert_array_equal(rows.per_row([1.0, 2.0, 3.0]), [1, 1, 1, 2, 2, 3, 3])
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(repeat_trials(x, 2), np.broadcast_to(x, (2, 3)))
+    np.testing.assert_array_equal(repeat_trials(np.ones((2, 3)), 4, axis=1).shape, (2, 4, 3))
+
+
+def test_solve_stacked_keeps_an_error_with_its_problem():
+    A = np.stack([np.eye(2), np.zeros((2, 2)), 2 * np.eye(2)])
+    b = np.ones((3, 2))
+    got = solve_stacked(lambda A, b: np.linalg.solve(A, b[..., None])[..., 0], A, b)
+    np.testing.assert_array_equal(got[0], [1.0, 1.0])
+    assert isinstance(got[1], np.linalg.LinAlgError)
+    np.testing.assert_array_equal(got[2], [0.5, 0.5])
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
+    """One flat Laplace draw = the (M, α) tuple release with size=trials, to the bit, with the same spend."""
+    D = 5
+    la, lb = ledgers(1, secure)[0], ledgers(1, secure)[0]
+    dM, da = objective_noise(D, trials, 70.0, 2.0, la)
+    tM, ta = laplace((np.zeros((D, D)), np.zeros(D)), 70.0, 2.0, lb, size=trials, label="objective")
+    np.testing.assert_array_equal(dM, tM, strict=True)
+    np.testing.assert_array_equal(da, ta, strict=True)
+    assert repr(la.spends) == repr(lb.spends) and len(la.spends) == 1
