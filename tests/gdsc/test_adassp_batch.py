@@ -10,21 +10,9 @@ import pytest
 from dpexp.families.gdsc.algorithms.adassp import AdaSSP
 from dpexp.families.gdsc.release_batch import finite_rows, sigma_sums
 from dpexp.models import adassp as core
-from dpexp.privacy.ledger import PrivacyLedger
-from dpexp.privacy.noise import SecureNoise
-from dpexp.types import Split
+from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
-
-
-def _split(seed, n=40, d=3, n_pub=6, n_test=7, scale=1.0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n + n_pub + n_test, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    X[: n // 3] *= scale   # some rows longer than the norm bound
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=len(X))
-    meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std())}
-    return Split(X[:n], y[:n], X[n:n + n_pub], y[n:n + n_pub], X[n + n_pub:], y[n + n_pub:], meta)
 
 
 def _splits():
@@ -34,22 +22,6 @@ def _splits():
     nan.X_private[3, 1] = np.nan
     return [_split(1, scale=3.0), _split(2, n=0), _split(3, n=17), _split(4, d=2), _split(5, n=55, n_pub=3),
             _split(6, n=1), nan, _split(8, n=30, n_pub=0), _split(9, n=25, d=5), _split(10, n=25, d=5, n_pub=2)]
-
-
-def _ledgers(k, secure=False):
-    return [PrivacyLedger(SecureNoise() if secure else np.random.default_rng(100 + i)) for i in range(k)]
-
-
-def _same(a, b):
-    if isinstance(a, dict):
-        assert list(a) == list(b)
-        for k in a:
-            _same(a[k], b[k])
-    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.tobytes() == b.tobytes()
-    else:
-        assert type(a) is type(b) and repr(a) == repr(b)
 
 
 def _same_output(one, o):

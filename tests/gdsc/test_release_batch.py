@@ -9,48 +9,17 @@ import pytest
 from dpexp.families.gdsc.algorithms.narplr import NoiseAwareRPLR
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.models.intervals import gaussian_intervals, gaussian_intervals_many
-from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
-from dpexp.privacy.noise import SecureNoise
-from dpexp.types import Split
+from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 EXPLICIT = dict(p1=0.35, p2=0.6, p3=0.05, omega_x=1.3, omega_y=0.9)
 
 
-def _split(seed, n=40, d=3, n_pub=6, n_test=7):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n + n_pub + n_test, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=len(X))
-    meta = {"sigma_x": float(X.std()), "sigma_y": float(y.std())}
-    return Split(X[:n], y[:n], X[n:n + n_pub], y[n:n + n_pub], X[n + n_pub:], y[n + n_pub:], meta)
-
-
 def _splits():
     """Varying n (one split without private rows), one with d = 2 among d = 3 ones."""
     return [_split(1), _split(2, n=0), _split(3, n=17), _split(4, d=2), _split(5, n=55, n_pub=3), _split(6, n=1)]
-
-
-def _ledgers(k, secure=False):
-    return [PrivacyLedger(SecureNoise() if secure else np.random.default_rng(100 + i)) for i in range(k)]
-
-
-def _same(a, b):
-    if isinstance(a, dict):
-        assert list(a) == list(b)
-        for k in a:
-            _same(a[k], b[k])
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            _same(x, y)
-    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.shape == b.shape and a.tobytes() == b.tobytes()
-    else:
-        assert type(a) is type(b) and repr(a) == repr(b)
 
 
 @pytest.mark.parametrize("trials", [1, 3])
