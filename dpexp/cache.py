@@ -7,6 +7,8 @@ change how fast a run is, never what it computes; results never depend on it.
   files, tuned thresholds, the resolved experiment of a worker process...  A memo may be bounded (``maxsize``:
   least recently used entries go first).  ``memo_for(namespace, obj, key, compute)`` keys by an object's identity
   and holds the object, so its id cannot be reused while the entry lives (e.g. terms computed once per split);
+  ``memo_objects(namespace, objs, key, compute)`` keys by the identities of several objects and holds them (e.g. the
+  predictions of a group of cells, shared by two metrics);
   ``memo_array(namespace, arr, key, compute)`` keys by an array's *content* (shape, dtype and a 128-bit digest of
   its bytes), so equal arrays of different splits share the entry (e.g. one drug's test responses, the same for
   every size of the grid).
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import operator
 import os
 import sys
 import tempfile
@@ -105,6 +108,17 @@ def memo_for(namespace: str, obj: Any, key: Hashable, compute: Callable[[], T], 
     lists of arrays); the entry holds ``obj``, so its id is not reused while the entry lives."""
     held, value = memo(namespace, (id(obj), key), lambda: (obj, compute()), maxsize)
     if held is not obj:  # cannot happen while the entry holds obj; kept as a guard
+        value = compute()
+    return value
+
+
+def memo_objects(namespace: str, objs: tuple, key: Hashable, compute: Callable[[], T],
+                 maxsize: int | None = None) -> T:
+    """``memo`` keyed by the identities of the objects ``objs`` (a tuple, in order; plus ``key``): e.g. the
+    predictions of a group of cells, shared by the metrics that score them.  The entry holds the objects, so their
+    ids cannot be reused while it lives."""
+    held, value = memo(namespace, (tuple(map(id, objs)), key), lambda: (objs, compute()), maxsize)
+    if len(held) != len(objs) or not all(map(operator.is_, held, objs)):  # cannot happen: kept as a guard
         value = compute()
     return value
 

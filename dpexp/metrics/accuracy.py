@@ -54,6 +54,13 @@ def average_ranks(A: np.ndarray) -> np.ndarray:
             r = np.empty((1, n))
             r[0, order1] = np.arange(1.0, n + 1.0)
             return r
+    return sorted_ranks(A)[2]
+
+
+def sorted_ranks(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(order, starts, ranks) of every row of ``A`` (m, n): the stable ``argsort``, the flags of the sorted
+    positions that start a new value (None when no row has ties) and ``average_ranks``'s values."""
+    m, n = A.shape
     order = np.argsort(A, axis=1, kind="stable")
     s = np.take_along_axis(A, order, axis=1)
     starts = np.ones((m, n), dtype=bool)
@@ -61,14 +68,14 @@ def average_ranks(A: np.ndarray) -> np.ndarray:
     ranks = np.empty((m, n))
     if starts.all():  # no ties (the usual case for real-valued predictions): ranks are the sorted positions
         np.put_along_axis(ranks, order, np.broadcast_to(np.arange(1.0, n + 1.0), (m, n)), axis=1)
-        return ranks
+        return order, None, ranks
     pos = np.broadcast_to(np.arange(n), (m, n))
     ends = np.ones((m, n), dtype=bool)
     ends[:, :-1] = starts[:, 1:]
     first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
     last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
     np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
-    return ranks
+    return order, starts, ranks
 
 
 @register_metric
@@ -83,18 +90,43 @@ class Spearman(Metric):
         return float(np.mean(spearman_rows(output.predictions, split.y_test)))
 
     def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
-        """All cells at once, grouped by prediction shape (cells with non-finite predictions one by one).
+        """All cells at once: one-trial cells per group of equal test responses (``dpexp.metrics.cells``, ranked
+        once and shared with the other rank metrics), the others grouped by prediction shape, a cell with
+        non-finite predictions on its own.
 
         Bit-identical to one cell at a time: ranks and their centred sums are multiples of ½ below 2⁵³, so every sum
-        is exact whatever its order; only the final sqrt and division round, elementwise as before."""
+        (and the product with the responses' centred ranks) is exact whatever its order; only the final sqrt and
+        division round, elementwise as before."""
+        from dpexp.metrics.cells import response_groups
+
         vals: list[float] = [0.0] * len(outputs)
+        table = response_groups(outputs, splits)
+        for g in table.groups:
+            for k in g.nonfinite:
+                vals[k] = self(outputs[k], splits[k])
+            if not g.cells or g.P.shape[1] < 2:
+                continue                                       # fewer than 2 points: 0
+            rt, tt = cache.memo_array("metrics.spearman_truth", g.y, None, lambda y=g.y: _centred_ranks(y),
+                                      maxsize=512)
+            rp = g.ranks - g.ranks.mean(axis=1, keepdims=True)
+            den = np.sqrt((rp * rp).sum(axis=1) * tt)
+            num = rp @ rt
+            rho = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -1.0, 1.0)
+            for k, v in zip(g.cells, rho.tolist()):
+                vals[k] = v
+        self._many_by_shape(outputs, splits, table.other, vals)
+        return vals
+
+    def _many_by_shape(self, outputs: list[Output], splits: list[Split], cells: list[int],
+                       vals: list[float]) -> None:
+        """The cells ``cells`` (several trials, or unusual arrays) grouped by prediction shape, into ``vals``."""
         groups: dict[tuple[int, ...], list[int]] = {}
-        for k, o in enumerate(outputs):
-            P = o.predictions
+        for k in cells:
+            P = outputs[k].predictions
             if isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[1] >= 2:
                 groups.setdefault(P.shape, []).append(k)
             else:
-                vals[k] = self(o, splits[k])
+                vals[k] = self(outputs[k], splits[k])
         terms_of: dict[int, tuple[np.ndarray, float]] = {}   # id(y_test) -> its terms: each array hashed once here
         for (t, n), ks in groups.items():
             P = np.stack([outputs[k].predictions for k in ks]).reshape(len(ks) * t, n)
@@ -123,7 +155,6 @@ class Spearman(Metric):
             rho = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -1.0, 1.0)
             for k, v in zip(ks, rho.reshape(len(ks), t).mean(axis=1)):
                 vals[k] = float(v)
-        return vals
 
 
 @register_metric

@@ -17,6 +17,12 @@ def _requested(split: Split, key: str, actual: int) -> float:
     return float(req.get(key, actual))
 
 
+def _requested_many(splits: list[Split], key: str, rows: str) -> list[float]:
+    """``_requested`` of every split (``rows``: the attribute whose length is the actual size), without a method
+    call per cell."""
+    return [float((s.meta.get("n_requested") or {}).get(key, len(getattr(s, rows)))) for s in splits]
+
+
 @register_metric
 class NPrivateRequested(Metric):
     """The n_private the config asked for (a dataset may drop rows per subset — GDSC drops untested lines per
@@ -28,6 +34,9 @@ class NPrivateRequested(Metric):
     def __call__(self, output: Output, split: Split) -> float:
         return _requested(split, "n_private", len(split.y_private))
 
+    def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
+        return _requested_many(splits, "n_private", "y_private")
+
 
 @register_metric
 class NPublicRequested(Metric):
@@ -38,3 +47,6 @@ class NPublicRequested(Metric):
 
     def __call__(self, output: Output, split: Split) -> float:
         return _requested(split, "n_public", len(split.y_public))
+
+    def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
+        return _requested_many(splits, "n_public", "y_public")

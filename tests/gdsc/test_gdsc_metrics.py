@@ -52,3 +52,111 @@ def test_wpc_metric_uses_meta_sd_and_trials():
     # cached response terms give the same value on a second algorithm's output
     assert WPC()(Output(predictions=preds), split) == pytest.approx(v)
     assert WPC()(Output(predictions=np.ones((1, 40))), split) == 0.0   # all ties: pc = 1/2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# batched scoring (Metric.many) against one cell at a time, to the bit
+# ---------------------------------------------------------------------------------------------------------------
+def _shared_response_cells(seed: int):
+    """Cells of a few 'drugs': each drug's cells share test responses (the same array, or an equal copy as a new
+    split of another size would hold), with ties, constant and non-finite predictions, several trials, and a
+    drug with more than 127 test rows (int16 codes)."""
+    rng = np.random.default_rng(seed)
+    outs, splits = [], []
+    for drug, n in enumerate([3, 40, 91, 100, 130, 2]):
+        y = rng.normal(size=n) if drug % 2 else np.round(rng.normal(size=n), 1)     # tied responses too
+        meta = {"y_sd": float(rng.uniform(0.5, 2))} if drug != 1 else {}
+        if drug % 2:
+            meta["n_requested"] = {"n_private": 10 * drug, "n_public": drug}
+        for c in range(12):
+            P = rng.normal(size=(1, n)) if c % 4 else np.round(rng.normal(size=(1, n)), 1)
+            if c == 5:
+                P[0, -1] = np.nan
+            if c == 6:
+                P[:] = -0.0 if drug % 2 else 2.0
+            if c == 7:
+                P = rng.normal(size=(3, n))
+            yc = y if c % 3 else y.copy()
+            X = np.zeros((n, 1))
+            splits.append(Split(X[:c], yc[:c], X[:2], yc[:2], X, yc, dict(meta)))
+            outs.append(Output(predictions=P))
+    order = rng.permutation(len(outs))                      # drugs interleaved
+    return [outs[i] for i in order], [splits[i] for i in order]
+
+
+@pytest.mark.parametrize("name", ["spearman", "wpc", "n_private_requested", "n_public_requested"])
+def test_many_equals_one_cell_at_a_time_with_shared_responses(name):
+    from dpexp import registry
+
+    registry.load_all()
+    metric = registry.get("metric", name)()
+    for seed in range(2):
+        outs, splits = _shared_response_cells(seed)
+        one = [float(metric(o, s)) for o, s in zip(outs, splits)]
+        assert [repr(v) for v in metric.many(outs, splits)] == [repr(v) for v in one]
+        assert any(v != 0.0 for v in one)
+
+
+def test_wpc_many_without_the_batched_sum_equals_one_cell_at_a_time(monkeypatch):
+    from dpexp.families.gdsc import metrics
+
+    outs, splits = _shared_response_cells(3)
+    one = [float(WPC()(o, s)) for o, s in zip(outs, splits)]
+    monkeypatch.setattr(metrics, "batched_gamma_exact", lambda: False)
+    assert [repr(v) for v in WPC().many(outs, splits)] == [repr(v) for v in one]
+
+
+@pytest.mark.parametrize("n", [3, 8, 17, 90, 91, 100, 127, 128, 150])
+def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
+    from dpexp.families.gdsc.metrics import _gamma_one, _response_terms, batched_gamma
+
+    rng = np.random.default_rng(n)
+    a = _response_terms(rng.normal(size=n), 0.9)[0]
+    P = rng.normal(size=(7, n))
+    P[2] = np.round(P[2], 1)                                 # ties
+    P[3] = 1.0                                               # all ties: Γ = 0
+    P[4, :2] = [5e-324, -5e-324]                             # distinct subnormals still order
+    for rows in (P, P[:1]):
+        got = batched_gamma(a, rows)
+        assert [v.hex() for v in got.tolist()] == [_gamma_one(a, p).hex() for p in rows]
+    assert batched_gamma(a, P)[3] == 0.0
+
+
+def test_batched_sum_is_exact_in_this_numpy():
+    # the einsum order of one stacked call equals one call per cell for this build (else many scores per cell)
+    from dpexp.families.gdsc.metrics import batched_gamma_exact
+
+    assert batched_gamma_exact() is True
+
+
+def test_ranks_and_codes_order_ties_and_widths():
+    from dpexp.metrics.accuracy import average_ranks
+    from dpexp.metrics.cells import ranks_and_codes
+
+    rng = np.random.default_rng(0)
+    for n in (1, 5, 127, 128):
+        A = rng.normal(size=(4, n))
+        A[1] = np.round(A[1])
+        A[2, : n // 2] = 0.0
+        A[2, n // 2:] = -0.0                                 # -0 ties with 0
+        ranks, codes = ranks_and_codes(A)
+        assert np.array_equal(ranks, average_ranks(A))
+        assert codes.dtype == (np.int8 if n <= 127 else np.int16)
+        s_codes = np.sign(codes[:, :, None].astype(int) - codes[:, None, :])
+        assert np.array_equal(s_codes, np.sign(A[:, :, None] - A[:, None, :]))
+        assert codes.min() == 0 and np.all(codes.max(axis=1) == [len(np.unique(r)) - 1 for r in A])
+
+
+def test_response_groups_by_values_shared_by_two_metrics():
+    from dpexp.metrics.cells import response_groups
+
+    outs, splits = _shared_response_cells(1)
+    t = response_groups(outs, splits)
+    assert response_groups(list(outs), list(splits)) is t                   # same objects: computed once
+    assert len(t.groups) == 6                                              # one per drug, copies merged
+    assert sorted([k for g in t.groups for k in g.cells + g.nonfinite] + t.other) == list(range(len(outs)))
+    assert len(t.other) == 6                                               # the three-trial cells
+    for g in t.groups:
+        assert all(np.array_equal(splits[k].y_test, g.y) for k in g.cells)
+        assert np.array_equal(g.P, np.concatenate([outs[k].predictions for k in g.cells]))
+        assert all(not np.isfinite(outs[k].predictions).all() for k in g.nonfinite)

@@ -28,6 +28,7 @@ from scipy import special
 
 from dpexp import cache
 from dpexp.components import Metric
+from dpexp.metrics.cells import ranks_and_codes, response_groups
 from dpexp.registry import register_metric
 from dpexp.types import Output, Split
 
@@ -46,8 +47,12 @@ def pc_index(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
 def pc_null_sd(y: np.ndarray, sd: float) -> float:
     """Standard deviation of the pc-index under uniformly random orderings of distinct predictions (exact)."""
     y = np.asarray(y, dtype=float)
-    n = y.size
-    a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+    return _null_sd(0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd)))
+
+
+def _null_sd(a: np.ndarray) -> float:
+    """``pc_null_sd`` from the response terms a_ij (n × n)."""
+    n = a.shape[0]
     A2 = float(np.sum(a**2))
     A3 = float(np.sum(a.sum(axis=1) ** 2))
     B2 = n * (n - 1.0)
@@ -58,8 +63,10 @@ def pc_null_sd(y: np.ndarray, sd: float) -> float:
 
 
 def _response_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray, float]:
-    """The response-only terms (a_ij, sd_null) of ``y``."""
-    return 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd)), pc_null_sd(y, sd)
+    """The response-only terms (a_ij, sd_null) of ``y`` (a_ij computed once for both)."""
+    y = np.asarray(y, dtype=float)
+    a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+    return a, _null_sd(a)
 
 
 def _defined_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray | None, float]:
@@ -97,30 +104,75 @@ class WPC(Metric):
         return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split))))
 
     def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
-        """Every cell of a group; a cell with one trial of finite predictions (nearly all) takes a short path with
-        the same arithmetic as ``standardised_pc`` — the same sign matrix and ``einsum`` call, the scalar steps in
-        Python floats (IEEE doubles, as numpy's) — so the values equal ``__call__``'s to the bit."""
-        vals: list[float] = []
-        terms_of: dict[tuple[int, float], tuple[np.ndarray | None, float]] = {}   # each response array hashed once
-        for o, s in zip(outputs, splits):
-            P = o.predictions
-            if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype == float):
-                vals.append(self(o, s))
+        """Every cell of a group: the one-trial cells per group of equal test responses (a drug's algorithms,
+        budgets and sizes; ``dpexp.metrics.cells``, ranked once and shared with spearman) scored together
+        (``batched_gamma``), the others one by one.  The values equal ``__call__``'s to the bit: Γ is the same
+        ``einsum`` reduction of each cell's sign matrix (checked once per process, ``batched_gamma_exact``;
+        otherwise Γ one cell at a time) and the scalar steps are the same IEEE operations, elementwise."""
+        vals: list[float] = [0.0] * len(outputs)
+        table = response_groups(outputs, splits)
+        batched = batched_gamma_exact()
+        for k in table.other:
+            vals[k] = self(outputs[k], splits[k])
+        for g in table.groups:                       # non-finite predictions score 0 (vals' default)
+            if not g.cells:
                 continue
-            y, sd = s.y_test, _sd(s)
-            got = terms_of.get((id(y), sd))
-            if got is None:
-                got = terms_of[(id(y), sd)] = cache.memo_array("gdsc.wpc_terms", y, float(sd),
-                                                               lambda: _defined_terms(y, sd), maxsize=512)
-            a, sn = got
-            if a is None or sn <= 0 or not np.isfinite(P).all():
-                vals.append(0.0)
-                continue
-            n = a.shape[0]
-            b = np.sign(P[:, :, None] - P[:, None, :])
-            g = float(np.einsum("ij,tij->t", a, b)[0])
-            vals.append((0.5 + g / (n * (n - 1.0)) - 0.5) / sn)
+            by_sd: dict[float, list[int]] = {}       # the drug's σ_y: one value per group in practice
+            for r, k in enumerate(g.cells):
+                by_sd.setdefault(_sd(splits[k]), []).append(r)
+            for sd, rows in by_sd.items():
+                a, sn = cache.memo_array("gdsc.wpc_terms", g.y, float(sd), lambda: _defined_terms(g.y, sd),
+                                         maxsize=512)
+                if a is None or sn <= 0:
+                    continue                         # undefined: 0
+                one = len(rows) == len(g.cells)
+                if batched and g.codes is not None:
+                    gam = batched_gamma(a, g.codes if one else g.codes[rows], codes=True)
+                else:
+                    gam = np.array([_gamma_one(a, g.P[r]) for r in rows])
+                n = a.shape[0]
+                z = (0.5 + gam / (n * (n - 1.0)) - 0.5) / sn
+                for r, v in zip(rows, z.tolist()):
+                    vals[g.cells[r]] = v
         return vals
+
+
+def batched_gamma(a: np.ndarray, P: np.ndarray, codes: bool = False) -> np.ndarray:
+    """Γ = Σ_ij a_ij sign(p_i − p_j) of every row of ``P`` (k, n) (finite; ``codes``: ``P`` already holds the
+    rows' integer codes, ``dpexp.metrics.cells.ranks_and_codes``) against one response matrix ``a``: one ``einsum``
+    over the stacked sign matrices, built in small integers from the codes (1 byte up to 127 columns).  The sign
+    matrix is -1/0/1, so the values the reduction sees are those of ``np.sign`` of the differences."""
+    k, n = P.shape
+    c = P if codes else ranks_and_codes(P)[1]
+    S = np.subtract(c[:, :, None], c[:, None, :])
+    np.sign(S, out=S)
+    return np.einsum("f,kf->k", a.reshape(-1), S.reshape(k, n * n))
+
+
+def _gamma_one(a: np.ndarray, p: np.ndarray) -> float:
+    """Γ of one row as ``standardised_pc`` computes it (its sign matrix and ``einsum`` call)."""
+    return float(np.einsum("ij,tij->t", a, np.sign(p[None, :, None] - p[None, None, :]))[0])
+
+
+def batched_gamma_exact() -> bool:
+    """Whether ``batched_gamma`` equals one cell at a time to the bit in this process (numpy's ``einsum`` fixes
+    the summation order of Γ per call: this build's order for one stacked call is checked once, on fixed probe
+    rows of several lengths, ties and one row included; memoised per numpy version)."""
+    return cache.memo("gdsc.wpc_batched_exact", np.__version__, _probe_batched_gamma)
+
+
+def _probe_batched_gamma() -> bool:
+    for n in (3, 8, 17, 64, 90, 91, 97, 100, 130):
+        x = np.arange(n, dtype=float)
+        y = np.sin(1.7 * x) + 0.01 * x
+        a = _response_terms(y, 0.7)[0]
+        P = np.vstack([np.cos(0.3 * x * (r + 1)) * (r + 2) for r in range(4)] + [np.round(np.sin(x) * 2)])
+        for rows in (P, P[:1]):
+            got = batched_gamma(a, rows)
+            want = [_gamma_one(a, p) for p in rows]
+            if [float(v).hex() for v in got] != [float(v).hex() for v in want]:
+                return False
+    return True
 
 
 def _sd(split: Split) -> float:

@@ -1,0 +1,101 @@
+"""The cells of one metric call grouped by their test responses, shared by the metrics that rank predictions.
+
+The runner scores a chunk's cells with every metric's ``many`` (``dpexp.runner._metric_table``); the algorithms,
+budgets and sizes of one drug share its test responses.  ``response_groups(outputs, splits)`` groups the cells with
+one trial of float predictions by the *values* of their test responses, stacks each group's predictions (k, n) and
+ranks them once (one ``argsort``): average ranks (Spearman) and dense integer codes (the sign matrices of the wpc
+index).  It is memoised by the identities of the predictions and responses (``dpexp.cache.memo_objects``), so the
+two metrics that use it in one call of the runner share it.  Values are unchanged: the ranks are the ones each
+metric computed on its own (``average_ranks``), and every metric still scores each cell with its own arithmetic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpexp import cache
+
+
+@dataclass
+class ResponseGroup:
+    """Cells whose test responses have equal values (``y`` is one of their arrays)."""
+
+    y: np.ndarray
+    cells: list[int] = field(default_factory=list)       # positions (in the call's lists) of the finite rows
+    nonfinite: list[int] = field(default_factory=list)   # cells with a non-finite prediction
+    P: np.ndarray | None = None                          # (len(cells), n) their predictions
+    ranks: np.ndarray | None = None                      # (len(cells), n) average ranks, 1-based (ties: mean)
+    codes: np.ndarray | None = None                      # (len(cells), n) int16 dense ranks (None if n > 32767)
+
+
+@dataclass
+class CellTable:
+    groups: list[ResponseGroup]
+    other: list[int]    # cells that are not one trial of float predictions matching their responses
+
+
+def response_groups(outputs: list[Any], splits: list[Any]) -> CellTable:
+    """The ``CellTable`` of a metric call (module docstring); memoised by the objects' identities (2 entries)."""
+    preds = tuple(getattr(o, "predictions", None) for o in outputs)
+    ys = tuple(getattr(s, "y_test", None) for s in splits)
+    return cache.memo_objects("metrics.response_groups", preds + ys, len(preds), lambda: _table(preds, ys),
+                              maxsize=2)
+
+
+def _table(preds: tuple, ys: tuple) -> CellTable:
+    by_id: dict[int, ResponseGroup] = {}      # id(y) -> its group (each response array hashed once)
+    by_value: dict[tuple, ResponseGroup] = {}
+    other: list[int] = []
+    for k, (P, y) in enumerate(zip(preds, ys)):
+        if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype.char == "d"
+                and isinstance(y, np.ndarray) and y.ndim == 1 and P.shape[1] == y.shape[0]):
+            other.append(k)
+            continue
+        g = by_id.get(id(y))
+        if g is None:
+            key = _content(y)
+            g = by_value.get(key)
+            if g is None:
+                g = by_value[key] = ResponseGroup(y)
+            by_id[id(y)] = g
+        g.cells.append(k)
+    for g in by_value.values():
+        P = np.concatenate([preds[k] for k in g.cells])
+        ok = np.isfinite(P).all(axis=1)
+        if not ok.all():
+            g.nonfinite = [k for k, f in zip(g.cells, ok) if not f]
+            g.cells = [k for k, f in zip(g.cells, ok) if f]
+            P = P[ok]
+        g.P = P
+        if g.cells:
+            g.ranks, g.codes = ranks_and_codes(P)
+    return CellTable(list(by_value.values()), other)
+
+
+def _content(y: np.ndarray) -> tuple:
+    a = np.ascontiguousarray(y)
+    return a.shape, a.dtype.str, hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=16).digest()
+
+
+def ranks_and_codes(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Average ranks (1-based, ties get the mean of their ranks: ``average_ranks``'s values) and dense integer
+    codes (0-based, equal values equal codes; int8 up to 127 columns, else int16, None past 32767) of every row of
+    ``A`` (m, n), from one sort.  sign(c_i − c_j) = sign(a_i − a_j) for finite rows."""
+    from dpexp.metrics.accuracy import sorted_ranks
+
+    m, n = A.shape
+    order, starts, ranks = sorted_ranks(A)
+    if n > 32767:
+        return ranks, None
+    dtype = np.int8 if n <= 127 else np.int16
+    if starts is None:  # no ties: the ranks less one (integers below n)
+        return ranks, (ranks - 1.0).astype(dtype)
+    codes = np.empty((m, n), dtype=dtype)
+    dense = np.cumsum(starts, axis=1, dtype=np.int16)
+    dense -= 1
+    np.put_along_axis(codes, order, dense, axis=1)
+    return ranks, codes
