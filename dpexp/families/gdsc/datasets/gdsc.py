@@ -226,6 +226,51 @@ def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray, X: np.ndarr
     return X, y, sx, sy
 
 
+def drawn_permutation(rng: np.random.Generator, N: int) -> tuple[np.ndarray, str]:
+    """``rng.permutation(N)`` and its digest, memoised by the generator's state (``dpexp.cache``): every drug and
+    size of a repeat draws the same permutation from the same (rewound) stream, so it is drawn once.  The generator
+    is left in the state the draw leaves it in, as if it had drawn; the permutation is read-only (shared)."""
+    key = _state_key(rng)
+    if key is None:   # a generator whose state is not plain data: draw
+        perm = rng.permutation(N)
+        return perm, protocols.digest(perm)
+    perm, dig, after = cache.memo("gdsc.permutation", (N, key), lambda: _draw_permutation(rng, N), maxsize=64)
+    rng.bit_generator.state = after
+    return perm, dig
+
+
+def _draw_permutation(rng: np.random.Generator, N: int) -> tuple[np.ndarray, str, dict]:
+    perm = rng.permutation(N)
+    perm.flags.writeable = False
+    return perm, protocols.digest(perm), rng.bit_generator.state
+
+
+def _state_key(rng: np.random.Generator) -> tuple | None:
+    """A hashable copy of a PCG64-family generator's state (dpexp's streams are PCG64), None for any other."""
+    try:
+        st = rng.bit_generator.state
+        inner = st["state"]
+        key = (st["bit_generator"], inner["state"], inner["inc"], st["has_uint32"], st["uinteger"])
+    except (AttributeError, KeyError, TypeError):
+        return None
+    if len(st) != 4 or len(inner) != 2 or not all(type(v) is int for v in key[1:]):
+        return None
+    return key
+
+
+@dataclass(frozen=True)
+class _DrugRows:
+    """What every size of a drug's split shares in one repeat (``protocol: ours``)."""
+
+    X: np.ndarray               # (N, d) preprocessed rows (shared by all drugs)
+    y: np.ndarray               # (N,) the drug's preprocessed responses
+    sx: float
+    sy: float
+    ref: np.ndarray | None      # centre: public — the lines the means come from (test + public pools)
+    tested: tuple               # each pool's (test, public, private) lines the drug was tested on, in pool order
+    pos: tuple                  # their positions in the pool
+
+
 class GdscView:
     """Public and test rows of one split preprocessed with another number of genes (``view(d)``).
 
@@ -398,27 +443,20 @@ class Gdsc(Dataset):
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
         if sizes.n_public > P:
             raise UserError(f"gdsc: sizes.n_public must be <= public_pool={P}, got {sizes.n_public}")
-        perm = rng.permutation(N)                      # same for every drug: the stream is keyed by repeat only
+        perm, dig = drawn_permutation(rng, N)         # same for every drug: the stream is keyed by repeat only
         pools = (perm[:T], perm[T:T + P], perm[T + P:])
         n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
         if n_priv > len(pools[2]):
             raise UserError(f"gdsc: sizes.n_private must be <= {len(pools[2])} (lines left after the test and "
                             f"public pools), got {n_priv}")
-        has = prep.has[:, j]
-        X, y = prep.X, prep.Y[:, j]
-        sx, sy = float(prep.sigma_x[j]), float(prep.sigma_y[j])
-        ref = None
-        if p.centre == "public":   # the means come from the non-private pools of this repeat (all drugs alike)
-            ref = np.concatenate([pools[0], pools[1]])
-            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref,
-                                     _centred_rows(raw.source, p.d, p.evidence, prep.X_raw, ref))
+        # the drug's rows, centring and σ are the same for every size of the repeat: memoised per (repeat, drug)
+        key = (raw.source, p.d, p.evidence, p.centre, p.missing, T, P, N, dig, j)
+        dr = cache.memo("gdsc.drug_rows", key, lambda: self._drug_rows(raw, prep, j, pools), maxsize=1024)
+        X, y, sx, sy, ref = dr.X, dr.y, dr.sx, dr.sy, dr.ref
         take = []
-        for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
-            if p.missing == "after_split":
-                idx = pool[:n]
-                take.append(idx[has[idx]])
-            else:
-                take.append(pool[has[pool]][:n])
+        for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public, n_priv)):
+            # after_split: the tested lines among the pool's first n; before_split: the pool's first n tested lines
+            take.append(tested[:pos.searchsorted(n)] if p.missing == "after_split" else tested[:n])
         it, iu, iv = take
         meta = {
             "drug": subset,
@@ -430,7 +468,28 @@ class Gdsc(Dataset):
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
             "view": GdscView(e, i, p.evidence, iu, it, ref),
         }
-        return Split(X[iv], y[iv], X[iu], y[iu], X[it], y[it], meta)
+        # take: the rows X[iv] selects, with less overhead
+        return Split(X.take(iv, axis=0), y.take(iv), X.take(iu, axis=0), y.take(iu), X.take(it, axis=0),
+                     y.take(it), meta)
+
+    def _drug_rows(self, raw: _Raw, prep: _Prepared, j: int, pools: tuple) -> _DrugRows:
+        """Drug ``j``'s rows in the repeat of ``pools`` (test, public, private): centred on the test + public
+        pools (``centre: public``) or the dataset-wide preprocessing (``all``)."""
+        p = self.params
+        has = prep.has[:, j]
+        X, y = prep.X, prep.Y[:, j]
+        sx, sy = float(prep.sigma_x[j]), float(prep.sigma_y[j])
+        ref = None
+        if p.centre == "public":   # the means come from the non-private pools of this repeat (all drugs alike)
+            ref = np.concatenate([pools[0], pools[1]])
+            X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref,
+                                     _centred_rows(raw.source, p.d, p.evidence, prep.X_raw, ref))
+        pos = tuple(np.flatnonzero(has[pool]) for pool in pools)
+        tested = tuple(pool[q] for pool, q in zip(pools, pos))
+        y = np.ascontiguousarray(y)   # centre: all gives a column of Y; take (in split) needs a contiguous source
+        for a in pos + tested + (y,):
+            a.flags.writeable = False
+        return _DrugRows(X, y, sx, sy, ref, tested, pos)
 
     def _paper_split(self, subset: str, j: int, sizes: Sizes, rng: np.random.Generator, e: Path, i: Path,
                      raw: _Raw, prep: _Prepared) -> Split:
@@ -438,18 +497,22 @@ class Gdsc(Dataset):
         (memoised), then this drug's tested lines of each."""
         p = self.params
         N = prep.X.shape[0]
-        perm = rng.permutation(N)                      # same for every drug: the stream is keyed by repeat only
+        perm, dig = drawn_permutation(rng, N)         # same for every drug: the stream is keyed by repeat only
         train = N - p.test_pool
         n_priv = sizes.n_private
         if n_priv < 0:   # "all": every line before the public ones (python) or after them (matlab)
             n_priv = p.public_start if p.protocol == "python" else train - sizes.max_public
         sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
                                        perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool, p.public_start,
-                                       sizes.max_public)
-        has = prep.has[:, j]
-        keep = [has[idx] for idx in sets.index]        # the drug's tested lines of each set, after normalising
+                                       sizes.max_public, dig)
+        # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
+        n_sets = (sizes.n_test, sizes.n_public, n_priv)
+        key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
+        seqs = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
+                          maxsize=1024)
+        keep = [has[:n] for (has, _), n in zip(seqs, n_sets)]                      # masks over each set
+        kt, ku, kv = (pos[:pos.searchsorted(n)] for (_, pos), n in zip(seqs, n_sets))   # their positions
         (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
-        kt, ku, kv = keep
         meta = {
             "drug": subset,
             "protocol": p.protocol,
@@ -460,11 +523,26 @@ class Gdsc(Dataset):
             "y_sd": float(prep.sigma_y[j]),
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt, raw_genes),
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], keep[1], keep[0],
+                                           raw_genes),
         }
         if p.protocol == "matlab":
-            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, keep, j, p.test_pool, perm)
-        return Split(Xv[kv], Yv[kv, j], Xu[ku], Yu[ku, j], Xt[kt], Yt[kt, j], meta)
+            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, [kt, ku, kv], j, p.test_pool, perm, dig)
+        # positions of a mask's True entries select what the mask selects (take: the same rows, less overhead)
+        return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu.take(ku, axis=0), Yu[:, j].take(ku),
+                     Xt.take(kt, axis=0), Yt[:, j].take(kt), meta)
+
+    def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> tuple:
+        """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it and the
+        positions of its tested lines (read-only)."""
+        p = self.params
+        out = []
+        for seq in protocols.fold_sequences(p.protocol, perm, p.test_pool, p.public_start, max_public, dig):
+            has = prep.has[seq, j]
+            pos = np.flatnonzero(has)
+            has.flags.writeable = pos.flags.writeable = False
+            out.append((has, pos))
+        return tuple(out)
 
     # ----------------------------------------------------------------------------------------------------------
     # download and build from the official release files

@@ -86,49 +86,78 @@ class ProtocolSets:
     sigma_y: float           # std of the private y of all drugs pooled (nan without private lines)
 
 
-def _digest(perm: np.ndarray) -> str:
+def digest(perm: np.ndarray) -> str:
+    """A short SHA-256 digest of a line permutation or set (the memo keys of a fold)."""
     return hashlib.sha256(np.ascontiguousarray(perm, dtype=np.int64).tobytes()).hexdigest()[:24]
 
 
 def set_indices(protocol: str, perm: np.ndarray, n_test: int, n_public: int, n_private: int, test_pool: int,
-                public_start: int, max_public: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Line indices (test, public, private) of one fold of ``protocol`` (module docstring); errors in one line."""
+                public_start: int, max_public: int, perm_digest: str | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Line indices (test, public, private) of one fold of ``protocol`` (module docstring); errors in one line.
+    Each set is a prefix of its ``fold_sequences`` sequence, so sizes nest."""
     N = perm.size
-    train = perm[test_pool:]
+    train = N - test_pool
     if n_test > test_pool:
         raise UserError(f"gdsc: sizes.n_test must be <= test_pool={test_pool}, got {n_test}")
     if protocol == "python":
-        if public_start + n_public > train.size:
-            raise UserError(f"gdsc protocol python: public_start + n_public must be <= {train.size} training lines, "
+        if public_start + n_public > train:
+            raise UserError(f"gdsc protocol python: public_start + n_public must be <= {train} training lines, "
                             f"got {public_start} + {n_public}")
         if n_private > public_start:
             raise UserError(f"gdsc protocol python: sizes.n_private must be <= public_start={public_start} (the "
                             f"private lines precede the public ones), got {n_private}")
-        return perm[:n_test], train[public_start:public_start + n_public], train[:n_private]
-    if protocol == "matlab":
-        train = np.sort(train)                                   # file order
-        if max_public + n_private > train.size:
-            raise UserError(f"gdsc protocol matlab: n_public + n_private must be <= {train.size} training lines "
+    elif protocol == "matlab":
+        if max_public + n_private > train:
+            raise UserError(f"gdsc protocol matlab: n_public + n_private must be <= {train} training lines "
                             f"(N = {N}, test_pool = {test_pool}), got {max_public} + {n_private}")
-        return perm[:n_test], train[:n_public], train[max_public:max_public + n_private]
-    raise UserError(f"gdsc: protocol must be one of {PROTOCOLS} here, got {protocol!r}")
+    else:
+        raise UserError(f"gdsc: protocol must be one of {PROTOCOLS} here, got {protocol!r}")
+    seq_t, seq_u, seq_v = fold_sequences(protocol, perm, test_pool, public_start, max_public, perm_digest)
+    return seq_t[:n_test], seq_u[:n_public], seq_v[:n_private]
+
+
+def fold_sequences(protocol: str, perm: np.ndarray, test_pool: int, public_start: int, max_public: int,
+                   perm_digest: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The line sequences of one fold whose prefixes are the sets (test, public, private) of every size: python —
+    the permutation's first ``test_pool`` lines, the training permutation from ``public_start``, the training
+    permutation; matlab — the test lines, the training lines in file order, the same from ``max_public``.
+    Memoised per fold (``perm_digest``: ``digest(perm)`` if already known); read-only."""
+    key = (protocol, perm.size, perm_digest or digest(perm), test_pool, public_start, max_public)
+    return cache.memo("gdsc.fold_sequences", key,
+                      lambda: _fold_sequences(protocol, perm, test_pool, public_start, max_public), maxsize=32)
+
+
+def _fold_sequences(protocol: str, perm: np.ndarray, test_pool: int, public_start: int,
+                    max_public: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    train = perm[test_pool:]
+    if protocol == "python":
+        seqs = (perm[:test_pool], train[public_start:], train)
+    else:
+        train = np.sort(train)                                   # file order
+        seqs = (perm[:test_pool], train, train[max_public:])
+    seqs = tuple(np.array(q) for q in seqs)
+    for q in seqs:
+        q.flags.writeable = False
+    return seqs   # type: ignore[return-value]
 
 
 def protocol_sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
                   n_test: int, n_public: int, n_private: int, test_pool: int, public_start: int,
-                  max_public: int) -> ProtocolSets:
+                  max_public: int, perm_digest: str | None = None) -> ProtocolSets:
     """The normalised sets of one fold and size (module docstring), memoised per (data, fold, sizes): every drug of
-    a chunk reuses them."""
-    key = (protocol, source, X_raw.shape, _digest(perm), n_test, n_public, n_private, test_pool, public_start,
-           max_public)
+    a chunk reuses them (``perm_digest``: ``digest(perm)`` if already known)."""
+    dig = perm_digest or digest(perm)
+    key = (protocol, source, X_raw.shape, dig, n_test, n_public, n_private, test_pool, public_start, max_public)
     return cache.memo("gdsc.protocol_sets", key, lambda: _sets(protocol, X_raw, Y_raw, perm, n_test, n_public,
-                                                               n_private, test_pool, public_start, max_public),
+                                                               n_private, test_pool, public_start, max_public,
+                                                               dig),
                       maxsize=32)
 
 
 def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int, n_public: int,
-          n_private: int, test_pool: int, public_start: int, max_public: int) -> ProtocolSets:
-    idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public)
+          n_private: int, test_pool: int, public_start: int, max_public: int, dig: str) -> ProtocolSets:
+    idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public, dig)
     if protocol == "python":
         sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
         Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
@@ -143,16 +172,19 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
 
 
 def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray], j: int,
-             test_pool: int, perm: np.ndarray) -> RawRows:
+             test_pool: int, perm: np.ndarray, perm_digest: str | None = None) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
-    response) and the ranges over all lines (x: every line; y: the drug's lines, centred like the sets)."""
-    it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+    response, as masks or as positions) and the ranges over all lines (x: every line; y: the drug's lines, centred
+    like the sets; ``perm_digest``: ``digest(perm)`` if already known)."""
+    it, iu, iv = (s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep))
     x_min, x_max = cache.memo_for("gdsc.raw_x_range", X_raw, None, lambda: (X_raw.min(axis=0), X_raw.max(axis=0)),
                                   maxsize=8)
     # the same for every size of a fold: memoised per (data, fold, drug)
-    y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (_digest(perm), test_pool, j),
+    y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (perm_digest or digest(perm), test_pool, j),
                                   lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
-    return RawRows(X_raw[iv], X_raw[iu], X_raw[it], x_min, x_max, y_min, y_max)
+    # take needs a contiguous source (X_raw is a column slice of the raw table): one copy per data version
+    Xc = cache.memo_for("gdsc.raw_x_contiguous", X_raw, None, lambda: np.ascontiguousarray(X_raw), maxsize=8)
+    return RawRows(Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0), x_min, x_max, y_min, y_max)
 
 
 def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tuple[float, float]:
@@ -176,7 +208,7 @@ class ProtocolView:
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
         # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
-        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, _digest(lines)),
+        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, digest(lines)),
                              lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
                   for lines in (self.public, self.test))
         return Xu[self.keep_public], Xt[self.keep_test]

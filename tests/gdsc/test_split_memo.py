@@ -1,0 +1,158 @@
+"""The memoised GDSC splits (the repeat's permutation drawn once, per-drug rows and masks shared by every size)
+equal the direct computation of each split to the bit, arrays and meta, on the tiny fixture; the generator is
+left where drawing leaves it."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpexp import cache
+from dpexp.families.gdsc.datasets import protocols
+from dpexp.families.gdsc.datasets.gdsc import Gdsc, centre_on, centre_rows, drawn_permutation
+from dpexp.types import Sizes
+
+FIX = Path(__file__).parent / "fixtures"
+DRUGS = ["Drug_1", "Drug_5", "Drug_1001"]
+
+
+def _direct_ours(ds, subset, sizes, rng):
+    """The split of ``protocol: ours`` computed directly, as before memoisation."""
+    p = ds.params
+    prep = ds._prep()
+    j = prep.drug_index[subset]
+    N, T, P = prep.X.shape[0], p.test_pool, p.public_pool
+    perm = rng.permutation(N)
+    pools = (perm[:T], perm[T:T + P], perm[T + P:])
+    n_priv = len(pools[2]) if sizes.n_private < 0 else sizes.n_private
+    has = prep.has[:, j]
+    X, y, sx, sy = prep.X, prep.Y[:, j], float(prep.sigma_x[j]), float(prep.sigma_y[j])
+    ref = None
+    if p.centre == "public":
+        ref = np.concatenate([pools[0], pools[1]])
+        X, y, sx, sy = centre_on(prep.X_raw, prep.Y_raw[:, j], ref, centre_rows(prep.X_raw, ref))
+    take = []
+    for pool, n in zip(pools, (sizes.n_test, sizes.n_public, n_priv)):
+        if p.missing == "after_split":
+            idx = pool[:n]
+            take.append(idx[has[idx]])
+        else:
+            take.append(pool[has[pool]][:n])
+    it, iu, iv = take
+    return (X[iv], y[iv], X[iu], y[iu], X[it], y[it]), dict(sigma_x=sx, sigma_y=sy, y_sd=sy), (iu, it, ref)
+
+
+def _direct_paper(ds, subset, sizes, rng):
+    """The split of ``protocol: python|matlab`` computed directly (sets normalised anew)."""
+    p = ds.params
+    prep = ds._prep()
+    j = prep.drug_index[subset]
+    N = prep.X.shape[0]
+    perm = rng.permutation(N)
+    n_priv = sizes.n_private
+    if n_priv < 0:
+        n_priv = p.public_start if p.protocol == "python" else N - p.test_pool - sizes.max_public
+    sets = protocols._sets(p.protocol, prep.X_raw, prep.Y_raw, perm, sizes.n_test, sizes.n_public, n_priv,
+                           p.test_pool, p.public_start, sizes.max_public, protocols.digest(perm))
+    has = prep.has[:, j]
+    kt, ku, kv = keep = [has[idx] for idx in sets.index]
+    (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
+    arrays = (Xv[kv], Yv[kv, j], Xu[ku], Yu[ku, j], Xt[kt], Yt[kt, j])
+    raw = None
+    if p.protocol == "matlab":
+        it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+        y_all = prep.Y_raw[:, j] - protocols._column_means(prep.Y_raw[perm[p.test_pool:], j:j + 1])[0]
+        tested = y_all[np.isfinite(y_all)]
+        raw = (prep.X_raw[iv], prep.X_raw[iu], prep.X_raw[it], prep.X_raw.min(axis=0), prep.X_raw.max(axis=0),
+               float(tested.min()), float(tested.max()))
+    meta = dict(sigma_x=sets.sigma_x, sigma_y=sets.sigma_y, y_sd=float(prep.sigma_y[j]))
+    return arrays, meta, (sets.index[1], sets.index[0], ku, kt, raw)
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _fresh_memos():
+    for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
+               "gdsc.protocol_sets", "gdsc.raw_y_range"):
+        cache.clear(ns)
+
+
+def _sizes_grid(max_public, n_test):
+    return [Sizes(n, u, t, 12, max_public, n_test) for n in (-1, 0, 3, 12) for u in (0, max_public)
+            for t in (0, n_test)]
+
+
+@pytest.mark.parametrize("params", [dict(centre="public", missing="after_split"),
+                                    dict(centre="public", missing="before_split"),
+                                    dict(centre="all", missing="after_split"),
+                                    dict(centre="all", missing="before_split")])
+def test_ours_split_equals_the_direct_split(params):
+    _fresh_memos()
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, public_pool=4, **params)
+    for seed in (0, 1):
+        for sizes in _sizes_grid(4, 6):
+            for drug in DRUGS:                        # every drug and size of a repeat: memo hits after the first
+                sp = ds.split(drug, sizes, np.random.default_rng(seed))
+                arrays, meta, (iu, it, ref) = _direct_ours(ds, drug, sizes, np.random.default_rng(seed))
+                got = (sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test, sp.y_test)
+                assert all(_same(g, w) for g, w in zip(got, arrays))
+                assert all(sp.meta[k] == v and type(sp.meta[k]) is type(v) for k, v in meta.items())
+                v = sp.meta["view"]
+                assert _same(v.idx_public, iu) and _same(v.idx_test, it)
+                assert (v.centre_ref is None) == (ref is None) and (ref is None or _same(v.centre_ref, ref))
+                assert sp.meta["n_requested"] == {"n_private": 28 - 6 - 4 if sizes.n_private < 0 else sizes.n_private,
+                                                  "n_public": sizes.n_public, "n_test": sizes.n_test}
+
+
+@pytest.mark.parametrize("protocol", ["python", "matlab"])
+def test_paper_split_equals_the_direct_split(protocol):
+    _fresh_memos()
+    kw = dict(public_start=12) if protocol == "python" else {}
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, protocol=protocol, **kw)
+    for seed in (2, 3):
+        for sizes in [Sizes(n, u, t, 12, 3, 6) for n in (-1, 0, 5, 12) for u in (0, 3) for t in (0, 6)]:
+            for drug in DRUGS:
+                sp = ds.split(drug, sizes, np.random.default_rng(seed))
+                arrays, meta, (pub, test, ku, kt, raw) = _direct_paper(ds, drug, sizes, np.random.default_rng(seed))
+                got = (sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test, sp.y_test)
+                assert all(_same(g, w) for g, w in zip(got, arrays))
+                assert all(sp.meta[k] == v or (np.isnan(v) and np.isnan(sp.meta[k])) for k, v in meta.items())
+                v = sp.meta["view"]
+                assert _same(v.public, pub) and _same(v.test, test)
+                assert _same(v.keep_public, ku) and _same(v.keep_test, kt)
+                Xu, Xt = v(5)
+                assert Xu.shape == (int(ku.sum()), 5) and Xt.shape == (int(kt.sum()), 5)
+                if raw is not None:
+                    r = sp.meta["raw"]
+                    got_raw = (r.X_private, r.X_public, r.X_test, r.x_min, r.x_max, r.y_min, r.y_max)
+                    assert all(_same(g, w) for g, w in zip(got_raw, raw))
+
+
+def test_drawn_permutation_draws_like_the_generator_and_leaves_it_where_drawing_does():
+    cache.clear("gdsc.permutation")
+    for _ in range(2):                                              # a miss, then a hit
+        rng, ref = np.random.default_rng(7), np.random.default_rng(7)
+        perm, dig = drawn_permutation(rng, 28)
+        assert np.array_equal(perm, ref.permutation(28)) and dig == protocols.digest(perm)
+        assert not perm.flags.writeable                             # shared by every split of the repeat
+        assert np.array_equal(rng.random(5), ref.random(5))         # the stream goes on as after the draw
+    rng = np.random.default_rng(7)
+    rng.random()                                                    # another state: another permutation
+    assert not np.array_equal(drawn_permutation(rng, 28)[0], np.random.default_rng(7).permutation(28))
+    other, ref = np.random.Generator(np.random.MT19937(3)), np.random.Generator(np.random.MT19937(3))
+    assert np.array_equal(drawn_permutation(other, 28)[0], ref.permutation(28))   # not memoised: drawn
+    assert np.array_equal(other.random(3), ref.random(3))
+
+
+def test_split_errors_are_unchanged_by_the_memo():
+    from dpexp.errors import UserError
+
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, public_pool=4)
+    ds.split("Drug_1", Sizes(3, 2, 6, 12, 4, 6), np.random.default_rng(0))
+    with pytest.raises(UserError, match="n_private must be <="):
+        ds.split("Drug_1", Sizes(100, 2, 6, 100, 4, 6), np.random.default_rng(0))
+    with pytest.raises(UserError, match="n_test must be <="):
+        ds.split("Drug_1", Sizes(3, 2, 7, 12, 4, 7), np.random.default_rng(0))
