@@ -52,21 +52,33 @@ def _direct_paper(ds, subset, sizes, rng):
     n_priv = sizes.n_private
     if n_priv < 0:
         n_priv = p.public_start if p.protocol == "python" else N - p.test_pool - sizes.max_public
-    sets = protocols._sets(p.protocol, prep.X_raw, prep.Y_raw, perm, sizes.n_test, sizes.n_public, n_priv,
-                           p.test_pool, p.public_start, sizes.max_public, protocols.digest(perm))
+    # the sets as the paths define them (module docstring of protocols), normalised anew
+    T, train = p.test_pool, perm[p.test_pool:]
+    if p.protocol == "python":
+        index = (perm[:sizes.n_test], train[p.public_start:p.public_start + sizes.n_public], train[:n_priv])
+        sets = [protocols.normalise_set(prep.X_raw[i], prep.Y_raw[i]) for i in index]
+        Xs, Ys = [q[0] for q in sets], [q[1] for q in sets]
+    else:
+        trs = np.sort(train)
+        index = (perm[:sizes.n_test], trs[:sizes.n_public], trs[sizes.max_public:sizes.max_public + n_priv])
+        Yc = prep.Y_raw - protocols._column_means(prep.Y_raw[train])[None, :]
+        Xs = [protocols.normalise_set(prep.X_raw[i], None)[0] for i in index]
+        Ys = [Yc[i] for i in index]
+    sigma_x = float(Xs[2].std()) if Xs[2].size else float("nan")
+    sigma_y = float(np.nanstd(Ys[2])) if np.isfinite(Ys[2]).any() else float("nan")
     has = prep.has[:, j]
-    kt, ku, kv = keep = [has[idx] for idx in sets.index]
-    (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
+    kt, ku, kv = keep = [has[idx] for idx in index]
+    (Xt, Xu, Xv), (Yt, Yu, Yv) = Xs, Ys
     arrays = (Xv[kv], Yv[kv, j], Xu[ku], Yu[ku, j], Xt[kt], Yt[kt, j])
     raw = None
     if p.protocol == "matlab":
-        it, iu, iv = (s[k] for s, k in zip(sets.index, keep))
+        it, iu, iv = (s[k] for s, k in zip(index, keep))
         y_all = prep.Y_raw[:, j] - protocols._column_means(prep.Y_raw[perm[p.test_pool:], j:j + 1])[0]
         tested = y_all[np.isfinite(y_all)]
         raw = (prep.X_raw[iv], prep.X_raw[iu], prep.X_raw[it], prep.X_raw.min(axis=0), prep.X_raw.max(axis=0),
                float(tested.min()), float(tested.max()))
-    meta = dict(sigma_x=sets.sigma_x, sigma_y=sets.sigma_y, y_sd=float(prep.sigma_y[j]))
-    return arrays, meta, (sets.index[1], sets.index[0], ku, kt, raw)
+    meta = dict(sigma_x=sigma_x, sigma_y=sigma_y, y_sd=float(prep.sigma_y[j]))
+    return arrays, meta, (index[1], index[0], ku, kt, raw)
 
 
 def _same(a, b):
@@ -76,7 +88,7 @@ def _same(a, b):
 
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
-               "gdsc.protocol_sets", "gdsc.raw_y_range"):
+               "gdsc.protocol_sets", "gdsc.raw_y_range", "gdsc.raw_x", "gdsc.matlab_centred_y"):
         cache.clear(ns)
 
 

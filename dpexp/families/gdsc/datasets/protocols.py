@@ -161,8 +161,9 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
     if protocol == "python":
         sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
         Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
-    else:   # matlab: responses centred over all training lines, x per set
-        Yc = Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :]
+    else:   # matlab: responses centred over all training lines (the same for every size of a fold), x per set
+        Yc = cache.memo_for("gdsc.matlab_centred_y", Y_raw, (dig, test_pool),
+                            lambda: Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :], maxsize=4)
         Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
         Ys = [Yc[i] for i in idx]
     Xp, Yp = Xs[2], Ys[2]
@@ -177,13 +178,13 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
     response, as masks or as positions) and the ranges over all lines (x: every line; y: the drug's lines, centred
     like the sets; ``perm_digest``: ``digest(perm)`` if already known)."""
     it, iu, iv = (s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep))
-    x_min, x_max = cache.memo_for("gdsc.raw_x_range", X_raw, None, lambda: (X_raw.min(axis=0), X_raw.max(axis=0)),
-                                  maxsize=8)
+    # per data version: the ranges, and a contiguous copy of X_raw (a column slice of the raw table) for take
+    Xc, x_min, x_max = cache.memo_for("gdsc.raw_x", X_raw, None, lambda: (np.ascontiguousarray(X_raw),
+                                                                          X_raw.min(axis=0), X_raw.max(axis=0)),
+                                      maxsize=8)
     # the same for every size of a fold: memoised per (data, fold, drug)
     y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (perm_digest or digest(perm), test_pool, j),
                                   lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
-    # take needs a contiguous source (X_raw is a column slice of the raw table): one copy per data version
-    Xc = cache.memo_for("gdsc.raw_x_contiguous", X_raw, None, lambda: np.ascontiguousarray(X_raw), maxsize=8)
     return RawRows(Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0), x_min, x_max, y_min, y_max)
 
 
