@@ -11,7 +11,7 @@ change how fast a run is, never what it computes; results never depend on it.
   predictions of a group of cells, shared by two metrics);
   ``memo_array(namespace, arr, key, compute)`` keys by an array's *content* (shape, dtype and a 128-bit digest of
   its bytes), so equal arrays of different splits share the entry (e.g. one drug's test responses, the same for
-  every size of the grid).
+  every size of the grid); ``array_key(arr)`` is that content key, for callers that look several entries up by it.
 * **Disk caches** — ``stored(namespace, name, compute)``: a JSON-able result kept in memory and in one file
   ``<cache_dir(namespace)>/<name>.json`` (atomic write, exclusive ``fcntl`` lock per entry, so when two processes
   need the same entry one computes it and the other waits and reads it).
@@ -134,6 +134,19 @@ def memo_array(namespace: str, arr: Any, key: Hashable, compute: Callable[[], T]
     a = np.ascontiguousarray(arr)
     digest = hashlib.blake2b(a.view(np.uint8).reshape(-1) if a.size else b"", digest_size=16).digest()
     return memo(namespace, (a.shape, a.dtype.str, digest, key), compute, maxsize)
+
+
+def array_key(arr: Any) -> tuple:
+    """The content key ``memo_array`` uses for ``arr`` (shape, dtype, BLAKE2b-128 digest of its bytes): computed
+    once, ``memo(namespace, (*array_key(arr), key), ...)`` is the entry ``memo_array(namespace, arr, key, ...)``
+    would use."""
+    import hashlib
+
+    import numpy as np
+
+    a = np.ascontiguousarray(arr)
+    digest = hashlib.blake2b(a.view(np.uint8).reshape(-1) if a.size else b"", digest_size=16).digest()
+    return (a.shape, a.dtype.str, digest)
 
 
 def clear(namespace: str | None = None) -> None:

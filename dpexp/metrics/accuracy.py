@@ -106,8 +106,8 @@ class Spearman(Metric):
                 vals[k] = self(outputs[k], splits[k])
             if not g.cells or g.P.shape[1] < 2:
                 continue                                       # fewer than 2 points: 0
-            rt, tt = cache.memo_array("metrics.spearman_truth", g.y, None, lambda y=g.y: _centred_ranks(y),
-                                      maxsize=512)
+            rt, tt = cache.memo("metrics.spearman_truth", (*g.key, None), lambda y=g.y: _centred_ranks(y),
+                                maxsize=512)                  # = memo_array(..., g.y, None, ...): hashed once
             rp = g.ranks - g.ranks.mean(axis=1, keepdims=True)
             den = np.sqrt((rp * rp).sum(axis=1) * tt)
             num = rp @ rt

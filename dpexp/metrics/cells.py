@@ -2,16 +2,15 @@
 
 The runner scores a chunk's cells with every metric's ``many`` (``dpexp.runner._metric_table``); the algorithms,
 budgets and sizes of one drug share its test responses.  ``response_groups(outputs, splits)`` groups the cells with
-one trial of float predictions by the *values* of their test responses, stacks each group's predictions (k, n) and
-ranks them once (one ``argsort``): average ranks (Spearman) and dense integer codes (the sign matrices of the wpc
-index).  It is memoised by the identities of the predictions and responses (``dpexp.cache.memo_objects``), so the
+one trial of real-valued predictions (as floats) by the *values* of their test responses, stacks each group's
+predictions (k, n) and ranks them once (one ``argsort``): average ranks (Spearman) and dense integer codes (the sign
+matrices of the wpc index).  It is memoised by the identities of the predictions and responses (``dpexp.cache.memo_objects``), so the
 two metrics that use it in one call of the runner share it.  Values are unchanged: the ranks are the ones each
 metric computed on its own (``average_ranks``), and every metric still scores each cell with its own arithmetic.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +24,7 @@ class ResponseGroup:
     """Cells whose test responses have equal values (``y`` is one of their arrays)."""
 
     y: np.ndarray
+    key: tuple                                           # dpexp.cache.array_key(y): memo keys of its terms
     cells: list[int] = field(default_factory=list)       # positions (in the call's lists) of the finite rows
     nonfinite: list[int] = field(default_factory=list)   # cells with a non-finite prediction
     P: np.ndarray | None = None                          # (len(cells), n) their predictions
@@ -35,36 +35,51 @@ class ResponseGroup:
 @dataclass
 class CellTable:
     groups: list[ResponseGroup]
-    other: list[int]    # cells that are not one trial of float predictions matching their responses
+    other: list[int]    # cells that are not one trial of real predictions matching their responses
 
 
 def response_groups(outputs: list[Any], splits: list[Any]) -> CellTable:
     """The ``CellTable`` of a metric call (module docstring); memoised by the objects' identities (2 entries)."""
-    preds = tuple(getattr(o, "predictions", None) for o in outputs)
-    ys = tuple(getattr(s, "y_test", None) for s in splits)
+    try:
+        preds = tuple([o.predictions for o in outputs])
+        ys = tuple([s.y_test for s in splits])
+    except AttributeError:
+        preds = tuple([getattr(o, "predictions", None) for o in outputs])
+        ys = tuple([getattr(s, "y_test", None) for s in splits])
     return cache.memo_objects("metrics.response_groups", preds + ys, len(preds), lambda: _table(preds, ys),
                               maxsize=2)
 
 
 def _table(preds: tuple, ys: tuple) -> CellTable:
-    by_id: dict[int, ResponseGroup] = {}      # id(y) -> its group (each response array hashed once)
+    ndarray = np.ndarray
+    by_id: dict[int, tuple] = {}        # id(y) -> (its group or None, the prediction shape (1, n) of one trial)
     by_value: dict[tuple, ResponseGroup] = {}
     other: list[int] = []
     for k, (P, y) in enumerate(zip(preds, ys)):
-        if not (isinstance(P, np.ndarray) and P.ndim == 2 and P.shape[0] == 1 and P.dtype.char == "d"
-                and isinstance(y, np.ndarray) and y.ndim == 1 and P.shape[1] == y.shape[0]):
+        got = by_id.get(id(y))
+        if got is None:                                # each response array checked and hashed once
+            if type(y) is ndarray and y.ndim == 1:
+                key = cache.array_key(y)
+                g = by_value.get(key)
+                if g is None:
+                    g = by_value[key] = ResponseGroup(y, key)
+                got = (g, (1, y.shape[0]))
+            else:
+                got = (None, None)
+            by_id[id(y)] = got
+        if got[0] is not None and type(P) is ndarray and P.shape == got[1]:
+            got[0].cells.append(k)
+        else:
             other.append(k)
-            continue
-        g = by_id.get(id(y))
-        if g is None:
-            key = _content(y)
-            g = by_value.get(key)
-            if g is None:
-                g = by_value[key] = ResponseGroup(y)
-            by_id[id(y)] = g
-        g.cells.append(k)
+    groups = []
     for g in by_value.values():
+        if not g.cells:
+            continue
         P = np.concatenate([preds[k] for k in g.cells])
+        if P.dtype.kind not in "biuf":                 # not real numbers: scored one by one
+            other += g.cells
+            continue
+        P = P.astype(float, copy=False)                # as the per-cell paths convert them
         ok = np.isfinite(P).all(axis=1)
         if not ok.all():
             g.nonfinite = [k for k, f in zip(g.cells, ok) if not f]
@@ -73,12 +88,9 @@ def _table(preds: tuple, ys: tuple) -> CellTable:
         g.P = P
         if g.cells:
             g.ranks, g.codes = ranks_and_codes(P)
-    return CellTable(list(by_value.values()), other)
-
-
-def _content(y: np.ndarray) -> tuple:
-    a = np.ascontiguousarray(y)
-    return a.shape, a.dtype.str, hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=16).digest()
+        groups.append(g)
+    other.sort()
+    return CellTable(groups, other)
 
 
 def ranks_and_codes(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

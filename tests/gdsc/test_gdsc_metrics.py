@@ -76,6 +76,10 @@ def _shared_response_cells(seed: int):
                 P[:] = -0.0 if drug % 2 else 2.0
             if c == 7:
                 P = rng.normal(size=(3, n))
+            if c == 8:
+                P = np.round(P * 3).astype(int)                  # integer and single-precision predictions
+            if c == 9:
+                P = P.astype(np.float32)
             yc = y if c % 3 else y.copy()
             X = np.zeros((n, 1))
             splits.append(Split(X[:c], yc[:c], X[:2], yc[:2], X, yc, dict(meta)))
@@ -160,3 +164,13 @@ def test_response_groups_by_values_shared_by_two_metrics():
         assert all(np.array_equal(splits[k].y_test, g.y) for k in g.cells)
         assert np.array_equal(g.P, np.concatenate([outs[k].predictions for k in g.cells]))
         assert all(not np.isfinite(outs[k].predictions).all() for k in g.nonfinite)
+
+
+def test_array_key_is_the_entry_memo_array_uses():
+    from dpexp import cache
+
+    y = np.arange(5.0)
+    cache.clear("test.array_key")
+    first = cache.memo_array("test.array_key", y, 3, lambda: "computed")
+    assert cache.memo("test.array_key", (*cache.array_key(y.copy()), 3), lambda: "again") == first
+    assert cache.memo("test.array_key", (*cache.array_key(y[::-1]), 3), lambda: "other") == "other"

@@ -121,8 +121,8 @@ class WPC(Metric):
             for r, k in enumerate(g.cells):
                 by_sd.setdefault(_sd(splits[k]), []).append(r)
             for sd, rows in by_sd.items():
-                a, sn = cache.memo_array("gdsc.wpc_terms", g.y, float(sd), lambda: _defined_terms(g.y, sd),
-                                         maxsize=512)
+                a, sn = cache.memo("gdsc.wpc_terms", (*g.key, float(sd)), lambda: _defined_terms(g.y, sd),
+                                   maxsize=512)               # = memo_array(..., g.y, sd, ...): hashed once
                 if a is None or sn <= 0:
                     continue                         # undefined: 0
                 one = len(rows) == len(g.cells)
