@@ -57,11 +57,12 @@ def average_ranks(A: np.ndarray) -> np.ndarray:
     return sorted_ranks(A)[2]
 
 
-def sorted_ranks(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """(order, starts, ranks) of every row of ``A`` (m, n): the stable ``argsort``, the flags of the sorted
-    positions that start a new value (None when no row has ties) and ``average_ranks``'s values."""
+def sorted_ranks(A: np.ndarray, kind: str | None = "stable") -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(order, starts, ranks) of every row of ``A`` (m, n): the ``argsort`` (stable by default; for finite rows any
+    kind gives the same ranks, ties get their mean), the flags of the sorted positions that start a new value (None
+    when no row has ties) and ``average_ranks``'s values."""
     m, n = A.shape
-    order = np.argsort(A, axis=1, kind="stable")
+    order = np.argsort(A, axis=1, kind=kind)
     s = np.take_along_axis(A, order, axis=1)
     starts = np.ones((m, n), dtype=bool)
     np.not_equal(s[:, 1:], s[:, :-1], out=starts[:, 1:])

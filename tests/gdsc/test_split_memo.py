@@ -88,7 +88,8 @@ def _same(a, b):
 
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
-               "gdsc.protocol_sets", "gdsc.raw_y_range", "gdsc.raw_x", "gdsc.matlab_centred_y"):
+               "gdsc.protocol_sets", "gdsc.raw_y_range", "gdsc.raw_x", "gdsc.matlab_centred_y",
+               "gdsc.drug_test_public", "gdsc.protocol_test_public"):
         cache.clear(ns)
 
 
@@ -168,3 +169,11 @@ def test_split_errors_are_unchanged_by_the_memo():
         ds.split("Drug_1", Sizes(100, 2, 6, 100, 4, 6), np.random.default_rng(0))
     with pytest.raises(UserError, match="n_test must be <="):
         ds.split("Drug_1", Sizes(3, 2, 7, 12, 4, 7), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(protocol="python", public_start=12), dict(protocol="matlab")])
+def test_sizes_of_a_repeat_share_the_test_and_public_rows(kw):
+    # one array per (repeat, drug): the metrics group a drug's cells by it without hashing every size's copy
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    a, b = (ds.split("Drug_5", Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)) for n in (2, 9))
+    assert a.y_test is b.y_test and a.X_public is b.X_public and a.X_private is not b.X_private

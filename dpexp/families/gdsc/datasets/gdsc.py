@@ -468,9 +468,13 @@ class Gdsc(Dataset):
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
             "view": GdscView(e, i, p.evidence, iu, it, ref),
         }
+        # the test and public rows are the same for every n_private: one array each per (repeat, drug), shared by
+        # the sizes' splits as a split's arrays are shared by its algorithms (inputs, never written)
+        Xt, yt, Xu, yu = cache.memo("gdsc.drug_test_public", key + (sizes.n_test, sizes.n_public),
+                                    lambda: (X.take(it, axis=0), y.take(it), X.take(iu, axis=0), y.take(iu)),
+                                    maxsize=1024)
         # take: the rows X[iv] selects, with less overhead
-        return Split(X.take(iv, axis=0), y.take(iv), X.take(iu, axis=0), y.take(iu), X.take(it, axis=0),
-                     y.take(it), meta)
+        return Split(X.take(iv, axis=0), y.take(iv), Xu, yu, Xt, yt, meta)
 
     def _drug_rows(self, raw: _Raw, prep: _Prepared, j: int, pools: tuple) -> _DrugRows:
         """Drug ``j``'s rows in the repeat of ``pools`` (test, public, private): centred on the test + public
@@ -506,12 +510,13 @@ class Gdsc(Dataset):
                                        perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool, p.public_start,
                                        sizes.max_public, dig)
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
-        n_sets = (sizes.n_test, sizes.n_public, n_priv)
         key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
         seqs = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
                           maxsize=1024)
-        keep = [has[:n] for (has, _), n in zip(seqs, n_sets)]                      # masks over each set
-        kt, ku, kv = (pos[:pos.searchsorted(n)] for (_, pos), n in zip(seqs, n_sets))   # their positions
+        (ht, pt, lt), (hu, pu, lu), (hv, pv, lv) = seqs
+        nt, nu = sizes.n_test, sizes.n_public
+        keep = [ht[:nt], hu[:nu], hv[:n_priv]]                                     # masks over each set
+        kt, ku, kv = pt[:pt.searchsorted(nt)], pu[:pu.searchsorted(nu)], pv[:pv.searchsorted(n_priv)]  # positions
         (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
         meta = {
             "drug": subset,
@@ -527,21 +532,28 @@ class Gdsc(Dataset):
                                            raw_genes),
         }
         if p.protocol == "matlab":
-            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, [kt, ku, kv], j, p.test_pool, perm, dig)
-        # positions of a mask's True entries select what the mask selects (take: the same rows, less overhead)
-        return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu.take(ku, axis=0), Yu[:, j].take(ku),
-                     Xt.take(kt, axis=0), Yt[:, j].take(kt), meta)
+            lines = [lt[:len(kt)], lu[:len(ku)], lv[:len(kv)]]                      # the drug's lines of each set
+            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, [kt, ku, kv], j, p.test_pool, perm, dig,
+                                             lines)
+        # the test and public sets are the same lines, normalised alike, for every n_private: their rows once per
+        # (fold, drug), shared by the sizes' splits as a split's arrays are shared by its algorithms (never written).
+        # Positions of a mask's True entries select what the mask selects (take: the same rows, less overhead)
+        Xt_, yt, Xu_, yu = cache.memo("gdsc.protocol_test_public", key + (sizes.n_test, sizes.n_public),
+                                      lambda: (Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
+                                               Yu[:, j].take(ku)), maxsize=1024)
+        return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu_, yu, Xt_, yt, meta)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> tuple:
-        """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it and the
-        positions of its tested lines (read-only)."""
+        """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
+        of its tested lines and those lines (read-only)."""
         p = self.params
         out = []
         for seq in protocols.fold_sequences(p.protocol, perm, p.test_pool, p.public_start, max_public, dig):
             has = prep.has[seq, j]
             pos = np.flatnonzero(has)
-            has.flags.writeable = pos.flags.writeable = False
-            out.append((has, pos))
+            lines = seq.take(pos)
+            has.flags.writeable = pos.flags.writeable = lines.flags.writeable = False
+            out.append((has, pos, lines))
         return tuple(out)
 
     # ----------------------------------------------------------------------------------------------------------

@@ -173,11 +173,14 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
 
 
 def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray], j: int,
-             test_pool: int, perm: np.ndarray, perm_digest: str | None = None) -> RawRows:
+             test_pool: int, perm: np.ndarray, perm_digest: str | None = None,
+             lines: list[np.ndarray] | None = None) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
-    response, as masks or as positions) and the ranges over all lines (x: every line; y: the drug's lines, centred
-    like the sets; ``perm_digest``: ``digest(perm)`` if already known)."""
-    it, iu, iv = (s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep))
+    response, as masks or as positions; ``lines``: those lines, if already known) and the ranges over all lines (x:
+    every line; y: the drug's lines, centred like the sets; ``perm_digest``: ``digest(perm)`` if already known)."""
+    if lines is None:
+        lines = [s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep)]
+    it, iu, iv = lines
     # per data version: the ranges, and a contiguous copy of X_raw (a column slice of the raw table) for take
     Xc, x_min, x_max = cache.memo_for("gdsc.raw_x", X_raw, None, lambda: (np.ascontiguousarray(X_raw),
                                                                           X_raw.min(axis=0), X_raw.max(axis=0)),
