@@ -105,7 +105,7 @@ class Spearman(Metric):
         for g in table.groups:
             for k in g.nonfinite:
                 vals[k] = self(outputs[k], splits[k])
-            if not g.cells or g.P.shape[1] < 2:
+            if not g.cells or g.ranks.shape[1] < 2:
                 continue                                       # fewer than 2 points: 0
             rt, tt = cache.memo("metrics.spearman_truth", (*g.key, None), lambda y=g.y: _centred_ranks(y),
                                 maxsize=512)                  # = memo_array(..., g.y, None, ...): hashed once

@@ -27,7 +27,6 @@ class ResponseGroup:
     key: tuple                                           # dpexp.cache.array_key(y): memo keys of its terms
     cells: list[int] = field(default_factory=list)       # positions (in the call's lists) of the finite rows
     nonfinite: list[int] = field(default_factory=list)   # cells with a non-finite prediction
-    P: np.ndarray | None = None                          # (len(cells), n) their predictions
     ranks: np.ndarray | None = None                      # (len(cells), n) average ranks, 1-based (ties: mean)
     codes: np.ndarray | None = None                      # (len(cells), n) int16 dense ranks (None if n > 32767)
 
@@ -39,15 +38,16 @@ class CellTable:
 
 
 def response_groups(outputs: list[Any], splits: list[Any]) -> CellTable:
-    """The ``CellTable`` of a metric call (module docstring); memoised by the objects' identities (2 entries)."""
+    """The ``CellTable`` of a metric call (module docstring); memoised by the objects' identities."""
     try:
         preds = tuple([o.predictions for o in outputs])
         ys = tuple([s.y_test for s in splits])
     except AttributeError:
         preds = tuple([getattr(o, "predictions", None) for o in outputs])
         ys = tuple([getattr(s, "y_test", None) for s in splits])
+    # one entry: the metrics of one runner call use it one after the other (it holds their predictions alive)
     return cache.memo_objects("metrics.response_groups", preds + ys, len(preds), lambda: _table(preds, ys),
-                              maxsize=2)
+                              maxsize=1)
 
 
 def _table(preds: tuple, ys: tuple) -> CellTable:
@@ -85,7 +85,6 @@ def _table(preds: tuple, ys: tuple) -> CellTable:
             g.nonfinite = [k for k, f in zip(g.cells, ok) if not f]
             g.cells = [k for k, f in zip(g.cells, ok) if f]
             P = P[ok]
-        g.P = P
         if g.cells:
             g.ranks, g.codes = ranks_and_codes(P)
         groups.append(g)

@@ -129,7 +129,8 @@ class WPC(Metric):
                 if batched and g.codes is not None:
                     gam = batched_gamma(a, g.codes if one else g.codes[rows], codes=True)
                 else:
-                    gam = np.array([_gamma_one(a, g.P[r]) for r in rows])
+                    gam = np.array([_gamma_one(a, np.asarray(outputs[g.cells[r]].predictions[0], dtype=float))
+                                    for r in rows])
                 n = a.shape[0]
                 z = (0.5 + gam / (n * (n - 1.0)) - 0.5) / sn
                 for r, v in zip(rows, z.tolist()):
