@@ -12,7 +12,9 @@ and the manifest says ``complete``; resuming a complete run does nothing (``--fo
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import gc
 import gzip
 import io
 import json
@@ -25,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -493,9 +495,24 @@ def plan_digest(exp: ResolvedExperiment) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def _fewer_collections(gen0: int = 50_000) -> Iterator[None]:
+    """Python's cyclic garbage collector runs every ``gen0`` net allocations instead of 700 while a chunk is
+    computed (restored after): a chunk allocates millions of short-lived tuples and arrays, almost none in cycles,
+    and the frequent young-generation passes were ~5 % of a GDSC cell's CPU.  Reference counting frees them as
+    before; only the scan for cycles runs less often."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(gen0, old[0]), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
-    records = chunk_records(exp, chunk, seed)
+    with _fewer_collections():
+        records = chunk_records(exp, chunk, seed)
     return ChunkDone(chunk.index, _records_to_csv(records), _chunk_cells(exp, chunk), _records_summary(records))
 
 

@@ -257,3 +257,23 @@ def test_worker_summary_equals_parsing_the_part(errors):
     _add_summary(json.loads(json.dumps(_records_summary(records))), spent, failures)   # through JSON, as on disk
     assert (spent, failures) == want and list(spent) == list(want[0]) and list(failures) == list(want[1])
     assert sum(spent.values()) == 7 and len(failures) == (1 if errors[0] else 0) + 1 and len(spent) == 4
+
+
+def test_chunk_runs_with_fewer_collections_and_restores_the_threshold(monkeypatch):
+    """``compute_chunk`` raises the young-generation threshold of the cyclic collector while it runs and puts the
+    caller's back afterwards, also when the chunk raises."""
+    import gc
+
+    from dpexp import runner
+
+    seen = []
+
+    def fake(exp, chunk, seed):
+        seen.append(gc.get_threshold()[0])
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(runner, "chunk_records", fake)
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError):
+        runner.compute_chunk(None, None, 0)
+    assert seen == [max(50_000, before[0])] and gc.get_threshold() == before
