@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from dpexp import cache
+from dpexp.metrics.ranks import sorted_ranks
 
 
 @dataclass
@@ -96,8 +97,6 @@ def ranks_and_codes(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """Average ranks (1-based, ties get the mean of their ranks: ``average_ranks``'s values) and dense integer
     codes (0-based, equal values equal codes; int8 up to 127 columns, else int16, None past 32767) of every finite
     row of ``A`` (m, n), from one sort.  sign(c_i − c_j) = sign(a_i − a_j) for finite rows."""
-    from dpexp.metrics.accuracy import sorted_ranks
-
     m, n = A.shape
     order, starts, ranks = sorted_ranks(A, kind=None)   # finite rows: the default sort, faster, the same ranks
     if n > 32767:
