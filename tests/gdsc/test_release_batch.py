@@ -50,6 +50,25 @@ def test_laplace_rows_rejects_bad_input_before_recording():
     assert lg[0].spends == []
 
 
+@pytest.mark.parametrize("value_shape, standard_shape", [((2, 3, 4), (2, 1, 4)),   # one draw reused over trials
+                                                         ((2, 3, 4), (1, 3, 4)),   # ... over cells
+                                                         ((2, 3), (2, 1)), ((2, 3), (2, 3, 1)), ((2, 3), (2, 4))])
+def test_laplace_rows_rejects_a_standard_array_of_another_shape(value_shape, standard_shape):
+    """A mis-sliced draw array must not broadcast (a draw used for several released numbers): ValueError, and
+    no spend recorded."""
+    lg = _ledgers(2)
+    with pytest.raises(ValueError, match="shape"):
+        laplace_rows(np.zeros(value_shape), np.ones(standard_shape), np.ones(2), 1.0, lg, "a")
+    assert lg[0].spends == [] and lg[1].spends == []
+
+
+def test_laplace_rows_rejects_sources_of_another_length():
+    lg = _ledgers(3)
+    with pytest.raises(ValueError, match="sources"):
+        laplace_rows(np.zeros((2, 1)), np.ones((2, 1)), np.ones(2), 1.0, lg, "a")
+    assert all(x.spends == [] for x in lg)
+
+
 @pytest.mark.parametrize("trials", [1, 3])
 @pytest.mark.parametrize("params", [dict(sigma="dp", **EXPLICIT), dict(sigma="data", **EXPLICIT),
                                     dict(sigma="dp", clip_public=True, **EXPLICIT),
