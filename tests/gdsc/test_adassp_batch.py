@@ -151,3 +151,39 @@ def test_failing_eigenvalues_fail_that_split_only(monkeypatch):
     splits[1].X_private[:] = 0.0
     many = _compare(AdaSSP(sigma="data"), splits, 1.0, 2)
     assert [type(o).__name__ for o in many] == ["Output", "LinAlgError", "Output", "Output"]
+
+
+@pytest.mark.parametrize("params", [dict(), dict(sigma="data")])
+def test_a_group_failing_after_its_draws_leaves_set_aside_splits_to_run(monkeypatch, params):
+    """An error after the group's draws (here forced in the stacked solve) is the error of the cells the group
+    released only: the splits it set aside before any draw (NaN private or public rows, a huge σ_x in meta under
+    sigma: data) get what ``run`` gives them, with run's spends."""
+    def boom(*a, **kw):
+        raise FloatingPointError("forced failure of the stacked solve")
+
+    monkeypatch.setattr(core, "estimate_many", boom)
+    nan, nan_pub, huge = _split(7, n=20), _split(11, n=15), _split(12, n=18)
+    nan.X_private[3, 1] = np.nan
+    nan_pub.X_public[0, 0] = np.nan
+    huge.meta["sigma_x"] = 1e200
+    splits = [_split(1), nan, _split(3, n=17), nan_pub, _split(5, n=55), huge]
+    alg = AdaSSP(**params)
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    with np.errstate(over="ignore", invalid="ignore"):
+        many = alg.run_many(splits, 1.5, 0.0, lb, 2)
+    released = [0, 2, 4] if params else [0, 2, 4, 5]   # sigma: dp keeps the huge-σ_x split (its meta is unused)
+    for k, (s, o) in enumerate(zip(splits, many)):
+        if k in released:
+            assert type(o) is FloatingPointError, o
+            continue
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                one = alg.run(s, 1.5, 0.0, la[k], 2)
+        except Exception as exc:
+            assert type(o) is type(exc) and str(o) == str(exc)
+        else:
+            assert not isinstance(o, Exception), o
+            _same_output(one, o)
+        assert repr(la[k].spends) == repr(lb[k].spends)
+    set_aside = ["LinAlgError", "LinAlgError"] + (["OverflowError"] if params else [])   # run's errors for them
+    assert [type(o).__name__ for k, o in enumerate(many) if k not in released] == set_aside
