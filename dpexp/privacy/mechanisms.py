@@ -272,9 +272,16 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     shape; ``sensitivity``: (S,) or (S, T) (per trial, e.g. bounds estimated per trial), the L1 sensitivity of the
     whole vector under the caller's neighbouring relation; ``epsilon``: a number or (S,).  Records in
     ``sources[i]`` exactly the ``Spend`` ``laplace`` records for cell i (ε, the largest sensitivity and the
-    smallest scale over its trials)."""
+    smallest scale over its trials).  ``standard`` must have ``value``'s shape exactly (ValueError otherwise, before
+    anything is recorded): a broadcast would reuse one draw for several released numbers."""
     v = np.asarray(value, dtype=float)
+    standard = np.asarray(standard, dtype=float)
+    if standard.shape != v.shape:   # a mis-sliced draw array would broadcast: one draw reused across trials/cells
+        raise ValueError(f"laplace_rows {label!r}: standard draws of shape {standard.shape} for a value of shape "
+                         f"{v.shape} (one draw per released number, each used once)")
     S = v.shape[0]
+    if len(sources) != S:
+        raise ValueError(f"laplace_rows {label!r}: {len(sources)} sources for {S} cells")
     sens = np.asarray(sensitivity, dtype=float).reshape(S, -1)
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
     if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):

@@ -1,5 +1,5 @@
 """Helpers of the tests that hold a batched GDSC path to its per-split twin, to the bit (test_release_batch,
-test_adassp_batch): small unit-norm splits, seeded or secure ledgers, and a bitwise comparison."""
+test_adassp_batch): small unit-norm splits, seeded or secure (fixed byte streams) ledgers, and a bitwise comparison."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ def split(seed: int, n: int = 40, d: int = 3, n_pub: int = 6, n_test: int = 7, s
 
 
 def ledgers(k: int, secure: bool = False) -> list[PrivacyLedger]:
-    return [PrivacyLedger(SecureNoise() if secure else np.random.default_rng(100 + i)) for i in range(k)]
+    """One ledger per cell, seeded 100 + i; ``secure``: SecureNoise driven by a fixed byte stream per cell (the
+    same bytes in two calls), so that a batched secure path compares to its per-split twin to the bit and a seeded
+    fallback shows."""
+    if secure:
+        return [PrivacyLedger(SecureNoise(entropy=np.random.default_rng(100 + i).bytes)) for i in range(k)]
+    return [PrivacyLedger(np.random.default_rng(100 + i)) for i in range(k)]
 
 
 def same(a, b) -> None:

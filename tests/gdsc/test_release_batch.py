@@ -50,6 +50,25 @@ def test_laplace_rows_rejects_bad_input_before_recording():
     assert lg[0].spends == []
 
 
+@pytest.mark.parametrize("value_shape, standard_shape", [((2, 3, 4), (2, 1, 4)),   # one draw reused over trials
+                                                         ((2, 3, 4), (1, 3, 4)),   # ... over cells
+                                                         ((2, 3), (2, 1)), ((2, 3), (2, 3, 1)), ((2, 3), (2, 4))])
+def test_laplace_rows_rejects_a_standard_array_of_another_shape(value_shape, standard_shape):
+    """A mis-sliced draw array must not broadcast (a draw used for several released numbers): ValueError, and
+    no spend recorded."""
+    lg = _ledgers(2)
+    with pytest.raises(ValueError, match="shape"):
+        laplace_rows(np.zeros(value_shape), np.ones(standard_shape), np.ones(2), 1.0, lg, "a")
+    assert lg[0].spends == [] and lg[1].spends == []
+
+
+def test_laplace_rows_rejects_sources_of_another_length():
+    lg = _ledgers(3)
+    with pytest.raises(ValueError, match="sources"):
+        laplace_rows(np.zeros((2, 1)), np.ones((2, 1)), np.ones(2), 1.0, lg, "a")
+    assert all(x.spends == [] for x in lg)
+
+
 @pytest.mark.parametrize("trials", [1, 3])
 @pytest.mark.parametrize("params", [dict(sigma="dp", **EXPLICIT), dict(sigma="data", **EXPLICIT),
                                     dict(sigma="dp", clip_public=True, **EXPLICIT),
@@ -98,16 +117,20 @@ def test_release_many_nan_rows_and_bad_epsilon_take_the_per_split_path():
     assert all(isinstance(o, Exception) for o in out)
 
 
-def test_release_many_secure_noise_records_the_same_spends():
-    alg = RobustPrivateLR(sigma="dp", **EXPLICIT)
+@pytest.mark.parametrize("sigma", ["dp", "data"])
+def test_release_many_secure_noise_equals_release(sigma):
+    """Secure noise from a fixed byte stream per cell: the batch draws from each cell's secure source exactly as
+    ``release`` does (statistics and spends to the bit; a seeded fallback would differ)."""
+    alg = RobustPrivateLR(sigma=sigma, **EXPLICIT)
     splits = _splits()
     la, lb = _ledgers(len(splits), secure=True), _ledgers(len(splits), secure=True)
-    for s, lg in zip(splits, la):
-        alg.release(s, 1.5, lg, 2)
+    one = [alg.release(s, 1.5, lg, 2) for s, lg in zip(splits, la)]
     many = alg.release_many(splits, 1.5, lb, 2)
-    for l1, l2, r in zip(la, lb, many):
-        assert [(x.label, x.epsilon) for x in l1.spends] == [(x.label, x.epsilon) for x in l2.spends]
-        assert np.all(np.isfinite(r.XX))
+    for r1, r2, l1, l2 in zip(one, many, la, lb):
+        for f in ("XX", "Xy", "yy", "public", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
+            _same(getattr(r1, f), getattr(r2, f))
+        assert repr(l1.spends) == repr(l2.spends)
+        assert np.all(np.isfinite(r2.XX))
 
 
 @pytest.mark.parametrize("cls,params", [(RobustPrivateLR, dict(sigma="dp", **EXPLICIT)),
@@ -145,3 +168,64 @@ def test_gaussian_intervals_many_equal_per_posterior():
         _same(mu, mean[i] @ Xs[i].T)
         _same(c1, ci)
         _same(p1, pi)
+
+
+def _compare_release(alg, splits, eps, trials):
+    """release_many against release split by split: the statistics and spends to the bit, or the same exception
+    (type and message); returns the kinds of results."""
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    many = alg.release_many(splits, eps, lb, trials)
+    kinds = []
+    for s, l1, l2, r2 in zip(splits, la, lb, many):
+        try:
+            r1 = alg.release(s, eps, l1, trials)
+        except Exception as exc:
+            assert type(r2) is type(exc) and str(r2) == str(exc)
+            r1 = exc
+        else:
+            assert not isinstance(r2, Exception), r2
+            for f in ("XX", "Xy", "yy", "public", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
+                _same(getattr(r1, f), getattr(r2, f))
+        assert repr(l1.spends) == repr(l2.spends)
+        kinds.append(type(r1).__name__)
+    return kinds
+
+
+@pytest.mark.parametrize("clip_public", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_release_many_overflowing_data_sigma_fails_that_split_only(clip_public, trials):
+    """sigma: data with a huge σ_x in one split's meta: release raises OverflowError there (B_x² in Python
+    floats); the batch sets that split aside before any draw and releases the others."""
+    alg = RobustPrivateLR(sigma="data", clip_public=clip_public, **EXPLICIT)
+    splits = [_split(1), _split(3, n=17), _split(5, n=55)]
+    splits[1].meta["sigma_x"] = 1e200
+    assert _compare_release(alg, splits, 1.5, trials) == ["Release", "OverflowError", "Release"]
+
+
+@pytest.mark.parametrize("omegas, kinds", [(dict(omega_x=6e153), ["UserError", "UserError", "Release", "Release"]),
+                                           (dict(omega_y=1e154), ["Release", "UserError", "UserError", "UserError"])])
+def test_release_many_dp_bounds_overflowing_after_the_sigma_draws_fail_those_splits_only(omegas, kinds):
+    """sigma: dp with thresholds so large that, at some splits' σ̂ draws, a sensitivity overflows: those splits get
+    release's error (their σ̂ spends, and X'X's where only X'y / y'y overflow, recorded as there); the others are
+    released to the bit."""
+    alg = RobustPrivateLR(sigma="dp", **{**EXPLICIT, **omegas})
+    splits = [_split(1), _split(3, n=17), _split(5, n=55), _split(6, n=30)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert _compare_release(alg, splits, 1.5, 2) == kinds
+
+
+def test_run_many_overflowing_data_sigma_fails_that_split_only():
+    alg = RobustPrivateLR(sigma="data", **EXPLICIT)
+    splits = [_split(1), _split(3, n=17), _split(5, n=55)]
+    splits[1].meta["sigma_x"] = 1e200
+    many = alg.run_many(splits, 1.5, 0.0, _ledgers(3), 2)
+    la = _ledgers(3)
+    for k, (s, o) in enumerate(zip(splits, many)):
+        try:
+            one = alg.run(s, 1.5, 0.0, la[k], 2)
+        except Exception as exc:
+            assert type(o) is type(exc) and str(o) == str(exc)
+            continue
+        assert not isinstance(o, Exception), o
+        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
+    assert [type(o).__name__ for o in many] == ["Output", "OverflowError", "Output"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.families.gdsc.stats import sensitivities, triu_indices
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
 
@@ -37,6 +37,9 @@ class GroupRelease:
     B_y: np.ndarray
     sigma_x: np.ndarray
     sigma_y: np.ndarray
+    #: split index -> the exception the per-split release raises for it (its statistics' rows in the arrays are
+    #: then meaningless): σ̂ drawn per trial made a sensitivity overflow
+    failed: dict[int, Exception]
 
 
 def float_square(a: np.ndarray) -> np.ndarray:
@@ -62,7 +65,10 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
 
     ``sigma``: ``("dp", bound_x, bound_y, eps_sigma)`` — σ̂_x, σ̂_y released per trial as ``rplr._dp_sigmas`` does
     (each at ``eps_sigma``), floored at 1e-12 as ``clip_sigmas``; or ``("data", sx, sy)`` with (S,) arrays of the
-    data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds."""
+    data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds and, for
+    ``data``, finite sensitivities.  With ``dp`` the bounds are known only after the σ̂ draws: a split whose
+    sensitivities are not finite gets the per-split release's error (``failed``; its σ̂ spends recorded, as there),
+    the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
     off = _offsets(Xs)
@@ -93,19 +99,50 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     XX, Xy, yy = _clipped_stats(X, y, off, B_x, B_y, per_trial, T)
     s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
     e = sp * eps
+    failed: dict[int, Exception] = {}
+    if per_trial:   # σ̂ drawn: a split whose sensitivities overflow fails as its per-split release does
+        good = np.all(np.isfinite(s_xx) & np.isfinite(s_xy) & np.isfinite(s_yy), axis=1)
+        for i in np.flatnonzero(~good).tolist():
+            failed[i] = _release_error(Xs[i], ys[i], B_x[i], B_y[i], e[i], ledgers[i], T)
+    gi = np.flatnonzero([i not in failed for i in range(S)])
+    rel = (lambda a: a[gi]) if failed else (lambda a: a)   # noqa: E731  (the others' releases only)
+    lgs = [ledgers[i] for i in gi.tolist()] if failed else ledgers
+
+    def scatter(a: np.ndarray) -> np.ndarray:   # the released cells' rows in an (S, …) array (zeros elsewhere)
+        if not failed:
+            return a
+        full = np.zeros((S,) + a.shape[1:])
+        full[gi] = a
+        return full
+
+    G = gi.size
     iu = triu_indices(d)
-    N = np.zeros((S, T, d, d))
-    N[..., iu[0], iu[1]] = laplace_rows(np.zeros((S, T, m)), L[:, j:j + T * m].reshape(S, T, m), s_xx, e[:, 0],
-                                        ledgers, "X'X")
+    Ng = np.zeros((G, T, d, d))
+    Ng[..., iu[0], iu[1]] = laplace_rows(np.zeros((G, T, m)), rel(L[:, j:j + T * m]).reshape(G, T, m), rel(s_xx),
+                                         rel(e[:, 0]), lgs, "X'X")
+    N = scatter(Ng)
     j += T * m
     N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-    N_xy = laplace_rows(np.zeros((S, T, d)), L[:, j:j + T * d].reshape(S, T, d), s_xy, e[:, 1], ledgers, "X'y")
+    N_xy = scatter(laplace_rows(np.zeros((G, T, d)), rel(L[:, j:j + T * d]).reshape(G, T, d), rel(s_xy),
+                                rel(e[:, 1]), lgs, "X'y"))
     j += T * d
     XXn = (XX[:, None] if XX.ndim == 3 else XX) + N_xx
     Xyn = (Xy[:, None] if Xy.ndim == 2 else Xy) + N_xy
-    yyn = laplace_rows(np.broadcast_to(yy[:, None], (S, T)) if yy.ndim == 1 else yy, L[:, j:j + T], s_yy, e[:, 2],
-                       ledgers, "y'y")
-    return GroupRelease(XXn, Xyn, yyn, B_x, B_y, sx, sy)
+    yyv = np.broadcast_to(yy[:, None], (S, T)) if yy.ndim == 1 else yy
+    yyn = scatter(laplace_rows(rel(yyv), rel(L[:, j:j + T]), rel(s_yy), rel(e[:, 2]), lgs, "y'y"))
+    return GroupRelease(XXn, Xyn, yyn, B_x, B_y, sx, sy, failed)
+
+
+def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarray, e: np.ndarray, ledger: Any,
+                   T: int) -> Exception:
+    """The exception the per-split ``perturbed_stats`` raises at bounds (T,) whose sensitivities are not finite,
+    raised by it in the split's ledger: the releases before the failing one are recorded as there (their draws
+    are discarded with the split; its σ̂ spends were recorded by the batch, as by the per-split σ̂ release)."""
+    try:
+        perturbed_stats(X, y, B_x, B_y, float(e[0]), float(e[1]), float(e[2]), ledger, T)
+    except Exception as exc:  # the error the per-split release records for this cell
+        return exc
+    return RuntimeError("rplr: a release set aside as failing succeeded")  # unreachable: laplace checks Δ₁
 
 
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int

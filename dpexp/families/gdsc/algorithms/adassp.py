@@ -157,14 +157,15 @@ class AdaSSP(Algorithm):
         for ks in groups.values():
             if len(ks) < 2:
                 continue
+            got: list[Output | Exception | None] = [None] * len(ks)
             try:
-                got = self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T)
+                self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T, got)
             except NotBatchable:   # nothing drawn: every split of the group takes run
                 continue
-            except Exception as exc:  # after the draws: recorded per cell (as run would fail them)
-                got = [exc] * len(ks)
-            for k, o in zip(ks, got):
-                out[k] = o
+            except Exception as exc:  # after the draws: the error of the cells the group released, not yet filled
+                got = [exc if o is _RELEASED else o for o in got]
+            for k, o in zip(ks, got):   # None: set aside before any of its draws (it takes run)
+                out[k] = RuntimeError("adassp: a released cell was not filled") if o is _RELEASED else o
         for k, o in enumerate(out):
             if o is None:   # not batched (or set aside before any draw): the per-split path
                 try:
@@ -173,9 +174,10 @@ class AdaSSP(Algorithm):
                     out[k] = exc
         return out  # type: ignore[return-value]
 
-    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int) -> list[Output | Exception | None]:
-        """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``); None for a split set aside
-        before any of its draws (it takes ``run``)."""
+    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list) -> None:
+        """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
+        ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error; None for a split set
+        aside before any of its draws (it takes ``run``)."""
         p = self.params
         d = ss[0].d
         keep = finite_rows([s.X_private for s in ss], [s.y_private for s in ss])
@@ -193,9 +195,10 @@ class AdaSSP(Algorithm):
             if not all(math.isfinite(v) for v in (bx, by, d * bx * bx / sh, by * by / sh)):
                 raise NotBatchable("sigma bounds")
         idx = np.flatnonzero(keep)
-        out: list[Output | Exception | None] = [None] * len(ss)
         if idx.size < 2:
             raise NotBatchable("fewer than two splits")
+        for i in idx.tolist():   # from here on these cells' ledgers are used: an error is theirs, not run's
+            out[i] = _RELEASED
         ss, lgs = [ss[i] for i in idx], [lgs[i] for i in idx]
         Xs, ys = [s.X_private for s in ss], [s.y_private for s in ss]
         off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])])
@@ -219,7 +222,7 @@ class AdaSSP(Algorithm):
                 out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i], eps, T)
         g = np.flatnonzero(good)
         if g.size == 0:
-            return out
+            return
         if g.size < len(ss):
             ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
             Xs, ys, sx, sy, B_X, B_x, B_Y = ([Xs[i] for i in g], [ys[i] for i in g], sx[g], sy[g], B_X[g], B_x[g],
@@ -242,7 +245,7 @@ class AdaSSP(Algorithm):
                 except np.linalg.LinAlgError as exc:
                     out[idx[g[i]]] = exc
             if not ok:
-                return out
+                return
             okr = np.array(ok)
             sub = lambda a: a[okr]  # noqa: E731
             ss, lgs, L, XX, Xy = [ss[i] for i in ok], [lgs[i] for i in ok], L[okr], XX[okr], Xy[okr]
@@ -273,7 +276,6 @@ class AdaSSP(Algorithm):
             w = W[j]
             out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
                                     guarantee=lg.guarantee())
-        return out
 
     def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float, squares) -> np.ndarray:
         """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale finite — else ``run`` fails
@@ -313,6 +315,10 @@ class AdaSSP(Algorithm):
             XX[members] = np.swapaxes(Xg, -1, -2) @ Xg
             Xy[members] = np.einsum("stnd,stn->std", Xg, yg)
         return XX, Xy
+
+
+#: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)
+_RELEASED = object()
 
 
 def _bounds_error(d: int, B_X: np.ndarray, B_Y: np.ndarray, eps: float, T: int) -> Exception:

@@ -364,7 +364,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                 wx, wy = self.omegas(tn, d, eps, sp)
                 if s.X_private.shape[0] == 0 or not (ok_eps and min(sp) > 0 and wx > 0 and wy > 0
                                                      and math.isfinite(wx) and math.isfinite(wy)
-                                                     and self._batchable_sigma(s)):
+                                                     and self._batchable_sigma(s, d, wx, wy)):
                     out[k] = self.release(s, epsilon, ledger, trials)
                     continue
                 groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
@@ -383,12 +383,20 @@ class RobustPrivateLR(BatchedAlgorithm):
                     out[it[0]] = exc
         return out
 
-    def _batchable_sigma(self, split: Split) -> bool:
+    def _batchable_sigma(self, split: Split, d: int, wx: float, wy: float) -> bool:
+        """The split's σ (and, with ``sigma: data``, its sensitivities: known before any draw) let the batch release
+        it; else it takes ``release`` (e.g. a huge σ_x in meta: B_x² overflows, Python's pow raising OverflowError
+        there, numpy's giving inf in the batch — which would fail the whole group)."""
         p = self.params
-        if p.sigma == "dp":
+        if p.sigma == "dp":   # σ̂ drawn per trial: overflowing sensitivities are found after the draws (release_group)
             return math.isfinite(p.sigma_bound_x) and math.isfinite(p.sigma_bound_y)
         sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
-        return math.isfinite(sx) and math.isfinite(sy) and sx > 0 and sy > 0
+        if not (math.isfinite(sx) and math.isfinite(sy) and sx > 0 and sy > 0):
+            return False
+        try:
+            return all(math.isfinite(v) for v in sensitivities(d, wx * sx, wy * sy))
+        except OverflowError:
+            return False
 
     def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
                        out: list) -> None:
@@ -414,6 +422,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         if per_trial:
             sxm, sym = g.sigma_x.mean(axis=1).tolist(), g.sigma_y.mean(axis=1).tolist()
         for i, (k, s, _, spi, wx, wy) in enumerate(items):
+            if i in g.failed:   # its release failed after the σ̂ draws, as the per-split release fails
+                out[k] = g.failed[i]
+                continue
             spt = spi   # the budget_split tuple of floats (extras keep Python floats)
             extras = {"p1": spt[0], "p2": spt[1], "p3": spt[2], "omega_x": wx, "omega_y": wy,
                       "B_x": float(Bxm[i]), "B_y": float(Bym[i])}
