@@ -127,3 +127,20 @@ def run_config(tmp_path, cli):
         return out, pd.read_csv(out / "results.csv", keep_default_na=False)
 
     return _run
+
+
+@pytest.fixture
+def many_equals_one():
+    """``many_equals_one(name, outputs, splits)``: the registered metric ``name`` scores the cells at once
+    (``Metric.many``) exactly as one cell at a time — the same floats to the bit; returns the per-cell values."""
+    from dpexp import registry
+
+    registry.load_all()
+
+    def _check(name: str, outputs: list, splits: list) -> list[float]:
+        metric = registry.get("metric", name)()
+        one = [float(metric(o, s)) for o, s in zip(outputs, splits)]
+        assert [repr(v) for v in metric.many(outputs, splits)] == [repr(v) for v in one]
+        return one
+
+    return _check

@@ -3,6 +3,8 @@ test_adassp_batch): small unit-norm splits, seeded or secure (fixed byte streams
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from dpexp.privacy.ledger import PrivacyLedger
@@ -47,3 +49,23 @@ def same(a, b) -> None:
         assert a.shape == b.shape and a.tobytes() == b.tobytes()
     else:
         assert type(a) is type(b) and repr(a) == repr(b)
+
+
+def make_split(n_priv: int, n_pub: int, d: int, seed: int, raw: bool | str = False, shared=None) -> Split:
+    """Unit-norm rows (as GDSC's), y on a wider scale than the bounds (so clipping acts), optional Matlab-path raw
+    rows for fmlr_paper (``raw='constant'``: a constant column, the masked min–max branch)."""
+    rng = np.random.default_rng(seed)
+    n = n_priv + n_pub + 7
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = 2.0 * X @ rng.normal(size=d) + rng.normal(size=n)
+    v, u, t = slice(0, n_priv), slice(n_priv, n_priv + n_pub), slice(n_priv + n_pub, None)
+    meta = {"x_bound": 1.0}
+    if raw:
+        R = 3.0 * X + 1.0
+        if raw == "constant":
+            R[:, 0] = 2.5
+        lo, hi = (shared if shared is not None else (R.min(axis=0), R.max(axis=0)))
+        meta["raw"] = SimpleNamespace(X_private=R[v], X_public=R[u], X_test=R[t], x_min=lo, x_max=hi,
+                                      y_min=float(y.min()), y_max=float(y.max()))
+    return Split(X[v], y[v], X[u], y[u], X[t], y[t], meta)

@@ -5,8 +5,6 @@ good ones, secure noise from a fixed byte stream.  One exception, older than the
 lr_public with ``prior: gamma`` iterates its VB fits until every problem of a batch has converged (``models.vb``),
 so a split's fit depends on its batch below the VB tolerance (1e-9 relative change): compared to 1e-6."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
@@ -19,30 +17,11 @@ from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.privacy.noise import SecureNoise
 from dpexp.types import Split
+from gdsc_bitwise import make_split
 
 ALGORITHMS = [("plr", {}), ("plr", {"solver": "direct"}), ("oplr", {"bound_y": 2.0}), ("fmlr", {"bound_y": 2.0}),
               ("plr_paper", {}), ("oplr_paper", {}), ("fmlr_paper", {}), ("lr_public", {}),
               ("lr_public", {"prior": "gamma"})]
-
-
-def make_split(n_priv: int, n_pub: int, d: int, seed: int, raw: bool | str = False, shared=None) -> Split:
-    """Unit-norm rows (as GDSC's), y on a wider scale than the bounds (so clipping acts), optional Matlab-path raw
-    rows for fmlr_paper (``raw='constant'``: a constant column, the masked min–max branch)."""
-    rng = np.random.default_rng(seed)
-    n = n_priv + n_pub + 7
-    X = rng.normal(size=(n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = 2.0 * X @ rng.normal(size=d) + rng.normal(size=n)
-    v, u, t = slice(0, n_priv), slice(n_priv, n_priv + n_pub), slice(n_priv + n_pub, None)
-    meta = {"x_bound": 1.0}
-    if raw:
-        R = 3.0 * X + 1.0
-        if raw == "constant":
-            R[:, 0] = 2.5
-        lo, hi = (shared if shared is not None else (R.min(axis=0), R.max(axis=0)))
-        meta["raw"] = SimpleNamespace(X_private=R[v], X_public=R[u], X_test=R[t], x_min=lo, x_max=hi,
-                                      y_min=float(y.min()), y_max=float(y.max()))
-    return Split(X[v], y[v], X[u], y[u], X[t], y[t], meta)
 
 
 def mixed_splits() -> list[Split]:

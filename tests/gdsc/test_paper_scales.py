@@ -20,18 +20,13 @@ from dpexp.families.gdsc.algorithms.functional_mechanism import trimmed_minimise
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.types import Split
+from gdsc_bitwise import make_split
 
 SEED = 11
 
 
 def _split(n_priv: int = 30, n_pub: int = 5, d: int = 3, seed: int = 1) -> Split:
-    rng = np.random.default_rng(seed)
-    n = n_priv + n_pub + 6
-    X = rng.normal(size=(n, d))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    y = 2.0 * X @ rng.normal(size=d) + rng.normal(size=n)
-    v, u, t = slice(0, n_priv), slice(n_priv, n_priv + n_pub), slice(n_priv + n_pub, None)
-    return Split(X[v], y[v], X[u], y[u], X[t], y[t], {"x_bound": 1.0})
+    return make_split(n_priv, n_pub, d, seed)
 
 
 def _run(name: str, s: Split, eps: float, trials: int, **params):
