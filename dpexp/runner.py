@@ -495,18 +495,35 @@ def plan_digest(exp: ResolvedExperiment) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def _fewer_collections(gen0: int = 50_000) -> Iterator[None]:
-    """Python's cyclic garbage collector runs every ``gen0`` net allocations instead of 700 while a chunk is
-    computed (restored after): a chunk allocates millions of short-lived tuples and arrays, almost none in cycles,
-    and the frequent young-generation passes were ~5 % of a GDSC cell's CPU.  Reference counting frees them as
-    before; only the scan for cycles runs less often."""
-    old = gc.get_threshold()
-    gc.set_threshold(max(gen0, old[0]), *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
+class _FewerCollections:
+    """Python's cyclic garbage collector runs every ``gen0`` net allocations instead of 700 while chunks are
+    computed (restored when the last one ends): a chunk allocates millions of short-lived tuples and arrays, almost
+    none in cycles, and the frequent young-generation passes were ~5 % of a GDSC cell's CPU.  Reference counting
+    frees them as before; only the scan for cycles runs less often.  The threshold is process-wide, so chunks that
+    run in threads of one process (a Dask worker) share one raise: the first to start sets it, the last to end puts
+    the caller's back."""
+
+    def __init__(self, gen0: int = 50_000) -> None:
+        self.gen0, self.active, self.saved = gen0, 0, None
+        self.lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.active == 0:
+                self.saved = gc.get_threshold()
+                gc.set_threshold(max(self.gen0, self.saved[0]), *self.saved[1:])
+            self.active += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.active -= 1
+                if self.active == 0:
+                    gc.set_threshold(*self.saved)
+
+
+_fewer_collections = _FewerCollections()
 
 
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:

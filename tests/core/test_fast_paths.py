@@ -270,3 +270,22 @@ def test_chunk_runs_with_fewer_collections_and_restores_the_threshold(monkeypatc
     with pytest.raises(RuntimeError):
         runner.compute_chunk(None, None, 0)
     assert seen == [max(50_000, before[0])] and gc.get_threshold() == before
+
+
+def test_fewer_collections_nests_across_threads():
+    """Chunks in threads of one process share the raised threshold; the caller's comes back when the last ends,
+    whatever the order they end in."""
+    import gc
+
+    from dpexp.runner import _FewerCollections
+
+    few = _FewerCollections(gen0=12_345)
+    before = gc.get_threshold()
+    a, b = few(), few()
+    a.__enter__()
+    b.__enter__()
+    assert gc.get_threshold()[0] == max(12_345, before[0])
+    a.__exit__(None, None, None)                 # the first to start ends first
+    assert gc.get_threshold()[0] == max(12_345, before[0])
+    b.__exit__(None, None, None)
+    assert gc.get_threshold() == before
