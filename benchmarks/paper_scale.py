@@ -315,10 +315,11 @@ def _role(cmdline: list[str]) -> str:
     return "child"
 
 
-def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str], timeout: float | None = None
-              ) -> tuple[float, dict[int, tuple[str, int]], float]:
-    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds; past
-    ``timeout`` seconds the run is stopped and the wall returned is inf."""
+def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str], timeout: float | None = None,
+              cpu_by: dict[int, float] | None = None) -> tuple[float, dict[int, tuple[str, int]], float]:
+    """Wall seconds of ``dpexp run cfg``, the peak memory of each of its processes and their CPU seconds (each
+    process's in ``cpu_by``, by pid, if given); past ``timeout`` seconds the run is stopped and the wall returned is
+    inf."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(dpexp("run", str(cfg), "--out", str(out), "--force", "-q", *how, *extra), cwd=REPO,
                             env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -333,6 +334,8 @@ def timed_run(cfg: Path, out: Path, how: list[str], extra: list[str], timeout: f
         return float("inf"), mem.peaks, sum(mem.cpu.values())
     wall = time.perf_counter() - t0
     peaks = mem.stop()
+    if cpu_by is not None:
+        cpu_by.update(mem.cpu)
     if proc.returncode not in (0, 1):  # 1: some cells failed (recorded), still a full run
         raise SystemExit(f"{cfg.name}: dpexp run failed ({proc.returncode}): {err.strip()[-500:]}")
     return wall, peaks, sum(mem.cpu.values())
@@ -395,7 +398,8 @@ def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
                          "--repeats", "1", *warm),
                    cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print_breakdown(GDSC.name, exp)
-    wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra)
+    cpu_by: dict[int, float] = {}
+    wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra, cpu_by=cpu_by)
     size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
     floor2, _, _ = fit_floor(exp)   # again: the machine may be shared; the faster one is the floor
     print(f"  (floor measured again after the run: {floor2:.1f} s)")
@@ -408,6 +412,12 @@ def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
           f"{wall / floor:.1f} (target <= 3)")
     print(f"  CPU ratio = CPU-seconds of the run / floor = {cpu_s / floor:.1f} (independent of the cores used "
           f"and of other load; the wall ratio on J idle cores is about this / J)")
+    by_role: dict[str, float] = {}
+    for pid, t in cpu_by.items():
+        role = peaks.get(pid, ("other", 0))[0]
+        by_role[role] = by_role.get(role, 0.0) + t
+    print("  CPU by process kind: " + ", ".join(f"{role} {t:.0f} s ({t / cells * 1e6:.0f} us per cell)"
+                                                for role, t in sorted(by_role.items(), key=lambda kv: -kv[1])))
     for pid, (name, hwm) in sorted(peaks.items(), key=lambda kv: -kv[1][1]):
         print(f"  peak RSS {name:13s} pid {pid}: {hwm / 2**20:7.0f} MiB (target < 2048 MiB)")
 
