@@ -76,22 +76,14 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
-        qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
-        sums = np.array([[float(np.sum(qx[off[i]:off[i + 1]])), float(np.sum(qy[off[i]:off[i + 1]]))]
-                         for i in range(S)])
+        sums = sigma_sums(X, y, off, bx, by)
         if not np.all(np.isfinite(sums)):
             raise NotBatchable("NaN rows")
     L = standard_laplace_rows(ledgers, (2 * T if per_trial else 0) + T * (m + d + 1))
     j = 0
     if per_trial:
-        n = np.diff(off)
-        Sx = laplace_rows(np.broadcast_to(sums[:, :1], (S, T)), L[:, :T], np.full(S, d * bx * bx), eps_s, ledgers,
-                          "sigma_x")
-        Sy = laplace_rows(np.broadcast_to(sums[:, 1:], (S, T)), L[:, T:2 * T], np.full(S, by * by), eps_s, ledgers,
-                          "sigma_y")
+        sx, sy = release_sigmas(sums, np.diff(off), d, bx, by, eps_s, L[:, :2 * T], ledgers)
         j = 2 * T
-        sx = np.maximum(np.sqrt(np.maximum(Sx, 0.0) / np.maximum(n * d, 1)[:, None]), 1e-12)
-        sy = np.maximum(np.sqrt(np.maximum(Sy, 0.0) / np.maximum(n, 1)[:, None]), 1e-12)
     else:
         sx, sy = sigma[1], sigma[2]
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
@@ -202,7 +194,7 @@ def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_
     return pieces if T == 1 else [(np.ascontiguousarray(a), np.ascontiguousarray(b)) for a, b in pieces]
 
 
-# ------------------------------------------------------------------------------------------- shared by adassp
+# ---------------------------------------------------------------------------- the σ releases (rplr, adassp)
 def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: float) -> np.ndarray:
     """(S, 2) sums Σ clip(x, ±bx)², Σ clip(y, ±by)² of every split (rows off[i]:off[i+1] of X, y): what
     ``rplr._dp_sigmas`` releases, each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum over the
