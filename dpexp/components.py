@@ -14,13 +14,14 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from dpexp.documented import Documented
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import Guarantee
 from dpexp.privacy.ledger import as_ledger
 from dpexp.types import Output, Sizes, Split
 
 
-class Params(BaseModel):
+class Params(Documented):
     """Base of every component's parameter model: unknown keys are errors, values are validated."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -19,13 +19,14 @@ import annotated_types as at
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from dpexp.documented import Documented
 from dpexp.errors import ConfigError, UserError
 
 # ----------------------------------------------------------------------------------------------------------------
 # Models
 
 
-class _Strict(BaseModel):
+class _Strict(Documented):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -44,8 +45,9 @@ def _grid(v: Any, what: str, kind: type) -> list[Any]:
 
 class DatasetSpec(_Strict):
     name: str
-    label: str | None = Field(None, description="name by which algorithm entries restrict themselves to this entry "
-                                                "(algorithms[].datasets); default: the dataset name")
+    label: str | None = None
+    """name by which algorithm entries restrict themselves to this entry (algorithms[].datasets); default: the dataset
+    name"""
     params: dict[str, Any] = Field(default_factory=dict)
     subsets: Union[Literal["all"], list[str], "FirstSubsets"] = "all"
 
@@ -113,11 +115,12 @@ class AlgorithmSpec(_Strict):
     name: str
     label: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    skip_invalid: bool = Field(False, description="leave out grid points whose parameters are invalid (e.g. off a "
-                                                  "simplex) instead of rejecting the config; counted in the manifest")
-    datasets: list[str] | None = Field(None, min_length=1,
-                                       description="run only on the dataset entries with these labels (datasets[]."
-                                                   "label, else name); default: on every dataset entry")
+    skip_invalid: bool = False
+    """leave out grid points whose parameters are invalid (e.g. off a simplex) instead of rejecting the config; counted
+    in the manifest"""
+    datasets: list[str] | None = Field(None, min_length=1)
+    """run only on the dataset entries with these labels (datasets[].label, else name); default: on every dataset
+    entry"""
 
 
 class MetricSpec(_Strict):
@@ -150,9 +153,9 @@ class ExperimentSpec(_Strict):
     repeats: int = Field(1, ge=1, le=100_000)
     trials: int = Field(1, ge=1, le=10_000_000)
     chunk_work: int = Field(4000, ge=1, description="target cells x trials per chunk (fixed: independent of --jobs)")
-    noise: Literal["seeded", "secure"] = Field(
-        "seeded", description="privacy noise from the cell's seeded stream (reproducible: anyone with the manifest "
-                              "can regenerate it; experiments only) or from the OS CSPRNG (secure: never recorded)")
+    noise: Literal["seeded", "secure"] = "seeded"
+    """privacy noise from the cell's seeded stream (reproducible: anyone with the manifest can regenerate it;
+    experiments only) or from the OS CSPRNG (secure: never recorded)"""
     datasets: list[DatasetSpec] = Field(min_length=1)
     sizes: SizesSpec
     privacy: PrivacySpec

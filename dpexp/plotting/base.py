@@ -16,8 +16,9 @@ import math
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
+from dpexp.documented import Documented
 from dpexp.plotting import layout, style
 from dpexp.plotting.titles import run_note, title_of  # noqa: F401  (title_of: part of this module's API)
 
@@ -44,13 +45,13 @@ SHORT = {"epsilon": "ε", "delta": "δ", "n_private_requested": "n", "n_public_r
          "n_test_requested": "n_test"}
 
 
-class PlotOptions(BaseModel):
+class PlotOptions(Documented):
     """Base of plot kinds' option models: unknown keys are errors.  ``size``: the figure's width — one column of a
     two-column paper (3.5 in) or the full text width (7 in); each kind has a default."""
 
     model_config = ConfigDict(extra="forbid")
-    size: Literal["column", "page"] | None = Field(None, description="figure width: column (3.5 in) or page (7 in);"
-                                                                   " default: the kind's")
+    size: Literal["column", "page"] | None = None
+    """figure width: column (3.5 in) or page (7 in); default: the kind's"""
 
 
 def axis_label(name: str) -> str:

@@ -41,8 +41,8 @@ def _order(df: pd.DataFrame) -> list[str]:
 
 
 class CoverageNominalOptions(PlotOptions):
-    target: Literal["coef", "pred"] = Field("coef", description="coverage of the coefficients or of the regression "
-                                                                "function at the test rows")
+    target: Literal["coef", "pred"] = "coef"
+    """coverage of the coefficients or of the regression function at the test rows"""
 
 
 @register_plot(options=CoverageNominalOptions)
@@ -86,9 +86,9 @@ class IntervalWidthOptions(PlotOptions):
     target: Literal["coef", "pred"] = "coef"
     band: float = Field(0.05, ge=0, le=0.5, description="tolerance band around the nominal coverage (drawn shaded)")
     logy: bool = Field(True, description="log scale for the width")
-    center: Literal["median", "mean"] = Field(
-        "median", description="centre over repeats of the width (median: a few repeats with a degenerate DP σ̂ "
-                              "can make a mean meaningless); coverage is always the mean")
+    center: Literal["median", "mean"] = "median"
+    """centre over repeats of the width (median: a few repeats with a degenerate DP σ̂ can make a mean meaningless);
+    coverage is always the mean"""
 
 
 @register_plot(options=IntervalWidthOptions)

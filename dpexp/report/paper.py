@@ -30,8 +30,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 
+from dpexp.documented import Documented
 from dpexp.errors import UserError
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "docs" / "paper_values.yaml"
@@ -41,7 +42,7 @@ _POINT_KEYS = ["dataset", "dataset_params", "algorithm", "label", "params", "met
                "n_private_requested", "n_public_requested", "n_test_requested"]
 
 
-class _Strict(BaseModel):
+class _Strict(Documented):
     model_config = ConfigDict(extra="forbid")
 
 

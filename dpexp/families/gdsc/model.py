@@ -18,9 +18,9 @@ from dpexp.models.vb import VBResult, fit_vb, ridge_stabilised
 class FixedPrecisionParams(Params):
     lam: float = Field(1.0, gt=0, description="noise precision lambda (prior: fixed)")
     lam0: float = Field(1.0, gt=0, description="weight precision lambda0 (prior: fixed)")
-    solver: Literal["psd_floor", "direct"] = Field(
-        "psd_floor", description="prior: fixed: floor the eigenvalues of the perturbed X'X at 0 before the solve "
-                                 "(default) or solve Eqs. 3-4 on the statistics as released (the papers' text)")
+    solver: Literal["psd_floor", "direct"] = "psd_floor"
+    """prior: fixed: floor the eigenvalues of the perturbed X'X at 0 before the solve (default) or solve Eqs. 3-4 on the
+    statistics as released (the papers' text)"""
 
 
 def public_posterior(X_public: np.ndarray, y_public: np.ndarray) -> VBResult:

@@ -146,9 +146,9 @@ class GdscCurveOptions(PlotOptions):
     error: Literal["std", "sem", "none"] = Field("std", description="error bars over Monte Carlo repeats")
     logx: bool = False
     ylim: list[float] | None = None
-    legend: Literal["inside", "below", "outside"] = Field(
-        "below", description="below the plot (one legend, columns as fit), inside it, or outside (= below: an "
-                             "outside legend widened the figure)")
+    legend: Literal["inside", "below", "outside"] = "below"
+    """below the plot (one legend, columns as fit), inside it, or outside (= below: an outside legend widened the
+    figure)"""
 
 
 @register_plot(options=GdscCurveOptions)
@@ -311,8 +311,8 @@ def param_heatmap(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_ste
 
 
 class ThresholdOptions(PlotOptions):
-    metrics: list[str] = Field(default_factory=lambda: ["omega_x", "omega_y"],
-                               description="metric rows (algorithm extras) drawn against x")
+    metrics: list[str] = Field(default_factory=lambda: ["omega_x", "omega_y"])
+    """metric rows (algorithm extras) drawn against x"""
     algorithm: str | None = "rplr"
     logx: bool = False
 

@@ -224,12 +224,12 @@ class OutputEcdfOptions(PlotOptions):
     where: dict[str, Any] = Field(default_factory=dict, description="keep rows whose column/parameter equals")
     labels: list[str] | None = None
     xlim: list[float] | None = None
-    scale: Literal["auto", "linear", "asinh"] = Field(
-        "auto", description="x axis: linear in p̃; asinh in p̃ − p̂ (linear within ± σ̂, logarithmic beyond: "
-                            "curves whose spreads differ by orders of magnitude all show); auto: asinh when the "
-                            "curves' central 68% widths differ more than 30-fold")
-    window: Literal["se", "outputs"] = Field("se", description="linear x range: p̂ ± window_se·σ̂ (se), or the "
-                                             "central 68% of every drawn algorithm's outputs plus p̂ ± 3σ̂ (outputs)")
+    scale: Literal["auto", "linear", "asinh"] = "auto"
+    """x axis: linear in p̃; asinh in p̃ − p̂ (linear within ± σ̂, logarithmic beyond: curves whose spreads differ by
+    orders of magnitude all show); auto: asinh when the curves' central 68% widths differ more than 30-fold"""
+    window: Literal["se", "outputs"] = "se"
+    """linear x range: p̂ ± window_se·σ̂ (se), or the central 68% of every drawn algorithm's outputs plus p̂ ± 3σ̂
+    (outputs)"""
     window_se: float = Field(10.0, gt=0, description="half-width of the 'se' window in standard errors")
     xlabel: str = "DP estimate p̃25  (y units, y ∈ [0, 1])"
 

@@ -403,54 +403,54 @@ def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration:
 
 # ----------------------------------------------------------------------------------------------- algorithms
 class _BoundParams(Params):
-    bound_x: float | None = Field(None, gt=0, description="assumed public bound c_x on |x_j| (default: split.meta "
-                                                          "'bound_x')")
-    bound_y: float | None = Field(None, gt=0, description="assumed public bound c_y on |y| (default: split.meta "
-                                                          "'bound_y')")
-    calibration: Literal["analytic", "classic"] = Field("analytic", description="Gaussian calibration: analytic "
-                                                        "(Balle & Wang 2018) or classic Eq. (1)")
+    bound_x: float | None = Field(None, gt=0)
+    """assumed public bound c_x on |x_j| (default: split.meta 'bound_x')"""
+    bound_y: float | None = Field(None, gt=0)
+    """assumed public bound c_y on |y| (default: split.meta 'bound_y')"""
+    calibration: Literal["analytic", "classic"] = "analytic"
+    """Gaussian calibration: analytic (Balle & Wang 2018) or classic Eq. (1)"""
     lam: float = Field(1.0, gt=0, description="noise precision lambda (supplement §10: 1)")
     lam0: float = Field(1.0, gt=0, description="prior precision lambda0 (supplement §10: 1)")
-    solver: Literal["direct", "psd_floor", "abs_eig"] = Field(
-        "direct", description="posterior mean from the noisy statistics: direct solve of eq. (13) (paper text), "
-                              "psd_floor (negative eigenvalues of XX raised to 0 first) or abs_eig (flipped to their "
-                              "absolute values first: the authors' code, every model)")
+    solver: Literal["direct", "psd_floor", "abs_eig"] = "direct"
+    """posterior mean from the noisy statistics: direct solve of eq. (13) (paper text), psd_floor (negative eigenvalues
+    of XX raised to 0 first) or abs_eig (flipped to their absolute values first: the authors' code, every model)"""
 
 
 class _UnprojParams(_BoundParams):
-    clip: bool = Field(True, description="project the data to the assumed bounds (Alg. 2 step 1); false = the "
-                                         "authors' code for TA/DDP/input perturbation: not clipped (not DP)")
-    bound_y_from_data: bool = Field(False, description="c_y = ceil(max |y|) over the clients' targets instead of "
-                                                       "bound_y (the authors' code; not DP: a data-derived bound)")
+    clip: bool = True
+    """project the data to the assumed bounds (Alg. 2 step 1); false = the authors' code for TA/DDP/input perturbation:
+    not clipped (not DP)"""
+    bound_y_from_data: bool = False
+    """c_y = ceil(max |y|) over the clients' targets instead of bound_y (the authors' code; not DP: a data-derived
+    bound)"""
 
 
 class _ProjParams(_BoundParams):
     share_std: float = Field(0.3, gt=0, lt=1, description="share of (epsilon, delta) for the std round")
     omega_x: float | None = Field(None, gt=0, description="fixed feature threshold in stds (None: auxiliary search)")
     omega_y: float | None = Field(None, gt=0, description="fixed target threshold in stds (None: auxiliary search)")
-    aux_repeats: int = Field(10, ge=1, description="auxiliary data sets of the threshold search (paper text: 10; "
-                                                   "the authors' code: 20)")
+    aux_repeats: int = Field(10, ge=1)
+    """auxiliary data sets of the threshold search (paper text: 10; the authors' code: 20)"""
     aux_noise_draws: int = Field(1, ge=1, description="noise draws per auxiliary data set (the authors' code: 20)")
-    aux_data: Literal["gaussian", "row_normalised"] = Field(
-        "gaussian", description="auxiliary x: N(0, I) (eqs. (4)-(6)) or centred with unit-norm rows like the "
-                                "preprocessed GDSC data (the authors' code)")
-    aux_score: Literal["holdout", "in_sample"] = Field(
-        "holdout", description="MAE on held-out auxiliary rows (ours) or on the fitted rows vs the unclipped y "
-                               "(the authors' code)")
-    aux_noise_power: Literal[2, 4] = Field(
-        2, description="search noise std grows as threshold^2 (eq. (18), ours) or threshold^4 (the authors' code)")
-    aux_budget: Literal["remaining", "full"] = Field(
-        "remaining", description="noise simulated in the search at the statistics round's (1 - share_std) budget "
-                                 "(ours) or at the full (epsilon, delta) (the authors' code)")
-    aux_n: int | None = Field(None, ge=3, description="auxiliary data size (None: the clients' N rounded by "
-                                                      "aux_size; the authors' GDSC code: 400)")
-    omega_max: float = Field(2.1, gt=0.1, description="largest omega of the 20-point grid from 0.1 (paper text: "
-                                                      "2.1; the authors' code: 2.0)")
-    std_sensitivity: Literal["ours", "paper"] = Field(
-        "ours", description="std round sensitivity: sqrt(sum c_j^4 + c_y^4) (ours, right) or sqrt(d R^2 + c_y^2) "
-                            "(the authors' code: under-noised, not DP)")
-    std_r: float = Field(7.5, gt=0, description="R of the authors' std-round sensitivity sqrt(d R^2 + c_y^2) "
-                                                "(std_sensitivity: paper only)")
+    aux_data: Literal["gaussian", "row_normalised"] = "gaussian"
+    """auxiliary x: N(0, I) (eqs. (4)-(6)) or centred with unit-norm rows like the preprocessed GDSC data (the authors'
+    code)"""
+    aux_score: Literal["holdout", "in_sample"] = "holdout"
+    """MAE on held-out auxiliary rows (ours) or on the fitted rows vs the unclipped y (the authors' code)"""
+    aux_noise_power: Literal[2, 4] = 2
+    """search noise std grows as threshold^2 (eq. (18), ours) or threshold^4 (the authors' code)"""
+    aux_budget: Literal["remaining", "full"] = "remaining"
+    """noise simulated in the search at the statistics round's (1 - share_std) budget (ours) or at the full (epsilon,
+    delta) (the authors' code)"""
+    aux_n: int | None = Field(None, ge=3)
+    """auxiliary data size (None: the clients' N rounded by aux_size; the authors' GDSC code: 400)"""
+    omega_max: float = Field(2.1, gt=0.1)
+    """largest omega of the 20-point grid from 0.1 (paper text: 2.1; the authors' code: 2.0)"""
+    std_sensitivity: Literal["ours", "paper"] = "ours"
+    """std round sensitivity: sqrt(sum c_j^4 + c_y^4) (ours, right) or sqrt(d R^2 + c_y^2) (the authors' code:
+    under-noised, not DP)"""
+    std_r: float = Field(7.5, gt=0)
+    """R of the authors' std-round sensitivity sqrt(d R^2 + c_y^2) (std_sensitivity: paper only)"""
 
 
 class _DistParams(_BoundParams):

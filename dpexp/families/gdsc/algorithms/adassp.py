@@ -49,14 +49,13 @@ from dpexp.types import Output, Split
 
 
 class _AdaSSPParams(SigmaParams):
-    noise: Literal["laplace", "gaussian"] = Field(
-        "laplace", description="laplace: pure epsilon-DP (L1 sensitivities; comparable with rplr); gaussian: Wang's "
-                               "(epsilon, delta)-DP mechanism with the analytic calibration (needs delta > 0)")
-    clip: Literal["norm", "coordinate"] = Field(
-        "norm", description="project rows onto ||x|| <= omega_x sigma_x sqrt(d) (Wang) or clip every coordinate at "
-                            "omega_x sigma_x (rplr)")
-    omega_x: float = Field(1.0, gt=0, description="B_X = omega_x sigma_x sqrt(d) (norm) or B_x = omega_x sigma_x "
-                                                  "(coordinate)")
+    noise: Literal["laplace", "gaussian"] = "laplace"
+    """laplace: pure epsilon-DP (L1 sensitivities; comparable with rplr); gaussian: Wang's (epsilon, delta)-DP mechanism
+    with the analytic calibration (needs delta > 0)"""
+    clip: Literal["norm", "coordinate"] = "norm"
+    """project rows onto ||x|| <= omega_x sigma_x sqrt(d) (Wang) or clip every coordinate at omega_x sigma_x (rplr)"""
+    omega_x: float = Field(1.0, gt=0)
+    """B_X = omega_x sigma_x sqrt(d) (norm) or B_x = omega_x sigma_x (coordinate)"""
     omega_y: float = Field(0.5, gt=0, description="B_Y = omega_y sigma_y")
     rho: float = Field(0.05, gt=0, lt=1, description="failure probability of the eigenvalue bound and the ridge")
     public: bool = Field(True, description="add the clipped public rows' statistics to the release (exact)")

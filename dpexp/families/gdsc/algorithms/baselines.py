@@ -107,8 +107,8 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
 # rlr: non-private with the same clipping as rplr
 # ----------------------------------------------------------------------------------------------------------------
 class _RLRParams(RobustPrivateLR.Params):  # type: ignore[misc, valid-type]
-    tune_epsilon: float = Field(2.0, gt=0, description="epsilon at which rplr's thresholds are chosen (no noise "
-                                                        "is added; rlr is non-private)")
+    tune_epsilon: float = Field(2.0, gt=0)
+    """epsilon at which rplr's thresholds are chosen (no noise is added; rlr is non-private)"""
 
 
 @register_algorithm

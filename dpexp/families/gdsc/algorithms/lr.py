@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
@@ -17,8 +16,8 @@ from dpexp.types import Output, Split
 
 
 class _LRParams(FixedPrecisionParams):
-    prior: Literal["fixed", "gamma"] = Field("fixed", description="fixed precisions (Eqs. 3-4) or Gamma(2,2) priors "
-                                                                  "on both (Eq. 6, vb engine)")
+    prior: Literal["fixed", "gamma"] = "fixed"
+    """fixed precisions (Eqs. 3-4) or Gamma(2,2) priors on both (Eq. 6, vb engine)"""
 
 
 @register_algorithm

@@ -68,22 +68,23 @@ _RPLR_INFERENCE = ("prior", "engine", "stabilize", "lam", "lam0", "solver")
 
 
 class _NARPLRParams(_RPLRParams):
-    inference: Literal["gaussian", "gibbs"] = Field(
-        "gaussian", description="fast errors-in-variables Gaussian approximation (default) or the batched Gibbs "
-                                "sampler of model G (exact for the model, ~70x slower)")
-    design: Literal["independent", "public"] = Field(
-        "independent", description="prior of the private Gram matrix: independent clipped-normal features "
-                                   "(design_sd) or estimated from the clipped public rows (correlated features)")
-    design_sd: float = Field(0.1, ge=0, le=10, description="design: independent: prior sd of each feature's relative "
-                                                           "scale and of every correlation (0 = the model is exact)")
-    precision_prior: Literal["scaled", "clipped", "paper"] = Field(
-        "scaled", description="Gamma priors of lambda, lambda0: the paper's Gamma(2,2) restated for the clipped data "
-                              "in their own units (scaled: sigma_x, sigma_y of the bounds), for clipping only "
-                              "(clipped: Eq. 10 units assumed) or as is (paper)")
-    clip_public: bool = Field(True, description="clip the public rows with the private rows' bounds (one regression "
-                                                "of clipped data) or use them unclipped as rplr does")
-    gibbs: tuple[int, int, int] = Field((200, 300, 2), description="inference: gibbs: kept draws, burn-in sweeps, "
-                                                                   "thinning")
+    inference: Literal["gaussian", "gibbs"] = "gaussian"
+    """fast errors-in-variables Gaussian approximation (default) or the batched Gibbs sampler of model G (exact for the
+    model, ~70x slower)"""
+    design: Literal["independent", "public"] = "independent"
+    """prior of the private Gram matrix: independent clipped-normal features (design_sd) or estimated from the clipped
+    public rows (correlated features)"""
+    design_sd: float = Field(0.1, ge=0, le=10)
+    """design: independent: prior sd of each feature's relative scale and of every correlation (0 = the model is
+    exact)"""
+    precision_prior: Literal["scaled", "clipped", "paper"] = "scaled"
+    """Gamma priors of lambda, lambda0: the paper's Gamma(2,2) restated for the clipped data in their own units (scaled:
+    sigma_x, sigma_y of the bounds), for clipping only (clipped: Eq. 10 units assumed) or as is (paper)"""
+    clip_public: bool = True
+    """clip the public rows with the private rows' bounds (one regression of clipped data) or use them unclipped as rplr
+    does"""
+    gibbs: tuple[int, int, int] = (200, 300, 2)
+    """inference: gibbs: kept draws, burn-in sweeps, thinning"""
 
     @model_validator(mode="after")
     def _no_rplr_inference(self) -> "_NARPLRParams":

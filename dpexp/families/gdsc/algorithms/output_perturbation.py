@@ -78,8 +78,8 @@ def oplr_sensitivity(R: float, lam: float, n: int) -> float:
 
 class _OPLRParams(Params):
     R: float = Field(1.0, gt=0, description="radius of the constraint ball ||w|| <= R (paper: 1)")
-    bound_x: float | None = Field(None, gt=0, description="public bound B_x on |x_j| (None: the dataset's "
-                                                          "declared meta['x_bound'])")
+    bound_x: float | None = Field(None, gt=0)
+    """public bound B_x on |x_j| (None: the dataset's declared meta['x_bound'])"""
     bound_y: float = Field(..., gt=0, description="public bound B_y on |y| (declared; larger values are clipped)")
 
 

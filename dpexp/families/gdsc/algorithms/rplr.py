@@ -57,62 +57,64 @@ class SigmaParams(Params):
     """How the clipping bounds B = ω·σ get their σ_x, σ_y (``clip_sigmas``): rplr's interface, shared by the methods
     that clip as it does (``narplr``, ``adassp``)."""
 
-    sigma: Literal["dp", "data"] = Field("dp", description="DP estimates of sigma_x, sigma_y spending sigma_share of "
-                                                           "epsilon, per trial (default), or the data std without "
-                                                           "budget (the paper's protocol: NOT DP)")
+    sigma: Literal["dp", "data"] = "dp"
+    """DP estimates of sigma_x, sigma_y spending sigma_share of epsilon, per trial (default), or the data std without
+    budget (the paper's protocol: NOT DP)"""
     sigma_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the DP sigma estimates (sigma: dp)")
-    sigma_bound_x: float = Field(1.0, gt=0, description="public bound on |x_j| for the DP sigma_x (sigma: dp); 1 "
-                                                        "holds by construction for unit-norm rows (GDSC, Eq. 10 data)")
-    sigma_bound_y: float = Field(5.0, gt=0, description="public bound on |y| for the DP sigma_y (sigma: dp); larger "
-                                                        "values are clipped for the estimate only (docs/privacy.md)")
+    sigma_bound_x: float = Field(1.0, gt=0)
+    """public bound on |x_j| for the DP sigma_x (sigma: dp); 1 holds by construction for unit-norm rows (GDSC, Eq. 10
+    data)"""
+    sigma_bound_y: float = Field(5.0, gt=0)
+    """public bound on |y| for the DP sigma_y (sigma: dp); larger values are clipped for the estimate only
+    (docs/privacy.md)"""
 
 
 class TuneParams(Params):
     """How the auxiliary-data tuning simulates (``dpexp.families.gdsc.tuning``): shared by rplr and split_search."""
 
-    tune_aux: Literal["eq10", "preprocessed"] = Field(
-        "eq10", description="auxiliary data of the tuning: Eq. (10) as drawn (the text) or preprocessed like the real "
-                            "data (the authors' code); dpexp.families.gdsc.tuning")
-    tune_solver: Literal["psd_floor", "direct"] = Field(
-        "psd_floor", description="fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as "
-                                 "released (the authors' code)")
+    tune_aux: Literal["eq10", "preprocessed"] = "eq10"
+    """auxiliary data of the tuning: Eq. (10) as drawn (the text) or preprocessed like the real data (the authors'
+    code); dpexp.families.gdsc.tuning"""
+    tune_solver: Literal["psd_floor", "direct"] = "psd_floor"
+    """fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as released (the authors' code)"""
 
 
 class _RPLRParams(FixedPrecisionParams, SigmaParams, TuneParams):
-    prior: Literal["gamma", "fixed"] = Field("gamma", description="Gamma(2,2) priors on lambda, lambda0 (proposed "
-                                                                  "method) or fixed lam, lam0")
+    prior: Literal["gamma", "fixed"] = "gamma"
+    """Gamma(2,2) priors on lambda, lambda0 (proposed method) or fixed lam, lam0"""
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
-    stabilize: Literal["noise_ridge", "none"] = Field(
-        "noise_ridge", description="prior: gamma with vb: add the noise-calibrated ridge 2 sqrt(2d) b_xx to the "
-                                   "perturbed X'X (dpexp.models.vb.noise_ridge) or fit the projected statistics as is")
-    split: Literal["auto", "analytic"] | None = Field(
-        None, description="'auto' (default when p1-p3 are not given): tune the budget split on auxiliary data; "
-                          "'analytic': split and (unless omega_x/omega_y or omega: auto are given) thresholds from the "
-                          "closed-form risk of the noise-aware model (dpexp.families.gdsc.analytic), no search")
-    analytic_sd: float = Field(0.1, ge=0, le=10, description="split: analytic: design uncertainty (relative sd of the "
-                                                             "Gram matrix entries) the closed-form score assumes")
+    stabilize: Literal["noise_ridge", "none"] = "noise_ridge"
+    """prior: gamma with vb: add the noise-calibrated ridge 2 sqrt(2d) b_xx to the perturbed X'X
+    (dpexp.models.vb.noise_ridge) or fit the projected statistics as is"""
+    split: Literal["auto", "analytic"] | None = None
+    """'auto' (default when p1-p3 are not given): tune the budget split on auxiliary data; 'analytic': split and (unless
+    omega_x/omega_y or omega: auto are given) thresholds from the closed-form risk of the noise-aware model
+    (dpexp.families.gdsc.analytic), no search"""
+    analytic_sd: float = Field(0.1, ge=0, le=10)
+    """split: analytic: design uncertainty (relative sd of the Gram matrix entries) the closed-form score assumes"""
     p1: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'X (explicit split)")
     p2: float | None = Field(None, gt=0, lt=1, description="share of epsilon for X'y (explicit split)")
     p3: float | None = Field(None, gt=0, lt=1, description="share of epsilon for y'y (explicit split)")
-    split_tuning: Literal["paper", "case"] = Field(
-        "paper", description="split: auto tunes once at n=500, d=10, eps=2 (paper) or at each test case")
-    omega: Literal["auto"] | None = Field(None, description="'auto' (default when omega_x/omega_y are not given): "
-                                                            "tune the thresholds per test case")
+    split_tuning: Literal["paper", "case"] = "paper"
+    """split: auto tunes once at n=500, d=10, eps=2 (paper) or at each test case"""
+    omega: Literal["auto"] | None = None
+    """'auto' (default when omega_x/omega_y are not given): tune the thresholds per test case"""
     omega_x: float | None = Field(None, gt=0, description="clipping threshold B_x = omega_x * sigma_x (explicit)")
     omega_y: float | None = Field(None, gt=0, description="clipping threshold B_y = omega_y * sigma_y (explicit)")
-    tune_n: Literal["requested", "actual"] = Field(
-        "requested", description="n of the threshold tuning: the requested n_private (GDSC drops untested lines per "
-                                 "drug; tuning per distinct n would be wasteful) or the rows actually present")
+    tune_n: Literal["requested", "actual"] = "requested"
+    """n of the threshold tuning: the requested n_private (GDSC drops untested lines per drug; tuning per distinct n
+    would be wasteful) or the rows actually present"""
     tune_reps: tuple[int, int] = Field((20, 20), description="auxiliary data sets x noise draws, threshold tuning")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws, split tuning")
-    clip_public: bool = Field(False, description="clip the public lines with the private bounds too (the authors' "
-                                                 "code) or add their exact statistics unclipped (default)")
-    repair: Literal["joint", "none"] = Field(
-        "joint", description="prior: gamma: joint PSD projection of the released statistics before the fit, or none "
-                             "(the authors' ADVI on the statistics as released; engine: pymc only — VB needs a proper "
-                             "posterior)")
-    cross_check: bool = Field(False, description="engine: pymc: also fit the vb engine (without / with the noise "
-                                                 "ridge) to the same released statistics; extras vb_* and vb_ridge_*")
+    clip_public: bool = False
+    """clip the public lines with the private bounds too (the authors' code) or add their exact statistics unclipped
+    (default)"""
+    repair: Literal["joint", "none"] = "joint"
+    """prior: gamma: joint PSD projection of the released statistics before the fit, or none (the authors' ADVI on the
+    statistics as released; engine: pymc only — VB needs a proper posterior)"""
+    cross_check: bool = False
+    """engine: pymc: also fit the vb engine (without / with the noise ridge) to the same released statistics; extras
+    vb_* and vb_ridge_*"""
 
     @model_validator(mode="after")
     def _explicit_or_auto(self) -> "_RPLRParams":

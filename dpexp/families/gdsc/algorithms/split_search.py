@@ -28,9 +28,8 @@ class _SplitSearchParams(SigmaParams, TuneParams):   # rplr's sigma and tuning o
     tune_d: int = Field(10, ge=1, description="auxiliary data dimension of the split search (paper: 10)")
     tune_epsilon: float = Field(2.0, gt=0, description="epsilon of the split search (paper: 2)")
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
-    stabilize: Literal["noise_ridge", "none"] = Field(
-        "noise_ridge", description="rplr's stabilize: the Gamma-prior score and fit with the noise ridge or without "
-                                   "(the paper protocol)")
+    stabilize: Literal["noise_ridge", "none"] = "noise_ridge"
+    """rplr's stabilize: the Gamma-prior score and fit with the noise ridge or without (the paper protocol)"""
 
     @model_validator(mode="after")
     def _on_simplex(self) -> "_SplitSearchParams":

@@ -319,23 +319,22 @@ class Gdsc(Dataset):
 
     class Params(Params):
         d: int = Field(10, ge=5, le=64, description="number of genes kept (first d in mutation-count order)")
-        evidence: Literal["all", "certain", "exact"] = Field(
-            "all", description="cell-line identification evidence kept: all 955 lines, 'certain' (exact + "
-                               "between exact matches) or 'exact' only")
+        evidence: Literal["all", "certain", "exact"] = "all"
+        """cell-line identification evidence kept: all 955 lines, 'certain' (exact + between exact matches) or 'exact'
+        only"""
         test_pool: int = Field(100, ge=1, description="test lines per repeat (Methods 4.5: 100)")
         public_pool: int = Field(30, ge=0, description="non-private pool per repeat (Methods 4.5: 30)")
-        missing: Literal["after_split", "before_split"] = Field(
-            "after_split", description="drop lines without a response after taking the pool prefixes (thesis "
-                                       "3.8.2) or before (exact sizes)")
-        centre: Literal["all", "public"] = Field(
-            "public", description="centre genes and responses over the repeat's test + public pools only (no private "
-                                  "line read; default) or over all lines (the paper's Methods 4.4: not DP)")
-        protocol: Literal["ours", "python", "matlab"] = Field(
-            "ours", description="data path: ours (pools, dataset-wide preprocessing) or the authors' python (rplr, "
-                                "LR) / matlab (plr, oplr, fmlr) path: per-set normalisation, their split positions "
-                                "(not DP: reads the private set; dpexp.families.gdsc.datasets.protocols)")
-        public_start: int = Field(800, ge=0, description="protocol: python: position of the first public line in the "
-                                                         "training permutation (the authors' code: 800)")
+        missing: Literal["after_split", "before_split"] = "after_split"
+        """drop lines without a response after taking the pool prefixes (thesis 3.8.2) or before (exact sizes)"""
+        centre: Literal["all", "public"] = "public"
+        """centre genes and responses over the repeat's test + public pools only (no private line read; default) or over
+        all lines (the paper's Methods 4.4: not DP)"""
+        protocol: Literal["ours", "python", "matlab"] = "ours"
+        """data path: ours (pools, dataset-wide preprocessing) or the authors' python (rplr, LR) / matlab (plr, oplr,
+        fmlr) path: per-set normalisation, their split positions (not DP: reads the private set;
+        dpexp.families.gdsc.datasets.protocols)"""
+        public_start: int = Field(800, ge=0)
+        """protocol: python: position of the first public line in the training permutation (the authors' code: 800)"""
 
         @model_validator(mode="after")
         def _protocol_options(self) -> "Gdsc.Params":

@@ -91,11 +91,12 @@ class _OIParams(Params):
     mu_logsd: float = Field(0.5, ge=0, description="sd of ln mu_t")
     beta_mean: float = Field(0.35, description="mean of the log-log slope beta_t")
     beta_sd: float = Field(0.10, ge=0, description="sd of beta_t")
-    alpha_mean: float = Field(math.log(40000.0), description="mean of alpha_t, the tract's ln child income at "
-                              "parent log income alpha_center")
+    alpha_mean: float = math.log(40000.0)
+    """mean of alpha_t, the tract's ln child income at parent log income alpha_center"""
     alpha_sd: float = Field(0.15, ge=0, description="sd of alpha_t (between-tract spread of ln child income)")
-    alpha_center: float | None = Field(None, description="parent log income at which alpha_t is the intercept "
-                                       "(default: mu_logmean when drawn, 0 = raw log-log intercept with a tract_table)")
+    alpha_center: float | None = None
+    """parent log income at which alpha_t is the intercept (default: mu_logmean when drawn, 0 = raw log-log intercept
+    with a tract_table)"""
     noise_sd: float = Field(0.20, ge=0, description="sd of e_i in ln child income")
     within_var_factor: float = Field(4.0, gt=0, description="within-tract var of parent income / Var(mu_t)")
     min_count: int = Field(20, ge=0, description="release rule: minimum tract size")

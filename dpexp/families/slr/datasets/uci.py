@@ -99,9 +99,9 @@ def _check_range(v: Range | None) -> Range | None:
 
 
 class _RangeParams(Params):
-    x_range: Range | None = Field(None, description="declared range [lo, hi] of x (rescaled and clipped "
-                                                    "row-locally); default: min-max over the whole file (paper, "
-                                                    "public by assumption)")
+    x_range: Range | None = None
+    """declared range [lo, hi] of x (rescaled and clipped row-locally); default: min-max over the whole file (paper,
+    public by assumption)"""
     y_range: Range | None = Field(None, description="declared range [lo, hi] of y; default: min-max over the file")
 
     @field_validator("x_range", "y_range")
