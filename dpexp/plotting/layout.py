@@ -15,6 +15,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.plotting import style
 
 IDENTICAL_NOTE = "A = B in the legend: curves with identical values, drawn once"
@@ -25,13 +26,10 @@ def text_width(text: str, size: float) -> float:
     from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.font_manager import FontProperties
 
-    renderer = _RENDERER.get("agg") or _RENDERER.setdefault("agg", RendererAgg(10, 10, 72))
+    renderer = cache.memo("plotting.text_renderer", "agg", lambda: RendererAgg(10, 10, 72))
     w, _h, _d = renderer.get_text_width_height_descent(text, FontProperties(family="DejaVu Sans", size=size),
                                                         ismath=False)
     return w / 72.0
-
-
-_RENDERER: dict[str, Any] = {}
 
 
 #: spaces not to break at: 'ε = 2', 'm − b' and 'et al. 2017' stay on one line (no-break spaces look the same)
