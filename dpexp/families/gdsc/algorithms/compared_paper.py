@@ -37,7 +37,7 @@ from dpexp.families.gdsc.batching import Rows, each, repeat_trials, run_grouped,
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
                                                                   with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace
+from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -138,29 +138,25 @@ class PrivateLRPaper(_PaperLR):
             stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
 
         ks = each(ks, out, statistics)
-        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
-        zeros_xx, zeros_xy = np.zeros((d, d)), np.zeros(d)
-
-        def release(k: int) -> None:   # the split's draws through its own ledger: X'X's full d × d, then X'y
-            if len(stats[k]) == 2:
-                ledgers[k].public_only()
-                return
-            noise[k] = (heuristic_laplace(zeros_xx, b_xx, ledgers[k], size=trials, reason=PLR_REASON, label="X'X"),
-                        heuristic_laplace(zeros_xy, b_xy, ledgers[k], size=trials, reason=PLR_REASON, label="X'y"))
-
-        ks = each(ks, out, release)
         if not ks:
             return
+        b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
+        rows = [j for j, k in enumerate(ks) if len(stats[k]) == 4]
+        for k in ks:
+            if len(stats[k]) == 2:
+                ledgers[k].public_only()
         XX = repeat_trials(np.stack([stats[k][0] for k in ks]), trials, axis=1)   # (splits, trials, d, d)
         Xy = repeat_trials(np.stack([stats[k][1] for k in ks]), trials, axis=1)
-        rows = [j for j, k in enumerate(ks) if k in noise]
         if rows:
             priv = [ks[j] for j in rows]
-            U = np.stack([noise[k][0] for k in priv])
+            # each split's draws through its own ledger, X'X's full d × d then X'y: one generator call per split,
+            # the same floats and spends as two ``heuristic_laplace`` calls (tests/gdsc/test_batched_paths.py)
+            U, V = heuristic_laplace_rows((np.zeros((len(priv), d, d)), np.zeros((len(priv), d))), (b_xx, b_xy),
+                                          [ledgers[k] for k in priv], size=trials, reason=PLR_REASON,
+                                          labels=("X'X", "X'y"))
             U = np.triu(U) + np.swapaxes(np.triu(U, 1), -1, -2)          # mirrored upper triangle
             XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
-            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + V
         W = solve_stacked(_solve, XX + p.lam * np.eye(d), Xy)
         _outputs(ks, W, [splits[k].X_test for k in ks], ledgers, out)
 
@@ -204,14 +200,18 @@ class OutputPerturbationPaper(_PaperLR):
         if priv:
             fits = solve_stacked(ball_constrained_ridge, *(np.stack([stats[k][i] for k in priv]) for i in range(3)), R)
 
-            for k, w in zip(priv, fits):   # the output noise, through the split's ledger
-                try:
-                    if isinstance(w, Exception):
-                        raise w
-                    weights[k] = heuristic_gamma_norm(w, stats[k][3], ledgers[k], size=trials, reason=OPLR_REASON,
-                                                      label="w")
-                except Exception as exc:  # recorded per cell
-                    weights[k] = exc
+            good, fitted = [], []
+            for k, w in zip(priv, fits):
+                if isinstance(w, Exception):   # recorded per cell
+                    weights[k] = w
+                else:
+                    good.append(k)
+                    fitted.append(w)
+            if good:   # the output noise, each split's through its own ledger (``heuristic_gamma_norm``'s draws)
+                W = heuristic_gamma_norm_rows(np.stack(fitted),
+                                              [stats[k][3] for k in good], [ledgers[k] for k in good], size=trials,
+                                              reason=OPLR_REASON, label="w")
+                weights.update(zip(good, W))
         done = [k for k in ks if k in weights]
         _outputs(done, [weights[k] for k in done], [splits[k].X_test for k in done], ledgers, out)
 
