@@ -158,3 +158,11 @@ def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
     np.testing.assert_array_equal(dM, tM, strict=True)
     np.testing.assert_array_equal(da, ta, strict=True)
     assert repr(la.spends) == repr(lb.spends) and len(la.spends) == 1
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (0,), ()])
+def test_repeat_trials_one_trial_is_a_fresh_copy(shape):
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    got = repeat_trials(a, 1)
+    np.testing.assert_array_equal(got, np.broadcast_to(a, (1,) + a.shape).copy(), strict=True)
+    assert got.flags.c_contiguous and got.flags.writeable and not np.shares_memory(got, a)
