@@ -73,3 +73,9 @@ def test_gamma_norm_rows_errors():
     with pytest.raises(ValueError):
         heuristic_gamma_norm_rows(np.zeros((3, 3)), [1.0] * 3, lg, reason="r")
     assert all(not x.spends for x in lg)
+
+
+def test_no_cells():
+    U, = heuristic_laplace_rows((np.zeros((0, 3)),), (1.0,), [], size=2, reason="r", labels=("a",))
+    assert U.shape == (0, 2, 3)
+    assert heuristic_gamma_norm_rows(np.zeros((0, 3)), [], [], size=2, reason="r").shape == (0, 2, 3)

@@ -34,8 +34,8 @@ from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, run_grouped, solve_stacked
-from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
-                                                                  with_bias)
+from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
+                                                                  trimmed_minimiser, with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
 from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
@@ -285,15 +285,14 @@ class FunctionalMechanismPaper(_PaperLR):
         _outputs(list(weights), list(weights.values()), [views[k][2] for k in weights], ledgers, out)
         D = d + 1
         sens = fm_sensitivity(D)
-        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def release(k: int) -> None:   # the whole objective, one Laplace release through the split's ledger
-            ledgers[k].not_dp(FMLR_REASON)
-            noise[k] = objective_noise(D, trials, sens, epsilon, ledgers[k])
-
-        priv = each([k for k in ks if views[k][0].shape[0] > 0], out, release)
+        priv = [k for k in ks if views[k][0].shape[0] > 0]
         if not priv:
             return
+        for k in priv:
+            ledgers[k].not_dp(FMLR_REASON)
+        # the whole objective, one Laplace release through each split's ledger (one generator call each)
+        NM, NA = objective_noise_rows(D, trials, sens, epsilon, [ledgers[k] for k in priv])
+        noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
         # min-max scaling of every split's private and test rows in one call each (ranges repeated per row)
         lo, hi = [views[k][3] for k in priv], [views[k][4] for k in priv]
         Z = dict(zip(priv, _scaled_rows([views[k][0] for k in priv], lo, hi)))
