@@ -102,7 +102,8 @@ def check(new, old, ln, lo):
     {"omega_x": 0.5, "omega_y": 0.5, "p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "fixed"},
     {"omega_x": 0.8, "omega_y": 0.3, "p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "fixed", "clip_public": True},
     {"omega_x": 0.5, "omega_y": 0.5, "p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "gamma", "clip_public": True},
-    {"omega_x": 0.5, "omega_y": 0.5, "p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "gamma"}])
+    {"omega_x": 0.5, "omega_y": 0.5, "p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "gamma"},
+    {"p1": 0.35, "p2": 0.6, "p3": 0.05, "prior": "fixed", "tune_reps": (2, 2), "clip_public": True}])
 @pytest.mark.parametrize("with_bad", [False, True])
 def test_rlr_equals_the_per_split_code(params, trials, with_bad):
     alg = RobustLR(**params)

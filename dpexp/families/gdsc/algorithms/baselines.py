@@ -174,22 +174,23 @@ class RobustLR(Reference):
         clip_public = ref.params.clip_public
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         bounds: dict[int, tuple[float, float]] = {}
-        known: dict[tuple, tuple[float, float]] = {}
+        omegas: dict[tuple[int, int], tuple[float, float]] = {}
 
         def thresholds(k: int) -> None:
-            # ref.bounds is a function of (the n it tunes for, d, σ_x, σ_y): asked once per such key (the paper
-            # path pools σ over drugs, so its splits of one size share one)
+            # rplr's bounds are B = ω·σ with ω a function of (the n it tunes for, d): ω asked once per such key, as
+            # ref.bounds of the split with σ = 1 (exactly ω), then times the split's σ — ref.bounds' own product
             s = splits[k]
             np.concatenate([s.X_public[:0], s.X_private[:0]])   # the columns agree (else this split fails alone)
-            key = (ref._tune_n(s), s.d, s.meta.get("sigma_x"), s.meta.get("sigma_y"))
-            try:
-                B = known.get(key)
-            except TypeError:   # σ not a number (unhashable): asked for this split alone
-                bounds[k] = self._bounds(ref, s)
-                return
-            if B is None:
-                B = known[key] = self._bounds(ref, s)
-            bounds[k] = B
+            key = (ref._tune_n(s), s.d)
+            w = omegas.get(key)
+            if w is None:
+                unit = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                             {**s.meta, "sigma_x": 1.0, "sigma_y": 1.0})
+                w = omegas[key] = ref.bounds(unit, epsilon=self.params.tune_epsilon)
+            B_x, B_y = w[0] * s.meta["sigma_x"], w[1] * s.meta["sigma_y"]
+            if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
+                B_x = B_y = np.inf
+            bounds[k] = B_x, B_y
 
         ks = each(range(len(splits)), out, thresholds)
         for d, group in groups(ks, lambda k: splits[k].X_private.shape[1]).items():
