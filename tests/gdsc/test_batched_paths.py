@@ -11,7 +11,7 @@ import pytest
 from dpexp import registry
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
-from dpexp.families.gdsc.algorithms.compared_paper import _minmax, _scaled_rows
+from dpexp.families.gdsc.algorithms.compared_paper import _by_column, _minmax, _scaled_rows
 from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise, objective_noise_rows, with_bias
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import laplace
@@ -142,6 +142,38 @@ def test_scaled_rows_equal_the_per_part_formula(shared, empty_range):
     y = [rng.normal(size=n) for n in (6, 0, 9, 4)]
     for p, l, g in zip(y, [-1.0, -2.0, -3.0, -4.0], _scaled_rows(y, [-1.0, -2.0, -3.0, -4.0], [5.0] * 4, bias=False)):
         np.testing.assert_array_equal(g, _minmax(p, l, 5.0), strict=True)
+
+
+@pytest.mark.parametrize("n", [0, 5, 64, 200, 640])
+@pytest.mark.parametrize("ufunc", [np.subtract, np.divide])
+def test_by_column_equals_the_broadcast_call(n, ufunc):
+    """Blocks of rows seen as one long row against the tiled column values: the same floats as the broadcast call
+    (in place or not, a remainder of rows, too few rows, a non-contiguous array, a scalar)."""
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(n, 7)) * 1e3
+    v = rng.normal(size=7) + 0.1
+    want = ufunc(A, v)
+    out = np.empty_like(A)
+    _by_column(ufunc, A, v, out)
+    np.testing.assert_array_equal(out, want, strict=True)
+    B = A.copy()
+    _by_column(ufunc, B, v, B)
+    np.testing.assert_array_equal(B, want, strict=True)
+    F = np.asfortranarray(A)
+    _by_column(ufunc, F, v, F)
+    np.testing.assert_array_equal(F, want, strict=True)
+    _by_column(ufunc, A, 3.0, out)
+    np.testing.assert_array_equal(out, ufunc(A, 3.0), strict=True)
+
+
+@pytest.mark.parametrize("n", [63, 64, 130])
+def test_minmax_of_many_rows_equals_the_formula(n):
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(n, 10))
+    lo, hi = A.min(axis=0) - 0.1, A.max(axis=0) + 0.2
+    want = 2.0 * (A - lo) / (hi - lo) - 1.0
+    np.testing.assert_array_equal(_minmax(A, lo, hi), want, strict=True)
+    np.testing.assert_array_equal(_minmax(A, lo, hi, out=A), want, strict=True)
 
 
 def test_rows_stack_and_split_back():
