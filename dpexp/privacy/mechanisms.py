@@ -322,6 +322,40 @@ def heuristic_laplace(value: Any, scale: Any, rng: Any, size: int | Sequence[int
     return out
 
 
+def heuristic_laplace_rows(values: Sequence[Any], scales: Sequence[float], sources: Sequence[Any],
+                           size: int | Sequence[int] | None = None, *, reason: str,
+                           labels: Sequence[str]) -> list[np.ndarray]:
+    """``heuristic_laplace`` of several releases of each of S cells at once: for cell i and release j,
+    values[j][i] + Lap(scales[j]) of shape ``size + values[j][i].shape``, the releases of a cell drawn in the order
+    j = 0, 1, … from ``sources[i]`` in one generator call (standard Laplace draws times the scale: the same floats
+    as separate calls, :func:`standard_laplace_rows`), and recorded in ``sources[i]`` exactly as ``heuristic_laplace``
+    records each: a ``none`` spend with ``reason`` — no DP guarantee.  ``values[j]``: (S, …), one value per cell;
+    ``scales[j]``: a number ≥ 0 shared by the cells.  Returns the releases, (S,) + size + value shape each."""
+    b = []
+    for s in scales:
+        a = _check_nonneg(s, "scale")
+        if a.size != 1:
+            raise ValueError(f"heuristic_laplace_rows takes one scale per release, got shape {a.shape}")
+        b.append(float(a.flat[0]))
+    if len(labels) != len(b) or len(values) != len(b):
+        raise ValueError(f"heuristic_laplace_rows: {len(values)} values, {len(b)} scales, {len(labels)} labels")
+    S, lead = len(sources), _lead(size)
+    vals = [np.asarray(v, dtype=float) for v in values]
+    if any(v.ndim == 0 or v.shape[0] != S for v in vals):
+        raise ValueError(f"heuristic_laplace_rows: values need a leading axis of the {S} cells")
+    counts = [math.prod(lead + v.shape[1:]) for v in vals]
+    standard = standard_laplace_rows(sources, sum(counts))
+    out, at = [], 0
+    for v, n, bj in zip(vals, counts, b):
+        draw = standard[:, at:at + n].reshape((S,) + lead + v.shape[1:])
+        out.append(v.reshape((S,) + (1,) * len(lead) + v.shape[1:]) + bj * draw)
+        at += n
+    for src in sources:
+        for bj, lab in zip(b, labels):
+            _record(src, Spend("laplace (heuristic scale)", "none", label=lab, note=reason, scale=bj))
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- Gaussian
 def gaussian_sigma_classic(sensitivity: float, epsilon: float, delta: float) -> float:
     """σ = Δ₂·sqrt(2 ln(1.25/δ))/ε (Dwork & Roth 2014, Thm A.1); the proof needs ε < 1.
@@ -570,6 +604,37 @@ def heuristic_gamma_norm(value: Any, scale: Any, rng: Any, size: int | Sequence[
     r = noise.gamma(shape=d, scale=1.0, size=lead) * _per_trial(np.asarray(sc), lead, 0, "scale")
     _record(rng, Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=_min(sc)))
     return v + u * np.asarray(r)[..., None]
+
+
+def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
+                              size: int | Sequence[int] | None = None, *, reason: str, label: str = "") -> np.ndarray:
+    """``heuristic_gamma_norm`` of one vector of each of S cells at once — no DP guarantee, recorded in
+    ``sources[i]`` exactly as ``heuristic_gamma_norm`` records it (a ``none`` spend with ``reason``).  ``values``:
+    (S, d); ``scales``: (S,), one number ≥ 0 per cell.  Each cell draws from its own source the calls
+    ``heuristic_gamma_norm`` makes (Uniform(−½, ½) of shape ``size + (d,)``, then Gamma(d, 1) of shape ``size``);
+    the normalisation and scaling, element- and row-wise, are done once for all cells (the same floats:
+    ``tests/gdsc/test_batched_paths.py``).  Returns (S,) + size + (d,)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"heuristic_gamma_norm_rows releases one vector per cell ((S, d) values), got shape {v.shape}")
+    S, d = v.shape
+    if len(sources) != S:
+        raise ValueError(f"heuristic_gamma_norm_rows {label!r}: {len(sources)} sources for {S} cells")
+    sc = np.asarray(scales, dtype=float).reshape(S)
+    for x in sc.tolist():
+        _check_nonneg(x, "scale")
+    lead = _lead(size)
+    u = np.empty((S,) + lead + (d,))
+    g = np.empty((S,) + lead)
+    for i, src in enumerate(sources):
+        noise = as_noise(src)
+        u[i] = noise.uniform(-0.5, 0.5, size=lead + (d,))
+        g[i] = noise.gamma(shape=d, scale=1.0, size=lead)
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    r = g * sc.reshape((S,) + (1,) * len(lead))
+    for src, x in zip(sources, sc.tolist()):
+        _record(src, Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=x))
+    return v.reshape((S,) + (1,) * len(lead) + (d,)) + u * r[..., None]
 
 
 # ----------------------------------------------------------------------------------------------- exponential

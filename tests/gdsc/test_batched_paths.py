@@ -11,8 +11,8 @@ import pytest
 from dpexp import registry
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
-from dpexp.families.gdsc.algorithms.compared_paper import _minmax
-from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise
+from dpexp.families.gdsc.algorithms.compared_paper import _by_column, _minmax, _scaled_rows
+from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise, objective_noise_rows, with_bias
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.privacy.noise import SecureNoise
@@ -124,6 +124,58 @@ def test_minmax_in_place_equals_the_formula():
     np.testing.assert_array_equal(got[:, [0, 1, 3]], want[:, [0, 1, 3]])
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("empty_range", [False, True])
+def test_scaled_rows_equal_the_per_part_formula(shared, empty_range):
+    """fmlr_paper's stacked scaling = with_bias of each part's ``_minmax`` on its own, to the bit; shared or per-part ranges, an empty range, an empty part, int rows."""
+    rng = np.random.default_rng(5)
+    parts = [rng.normal(size=(n, 3)) for n in (6, 0, 9, 4)]
+    parts[3] = np.arange(12).reshape(4, 3)   # integer rows are scaled as floats
+    lo0, hi0 = np.full(3, -2.5), np.full(3, 3.0)
+    if empty_range:
+        hi0[1] = lo0[1]
+    lo = [lo0] * 4 if shared else [lo0 - j for j in range(4)]
+    hi = [hi0] * 4 if shared else [hi0 + j * (1 - empty_range) for j in range(4)]
+    got = _scaled_rows(parts, lo, hi)
+    for p, l, h, g in zip(parts, lo, hi, got):
+        np.testing.assert_array_equal(g, with_bias(_minmax(np.asarray(p, dtype=float), l, h)), strict=True)
+    y = [rng.normal(size=n) for n in (6, 0, 9, 4)]
+    for p, l, g in zip(y, [-1.0, -2.0, -3.0, -4.0], _scaled_rows(y, [-1.0, -2.0, -3.0, -4.0], [5.0] * 4, bias=False)):
+        np.testing.assert_array_equal(g, _minmax(p, l, 5.0), strict=True)
+
+
+@pytest.mark.parametrize("n", [0, 5, 64, 200, 640])
+@pytest.mark.parametrize("ufunc", [np.subtract, np.divide])
+def test_by_column_equals_the_broadcast_call(n, ufunc):
+    """Blocks of rows seen as one long row against the tiled column values: the same floats as the broadcast call
+    (in place or not, a remainder of rows, too few rows, a non-contiguous array, a scalar)."""
+    rng = np.random.default_rng(n)
+    A = rng.normal(size=(n, 7)) * 1e3
+    v = rng.normal(size=7) + 0.1
+    want = ufunc(A, v)
+    out = np.empty_like(A)
+    _by_column(ufunc, A, v, out)
+    np.testing.assert_array_equal(out, want, strict=True)
+    B = A.copy()
+    _by_column(ufunc, B, v, B)
+    np.testing.assert_array_equal(B, want, strict=True)
+    F = np.asfortranarray(A)
+    _by_column(ufunc, F, v, F)
+    np.testing.assert_array_equal(F, want, strict=True)
+    _by_column(ufunc, A, 3.0, out)
+    np.testing.assert_array_equal(out, ufunc(A, 3.0), strict=True)
+
+
+@pytest.mark.parametrize("n", [63, 64, 130])
+def test_minmax_of_many_rows_equals_the_formula(n):
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(n, 10))
+    lo, hi = A.min(axis=0) - 0.1, A.max(axis=0) + 0.2
+    want = 2.0 * (A - lo) / (hi - lo) - 1.0
+    np.testing.assert_array_equal(_minmax(A, lo, hi), want, strict=True)
+    np.testing.assert_array_equal(_minmax(A, lo, hi, out=A), want, strict=True)
+
+
 def test_rows_stack_and_split_back():
     a, b, c = np.arange(6.0).reshape(3, 2), np.zeros((0, 2)), np.arange(4.0).reshape(2, 2) + 10
     rows = Rows([a, (b, c), c])
@@ -158,3 +210,32 @@ def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
     np.testing.assert_array_equal(dM, tM, strict=True)
     np.testing.assert_array_equal(da, ta, strict=True)
     assert repr(la.spends) == repr(lb.spends) and len(la.spends) == 1
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_objective_noise_rows_equal_objective_noise_per_cell(trials, secure):
+    """The batched objective noise (fmlr_paper) = ``objective_noise`` cell by cell: the floats and the spend."""
+    D, S = 4, 5
+    la, lb = ledgers(S, secure), ledgers(S, secure)
+    NM, NA = objective_noise_rows(D, trials, 48.0, 1.5, la)
+    assert NM.shape == (S, trials, D, D) and NA.shape == (S, trials, D)
+    for i in range(S):
+        dM, da = objective_noise(D, trials, 48.0, 1.5, lb[i])
+        np.testing.assert_array_equal(NM[i], dM, strict=True)
+        np.testing.assert_array_equal(NA[i], da, strict=True)
+        assert repr(la[i].spends) == repr(lb[i].spends) and len(la[i].spends) == 1
+        assert np.array_equal(la[i].noise.bits64(2), lb[i].noise.bits64(2))   # the streams left at one place
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (0,), ()])
+def test_repeat_trials_one_trial_is_a_fresh_copy(shape):
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    got = repeat_trials(a, 1)
+    np.testing.assert_array_equal(got, np.broadcast_to(a, (1,) + a.shape).copy(), strict=True)
+    assert got.flags.c_contiguous and got.flags.writeable and not np.shares_memory(got, a)
+
+
+def test_objective_noise_rows_no_cells():
+    NM, NA = objective_noise_rows(3, 2, 30.0, 1.0, [])
+    assert NM.shape == (0, 2, 3, 3) and NA.shape == (0, 2, 3)

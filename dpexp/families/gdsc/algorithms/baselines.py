@@ -25,7 +25,7 @@ from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.gdsc.batching import each, groups, repeat_trials
+from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
@@ -106,6 +106,23 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
 # ----------------------------------------------------------------------------------------------------------------
 # rlr: non-private with the same clipping as rplr
 # ----------------------------------------------------------------------------------------------------------------
+def _clip_parts(A: np.ndarray, counts: list[int], bounds: list[float]) -> None:
+    """Clip, in place, the consecutive row blocks of ``A`` (``counts[i]`` rows each) to [−bounds[i], bounds[i]]:
+    neighbouring blocks of one bound in one call (e.g. all splits of the paper path, whose σ is pooled), an
+    infinite bound left alone (clip(x, −∞, ∞) is x)."""
+    start = 0
+    i, n = 0, len(counts)
+    while i < n:
+        b, stop = bounds[i], start + counts[i]
+        i += 1
+        while i < n and bounds[i] == b:   # NaN bounds are never equal: clipped block by block, as np.clip would
+            stop += counts[i]
+            i += 1
+        if b != np.inf and stop > start:
+            np.clip(A[start:stop], -b, b, out=A[start:stop])
+        start = stop
+
+
 class _RLRParams(RobustPrivateLR.Params):  # type: ignore[misc, valid-type]
     tune_epsilon: float = Field(2.0, gt=0)
     """epsilon at which rplr's thresholds are chosen (no noise is added; rlr is non-private)"""
@@ -122,11 +139,17 @@ class RobustLR(Reference):
     description = "non-private LR with rplr's clipping, no noise (reference for the cost of the projection)"
     Params = _RLRParams
 
-    def _clipped(self, ref: RobustPrivateLR, split: Split) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """The public rows plus the private rows clipped at the thresholds rplr would use here, and (B_x, B_y)."""
-        B_x, B_y = ref.bounds(split, epsilon=self.params.tune_epsilon)   # stats.Clipping, as rplr
+    def _bounds(self, ref: RobustPrivateLR, split: Split) -> tuple[float, float]:
+        """(B_x, B_y): the thresholds rplr would use here (``ref.bounds``, stats.Clipping), ∞ where it tunes none."""
+        B_x, B_y = ref.bounds(split, epsilon=self.params.tune_epsilon)
         if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
             B_x = B_y = np.inf
+        return B_x, B_y
+
+    def _clipped(self, ref: RobustPrivateLR, split: Split) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """The public rows plus the private rows clipped at the thresholds rplr would use here, and (B_x, B_y): one
+        split's rows as ``run_many`` clips them for all its splits at once (the reference of its tests)."""
+        B_x, B_y = self._bounds(ref, split)
         Xc, yc = np.clip(split.X_private, -B_x, B_x), np.clip(split.y_private, -B_y, B_y)
         Xu, yu = split.X_public, split.y_public
         if ref.params.clip_public:   # as rplr with clip_public (the authors' code): the same bounds on public lines
@@ -141,35 +164,61 @@ class RobustLR(Reference):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Clip each split, then fit all splits of equal d in one batched call (the model of ``_fit``)."""
+        """Clip the rows of all splits of equal d in one call (each row at its split's thresholds: ``_clipped``
+        split by split), then fit them in one batched call (the model of ``_fit``)."""
         ledgers = [as_ledger(lg) for lg in ledgers]
         for lg in ledgers:
             lg.not_dp("non-private baseline")
         kw = self.params.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = RobustPrivateLR(**kw)
+        clip_public = ref.params.clip_public
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        by_d: dict[int, list[tuple[int, np.ndarray, np.ndarray, float, float]]] = {}
-        for k, s in enumerate(splits):
+        bounds: dict[int, tuple[float, float]] = {}
+        omegas: dict[tuple[int, int], tuple[float, float]] = {}
+
+        def thresholds(k: int) -> None:
+            # rplr's bounds are B = ω·σ with ω a function of (the n it tunes for, d): ω asked once per such key, as
+            # ref.bounds of the split with σ = 1 (exactly ω), then times the split's σ — ref.bounds' own product
+            s = splits[k]
+            np.concatenate([s.X_public[:0], s.X_private[:0]])   # the columns agree (else this split fails alone)
+            key = (ref._tune_n(s), s.d)
+            w = omegas.get(key)
+            if w is None:
+                unit = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                             {**s.meta, "sigma_x": 1.0, "sigma_y": 1.0})
+                w = omegas[key] = ref.bounds(unit, epsilon=self.params.tune_epsilon)
+            B_x, B_y = w[0] * s.meta["sigma_x"], w[1] * s.meta["sigma_y"]
+            if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
+                B_x = B_y = np.inf
+            bounds[k] = B_x, B_y
+
+        ks = each(range(len(splits)), out, thresholds)
+        for d, group in groups(ks, lambda k: splits[k].X_private.shape[1]).items():
             try:
-                X, y, B_x, B_y = self._clipped(ref, s)
-                by_d.setdefault(X.shape[1], []).append((k, X, y, B_x, B_y))
-            except Exception as exc:  # recorded per cell
-                out[k] = exc
-        for d, items in by_d.items():
-            XX = np.stack([X.T @ X for _, X, _, _, _ in items])
-            Xy = np.stack([X.T @ y for _, X, y, _, _ in items])
-            yy = np.array([y @ y for _, _, y, _, _ in items])
-            n = np.array([float(len(y)) for _, _, y, _, _ in items])
-            try:
+                # public then private rows of every split stacked, then clipped in place at their split's bounds
+                # (none for public rows without clip_public): the same element-wise clip as split by split
+                X = Rows([(splits[k].X_public, splits[k].X_private) for k in group])
+                y = Rows([(splits[k].y_public, splits[k].y_private) for k in group])
+                for j, rows in ((0, X), (1, y)):
+                    if rows.stack.dtype != np.float64:   # clipped values are floats (as np.clip's result)
+                        rows.stack = rows.stack.astype(np.float64)
+                    parts = ((splits[k].X_public, splits[k].X_private) if j == 0 else
+                             (splits[k].y_public, splits[k].y_private) for k in group)
+                    _clip_parts(rows.stack, [len(a) for pair in parts for a in pair],
+                                [b for k in group for b in (bounds[k][j] if clip_public else np.inf, bounds[k][j])])
+                Xs, ys = X.split(X.stack), y.split(y.stack)
+                XX = np.stack([Xk.T @ Xk for Xk in Xs])
+                Xy = np.stack([Xk.T @ yk for Xk, yk in zip(Xs, ys)])
+                yy = np.array([yk @ yk for yk in ys])
+                n = np.array([float(len(yk)) for yk in ys])
                 W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
             except Exception as exc:
-                for it in items:
-                    out[it[0]] = exc
+                for k in group:
+                    out[k] = exc
                 continue
-            for (k, _, _, B_x, B_y), w in zip(items, W):
-                Xt = splits[k].X_test
-                out[k] = Output(predictions=np.broadcast_to(Xt @ w, (trials, Xt.shape[0])).copy(),
-                                coef=np.broadcast_to(w, (trials, d)).copy(),
+            for k, w in zip(group, W):
+                B_x, B_y = bounds[k]
+                out[k] = Output(predictions=repeat_trials(splits[k].X_test @ w, trials), coef=repeat_trials(w, trials),
                                 extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
                                         "B_y": float(B_y) if np.isfinite(B_y) else float("nan")},
                                 guarantee=ledgers[k].guarantee())

@@ -34,10 +34,10 @@ from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, run_grouped, solve_stacked
-from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise, trimmed_minimiser,
-                                                                  with_bias)
+from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
+                                                                  trimmed_minimiser, with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.privacy.mechanisms import heuristic_gamma_norm, heuristic_laplace
+from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -138,29 +138,25 @@ class PrivateLRPaper(_PaperLR):
             stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
 
         ks = each(ks, out, statistics)
-        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
-        zeros_xx, zeros_xy = np.zeros((d, d)), np.zeros(d)
-
-        def release(k: int) -> None:   # the split's draws through its own ledger: X'X's full d × d, then X'y
-            if len(stats[k]) == 2:
-                ledgers[k].public_only()
-                return
-            noise[k] = (heuristic_laplace(zeros_xx, b_xx, ledgers[k], size=trials, reason=PLR_REASON, label="X'X"),
-                        heuristic_laplace(zeros_xy, b_xy, ledgers[k], size=trials, reason=PLR_REASON, label="X'y"))
-
-        ks = each(ks, out, release)
         if not ks:
             return
+        b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
+        rows = [j for j, k in enumerate(ks) if len(stats[k]) == 4]
+        for k in ks:
+            if len(stats[k]) == 2:
+                ledgers[k].public_only()
         XX = repeat_trials(np.stack([stats[k][0] for k in ks]), trials, axis=1)   # (splits, trials, d, d)
         Xy = repeat_trials(np.stack([stats[k][1] for k in ks]), trials, axis=1)
-        rows = [j for j, k in enumerate(ks) if k in noise]
         if rows:
             priv = [ks[j] for j in rows]
-            U = np.stack([noise[k][0] for k in priv])
+            # each split's draws through its own ledger, X'X's full d × d then X'y: one generator call per split,
+            # the same floats and spends as two ``heuristic_laplace`` calls (tests/gdsc/test_batched_paths.py)
+            U, V = heuristic_laplace_rows((np.zeros((len(priv), d, d)), np.zeros((len(priv), d))), (b_xx, b_xy),
+                                          [ledgers[k] for k in priv], size=trials, reason=PLR_REASON,
+                                          labels=("X'X", "X'y"))
             U = np.triu(U) + np.swapaxes(np.triu(U, 1), -1, -2)          # mirrored upper triangle
             XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
-            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + V
         W = solve_stacked(_solve, XX + p.lam * np.eye(d), Xy)
         _outputs(ks, W, [splits[k].X_test for k in ks], ledgers, out)
 
@@ -204,14 +200,18 @@ class OutputPerturbationPaper(_PaperLR):
         if priv:
             fits = solve_stacked(ball_constrained_ridge, *(np.stack([stats[k][i] for k in priv]) for i in range(3)), R)
 
-            for k, w in zip(priv, fits):   # the output noise, through the split's ledger
-                try:
-                    if isinstance(w, Exception):
-                        raise w
-                    weights[k] = heuristic_gamma_norm(w, stats[k][3], ledgers[k], size=trials, reason=OPLR_REASON,
-                                                      label="w")
-                except Exception as exc:  # recorded per cell
-                    weights[k] = exc
+            good, fitted = [], []
+            for k, w in zip(priv, fits):
+                if isinstance(w, Exception):   # recorded per cell
+                    weights[k] = w
+                else:
+                    good.append(k)
+                    fitted.append(w)
+            if good:   # the output noise, each split's through its own ledger (``heuristic_gamma_norm``'s draws)
+                W = heuristic_gamma_norm_rows(np.stack(fitted),
+                                              [stats[k][3] for k in good], [ledgers[k] for k in good], size=trials,
+                                              reason=OPLR_REASON, label="w")
+                weights.update(zip(good, W))
         done = [k for k in ks if k in weights]
         _outputs(done, [weights[k] for k in done], [splits[k].X_test for k in done], ledgers, out)
 
@@ -232,15 +232,31 @@ def _minmax(A: np.ndarray, lo, hi, out: np.ndarray | None = None) -> np.ndarray:
     if out is None:
         out = np.empty(np.shape(A))
     if np.all(d > 0):   # every range non-empty (the usual case): the same arithmetic without the masks, in place
-        np.subtract(A, lo, out=out)
+        _by_column(np.subtract, A, lo, out)
         out *= 2.0
-        out /= d
+        _by_column(np.divide, out, d, out)
         out -= 1.0
         return out
     span = np.broadcast_to(d, np.shape(A))
     scaled = np.divide(2.0 * (A - lo), span, out=np.zeros(np.shape(A)), where=span > 0)
     np.copyto(out, np.where(span > 0, scaled - 1.0, 0.0))
     return out
+
+
+def _by_column(ufunc: np.ufunc, A: np.ndarray, v: Any, out: np.ndarray, rows: int = 64) -> None:
+    """``ufunc(A, v, out=out)`` for an (N, c) A and a (c,) v (one value per column): numpy's loop over a broadcast
+    row of c (e.g. 10) entries costs more per entry than the arithmetic, so blocks of ``rows`` rows are seen as one
+    row of rows·c entries against v tiled ``rows`` times — the same entry by entry (tests/gdsc/test_batched_paths.py).
+    Any other shapes: the plain call."""
+    v = np.asarray(v)
+    if not (A.ndim == 2 and v.ndim == 1 and v.shape[0] == A.shape[1] and A.shape[0] >= rows
+            and A.flags.c_contiguous and out.flags.c_contiguous and out.shape == A.shape):
+        ufunc(A, v, out=out)
+        return
+    c = A.shape[1]
+    q = A.shape[0] - A.shape[0] % rows
+    ufunc(A[:q].reshape(-1, rows * c), np.tile(v, rows), out=out[:q].reshape(-1, rows * c))
+    ufunc(A[q:], v, out=out[q:])
 
 
 def raw_view(split: Split) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
@@ -285,15 +301,14 @@ class FunctionalMechanismPaper(_PaperLR):
         _outputs(list(weights), list(weights.values()), [views[k][2] for k in weights], ledgers, out)
         D = d + 1
         sens = fm_sensitivity(D)
-        noise: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def release(k: int) -> None:   # the whole objective, one Laplace release through the split's ledger
-            ledgers[k].not_dp(FMLR_REASON)
-            noise[k] = objective_noise(D, trials, sens, epsilon, ledgers[k])
-
-        priv = each([k for k in ks if views[k][0].shape[0] > 0], out, release)
+        priv = [k for k in ks if views[k][0].shape[0] > 0]
         if not priv:
             return
+        for k in priv:
+            ledgers[k].not_dp(FMLR_REASON)
+        # the whole objective, one Laplace release through each split's ledger (one generator call each)
+        NM, NA = objective_noise_rows(D, trials, sens, epsilon, [ledgers[k] for k in priv])
+        noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
         # min-max scaling of every split's private and test rows in one call each (ranges repeated per row)
         lo, hi = [views[k][3] for k in priv], [views[k][4] for k in priv]
         Z = dict(zip(priv, _scaled_rows([views[k][0] for k in priv], lo, hi)))

@@ -31,7 +31,7 @@ from pydantic import Field
 from dpexp.components import Params
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
-from dpexp.privacy.mechanisms import laplace
+from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -49,6 +49,22 @@ def objective_noise(D: int, trials: int, sensitivity: float, epsilon: float, led
     flat = laplace(np.zeros(trials * (D * D + D)), sensitivity, epsilon, ledger, label="objective")
     k = trials * D * D
     return flat[:k].reshape(trials, D, D), flat[k:].reshape(trials, D)
+
+
+def objective_noise_rows(D: int, trials: int, sensitivity: float, epsilon: float, ledgers: list
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """``objective_noise`` of S cells at once: each cell's noise drawn from its own ledger in one generator call
+    (standard Laplace draws, ``standard_laplace_rows``), scaled by b = Δ₁/ε and recorded by ``laplace_rows`` — the
+    same floats and the same spend as ``objective_noise`` cell by cell (tests/gdsc/test_batched_paths.py).  Returns
+    the noise of (S, trials, D, D) and (S, trials, D)."""
+    S, K = len(ledgers), trials * (D * D + D)
+    if S == 0:
+        return np.zeros((0, trials, D, D)), np.zeros((0, trials, D))
+    std = standard_laplace_rows(ledgers, K)[:, None]
+    flat = laplace_rows(np.zeros((S, 1, K)), std, np.full(S, float(sensitivity)), float(epsilon), ledgers,
+                        label="objective")[:, 0]
+    k = trials * D * D
+    return flat[:, :k].reshape(S, trials, D, D), flat[:, k:].reshape(S, trials, D)
 
 
 def with_bias(X: np.ndarray) -> np.ndarray:
@@ -97,20 +113,25 @@ class FunctionalMechanismLR(UnitBoxLR):
         (Zv, yv), (Zu, yu) = (self._scaled(ks, splits, rows, B_x, B_y) for rows in ("private", "public"))
         test = Rows([splits[k].X_test for k in ks])
         Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
-        M, a, noise = {}, {}, {}
+        M, a = {}, {}
 
-        def objective(k: int) -> None:   # the exact coefficients of all rows; the private rows' released with noise
+        def objective(k: int) -> None:   # the exact coefficients of all rows
             M[k] = Zv[k].T @ Zv[k] + Zu[k].T @ Zu[k]
             a[k] = -2.0 * (Zv[k].T @ yv[k] + Zu[k].T @ yu[k])
-            if Zv[k].shape[0] > 0:   # M and α released together under one budget: one Laplace mechanism
-                # b = Δ₁/ε = noise_scale(d, ε)
-                noise[k] = objective_noise(D, trials, fm_sensitivity(D), epsilon, ledgers[k])
-            else:
-                ledgers[k].public_only()
 
         ks = each(ks, out, objective)
         if not ks:
             return
+        priv = [k for k in ks if Zv[k].shape[0] > 0]
+        for k in ks:
+            if Zv[k].shape[0] == 0:
+                ledgers[k].public_only()
+        # the private rows' M and α released together under one budget: one Laplace mechanism per split, through
+        # its ledger (b = Δ₁/ε = noise_scale(d, ε))
+        noise = {}
+        if priv:
+            NM, NA = objective_noise_rows(D, trials, fm_sensitivity(D), epsilon, [ledgers[k] for k in priv])
+            noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
         Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
         As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
         rows = [j for j, k in enumerate(ks) if k in noise]

@@ -8,6 +8,7 @@ from typing import Literal
 import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
+from dpexp.families.gdsc.batching import Rows, repeat_trials
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.privacy.ledger import as_ledger
@@ -39,15 +40,17 @@ class BayesLR(Reference, BatchedAlgorithm):
             by_d.setdefault(s.d, []).append(k)
         res: dict[int, np.ndarray] = {}
         for d, ks in by_d.items():
-            st = [sufficient_stats(splits[k].X_train, splits[k].y_train) for k in ks]
+            # every split's training rows (public then private: ``Split.X_train``) stacked once and cut back (views)
+            X = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
+            y = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
+            st = [sufficient_stats(Xk, yk) for Xk, yk in zip(X.split(X.stack), y.split(y.stack))]
             W = fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
-                            np.array([float(len(splits[k].y_train)) for k in ks]), p.prior, p.lam, p.lam0)
+                            y.counts.astype(float), p.prior, p.lam, p.lam0)
             res.update(zip(ks, W))
         for k, s in enumerate(splits):
             w = res[k]
-            pred = np.broadcast_to(s.X_test @ w, (trials, s.X_test.shape[0]))
             ledger = as_ledger(ledgers[k])
             ledger.not_dp("non-private baseline")
-            out.append(Output(predictions=pred.copy(), coef=np.broadcast_to(w, (trials, w.size)).copy(),
+            out.append(Output(predictions=repeat_trials(s.X_test @ w, trials), coef=repeat_trials(w, trials),
                               guarantee=ledger.guarantee()))
         return out
