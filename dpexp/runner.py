@@ -129,6 +129,10 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
+    # the same by the guarantee object (most cells of a variant carry one memoised object: no dataclass hash per
+    # cell); each entry holds its guarantee, so an id is not reused while the chunk runs
+    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...]]] = {}
+    names = (exp.spec.name, dv.name, dv.params_str)
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     for n_test, n_public, n_private in exp.size_grid:
@@ -140,6 +144,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
+            av_names = (av.name, av.label, av.params_str)
             for eps, delta in runs:
                 keys, states = streams[(id(av), eps, delta)]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
@@ -151,9 +156,14 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
-                    g = _guarantee_columns(rows_of, statement, cell_guarantee(av.instance, out))
-                    pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
-                           (*g, *sn, *tail))
+                    guarantee = cell_guarantee(av.instance, out)
+                    hit = rows_by_id.get(id(guarantee))
+                    if hit is not None and hit[0] is guarantee:
+                        g = hit[1]
+                    else:
+                        g = _guarantee_columns(rows_of, statement, guarantee)
+                        rows_by_id[id(guarantee)] = (guarantee, g)
+                    pre = ((*names, subset, *av_names), (*g, *sn, *tail))
                     pending.append((pre, out, split, targets, "" if key is None else key[1]))
                     held += getattr(getattr(out, "predictions", None), "nbytes", 0)
                 if held > PENDING_BYTES:
