@@ -863,15 +863,18 @@ def merge_parts(out: Path, chunks: list[Chunk]
             data = part.read_bytes()
             side = parts / _summary_name(c.file_name)
             summary = json.loads(side.read_bytes()) if side.exists() else None
-            # the part's text, unless it is copied compressed and its summary has what is read from the text
-            keep = gz and big and summary is not None and "lines" in summary
-            text = None if keep else gzip.decompress(data) if gz else data
-            raw_fh.write(text if not big else data if gz else gzip_member(data))  # type: ignore[arg-type]
-            n_rows += int(summary["lines"]) if text is None else text.count(b"\n")  # type: ignore[index]
+            if gz and big and summary is not None and "lines" in summary:   # copied as it is, never decompressed
+                raw_fh.write(data)
+                n_rows += int(summary["lines"])
+                _add_summary(summary, spent, failures)
+                continue
+            text = gzip.decompress(data) if gz else data
+            raw_fh.write((data if gz else gzip_member(text)) if big else text)
+            n_rows += text.count(b"\n")
             if summary is not None:   # counted by the worker (``_records_summary``)
                 _add_summary(summary, spent, failures)
             else:                     # a part without one (written by an older dpexp): parse its rows
-                _summarise(text.decode("utf-8"), spent, failures)  # type: ignore[union-attr]
+                _summarise(text.decode("utf-8"), spent, failures)
         raw_fh.flush()
         os.fsync(raw_fh.fileno())
         raw_fh.close()
