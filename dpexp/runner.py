@@ -6,7 +6,8 @@ in canonical order — so ``results.csv`` is byte-identical for any ``--jobs`` a
 process, loky processes or Dask workers: ``dpexp.executors``) return each chunk's rows as CSV bytes; this process
 writes them as ``OUT/.parts/<chunk>.csv`` via temp file + rename, so no shared file system is needed (with
 ``<chunk>.sum`` beside it: the rows' privacy-summary counts, made by the worker, so the merge does not parse every
-row again); a resumed run skips the parts that exist.  After the merge the parts are removed
+row again); a large run's workers send each part gzip-compressed (``<chunk>.csv.gz``, ``compress_parts``); a resumed
+run skips the parts that exist, in either form.  After the merge the parts are removed
 and the manifest says ``complete``; resuming a complete run does nothing (``--force`` recomputes).
 """
 
@@ -25,6 +26,7 @@ import shutil
 import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -44,6 +46,9 @@ from dpexp.types import Sizes
 
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
+#: a run whose results are estimated larger than this compresses each part where it is made (``compress_parts``)
+PART_GZIP_BYTES = GZIP_BYTES
+GZ = ".gz"   # suffix of a compressed part: ``0000007.csv.gz``
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,10 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
+    # the same by the guarantee object (most cells of a variant carry one memoised object: no dataclass hash per
+    # cell); each entry holds its guarantee, so an id is not reused while the chunk runs
+    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...]]] = {}
+    names = (exp.spec.name, dv.name, dv.params_str)
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     for n_test, n_public, n_private in exp.size_grid:
@@ -135,6 +144,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
+            av_names = (av.name, av.label, av.params_str)
             for eps, delta in runs:
                 keys, states = streams[(id(av), eps, delta)]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
@@ -146,9 +156,14 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta if eps is None else [(eps, delta)]
                 for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
-                    g = _guarantee_columns(rows_of, statement, cell_guarantee(av.instance, out))
-                    pre = ((exp.spec.name, dv.name, dv.params_str, subset, av.name, av.label, av.params_str),
-                           (*g, *sn, *tail))
+                    guarantee = cell_guarantee(av.instance, out)
+                    hit = rows_by_id.get(id(guarantee))
+                    if hit is not None and hit[0] is guarantee:
+                        g = hit[1]
+                    else:
+                        g = _guarantee_columns(rows_of, statement, guarantee)
+                        rows_by_id[id(guarantee)] = (guarantee, g)
+                    pre = ((*names, subset, *av_names), (*g, *sn, *tail))
                     pending.append((pre, out, split, targets, "" if key is None else key[1]))
                     held += getattr(getattr(out, "predictions", None), "nbytes", 0)
                 if held > PENDING_BYTES:
@@ -374,14 +389,36 @@ def _csv_field(s: str) -> str:
     return '"' + s.replace('"', '""') + '"'
 
 
+class _MetricTexts(dict):
+    """A metric name's CSV field and the comma after it, made on first use (names are few, rows many)."""
+
+    def __missing__(self, name: Any) -> str:
+        text = _csv_field(name) + ","
+        if type(name) is str:   # a str's text depends on its value only
+            self[name] = text
+        return text
+
+
+def _row_tail(metric: Any, value: Any, err: str, key_text: str) -> str:
+    """The fields of a row after its prefix (metric, value, seed_key, error), without the line break."""
+    v = (repr(value) if value == value else "") if type(value) is float else _csv_field(_fmt(value))
+    return f"{_csv_field(metric)},{v}{key_text}{_csv_field(err)}"
+
+
 def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
     """The rows of ``records`` as CSV bytes, the same bytes as ``csv.writer`` (line terminator "\\n") on whole
     rows: QUOTE_MINIMAL quotes each field on its own, so a line is its prefix (the shared fields, once per record),
     then metric, value, seed_key and error.  A field's text is kept per object (``id``: every record stays alive
     during the call, so an id names one object): the names, labels and budgets shared by thousands of records are
-    formatted once (formatting every field of every row was a tenth of a GDSC run's time)."""
+    formatted once (formatting every field of every row was a tenth of a GDSC run's time).  A record's prefix is
+    encoded once and its rows' tails (metric, value, key; a plain float and no error, the common case) are joined
+    and put after their prefixes in one ``bytes.replace`` (UTF-8 of a concatenation is the concatenation of the
+    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row."""
     texts: dict[int, str] = {}
-    out: list[str] = [",".join(COLUMNS) + "\n"] if header else []
+    metric_texts = _MetricTexts()
+    out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
+    append = out.append
+    plain = _QUOTE_CHARS.isdisjoint
     for head, values, key in records:
         parts = []
         for x in head:
@@ -390,12 +427,17 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
                 t = texts[id(x)] = _csv_field(_fmt(x))
             parts.append(t)
         parts.append("")
-        prefix = ",".join(parts)
-        k = _csv_field(key)
-        for metric, value, err in values:
-            v = (repr(value) if value == value else "") if type(value) is float else _csv_field(_fmt(value))
-            out.append(f"{prefix}{_csv_field(metric)},{v},{k},{_csv_field(err)}\n")
-    return "".join(out).encode("utf-8")
+        prefix = ",".join(parts).encode("utf-8")
+        key_text = f",{key if plain(key) else _csv_field(key)},"
+        tails = [f"{metric_texts[m]}{v!r}{key_text}" if type(v) is float and v == v and not e
+                 else _row_tail(m, v, e, key_text) for m, v, e in values]
+        body = "\n".join(tails)
+        if body.count("\n") == len(tails) - 1:   # no tail holds a line break (nor is there no row at all)
+            append(prefix + body.encode("utf-8").replace(b"\n", b"\n" + prefix) + b"\n")
+        else:
+            for t in tails:
+                append(prefix + t.encode("utf-8") + b"\n")
+    return b"".join(out)
 
 
 def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
@@ -411,9 +453,10 @@ def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
         fields = _summary_fields(head)
         key = (fields, tuple(map(type, fields)))
         by_object[key] = by_object.get(key, 0) + len(values)
-        for _, _, err in values:
-            if err:
-                failures.setdefault(tuple(_fmt(head[i]) for i in _CELL_INDEX), err)
+        if any(map(_error_of, values)):   # rare: a failed cell or metric
+            for _, _, err in values:
+                if err:
+                    failures.setdefault(tuple(_fmt(head[i]) for i in _CELL_INDEX), err)
     spent: dict[tuple[str, ...], int] = {}
     for (fields, _), n in by_object.items():
         k = tuple(map(_fmt, fields))
@@ -471,12 +514,14 @@ class Payload:
 class ChunkDone:
     """A finished chunk as a worker returns it: its rows as CSV lines (no header), its number of cells and what the
     manifest's privacy summary needs of them (``_records_summary``: counted where the rows are made, so the driver
-    does not parse every row again when it merges; None: the driver parses the part)."""
+    does not parse every row again when it merges; None: the driver parses the part; with ``gz`` its ``lines``: the
+    number of line breaks of the rows' text)."""
 
     index: int
     data: bytes
     cells: int
     summary: dict[str, list[Any]] | None = None
+    gz: bool = False   # ``data`` is the rows' ``gzip_member`` (``compress_parts``)
 
 
 @dataclass(frozen=True)
@@ -530,7 +575,26 @@ def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone
     """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
     with _fewer_collections():
         records = chunk_records(exp, chunk, seed)
-    return ChunkDone(chunk.index, _records_to_csv(records), _chunk_cells(exp, chunk), _records_summary(records))
+    data, summary = _records_to_csv(records), _records_summary(records)
+    if not compress_parts(exp):
+        return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)
+    summary["lines"] = data.count(b"\n")   # the merge's row count, which it no longer reads from the text
+    return ChunkDone(chunk.index, gzip_member(data), _chunk_cells(exp, chunk), summary, gz=True)
+
+
+def compress_parts(exp: ResolvedExperiment) -> bool:
+    """Whether the chunks of ``exp`` are sent and kept gzip-compressed: when its results are expected to pass
+    ``PART_GZIP_BYTES`` (estimated: ~200 bytes per row, one row per metric and cell, extras not counted), so that
+    they would be merged into ``results.csv.gz`` anyway (the driver compresses the parts that come plain).  Where a
+    part is compressed never changes the results: the merge writes every part as the same gzip member
+    (``gzip_member``) or, into a plain ``results.csv``, as its text."""
+    return exp.n_cells * max(len(exp.metrics), 1) * 200 > PART_GZIP_BYTES
+
+
+def gzip_member(data: bytes) -> bytes:
+    """``data`` as one gzip member, level 1, mtime 0 (zlib's own header: a pure function of ``data`` for one zlib);
+    members concatenate into a valid gzip file whose content is the concatenation of theirs (RFC 1952)."""
+    return zlib.compress(data, level=1, wbits=31)
 
 
 _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once
@@ -620,7 +684,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     parts = out / PARTS
     parts.mkdir(exist_ok=True)
     chunks = plan_chunks(exp)
-    done_files = {p.name for p in parts.glob("*.csv")}
+    done_files = _part_names(parts)
     todo = [c for c in chunks if c.file_name not in done_files]
     # local worker processes read the driver's data directory; a cluster's workers read their own
     local_data = None if cluster is not None else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
@@ -671,7 +735,7 @@ def _already_complete(out: Path, old: dict[str, Any], exp: ResolvedExperiment, s
 def _start_afresh(out: Path, resume: bool) -> None:
     """Before a new run in ``out``: refuse to resume parts without a manifest; with --force remove old results."""
     parts = out / PARTS
-    if resume and any(parts.glob("*.csv")):
+    if resume and _part_names(parts):
         raise UserError(f"{out} has partial results but no readable manifest.json, so they cannot be resumed "
                         "safely; use --force to discard them or choose another --out")
     if not resume:
@@ -703,7 +767,7 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
                 raise UserError(f"worker {done.worker}: {done.message}")
             if done.summary is not None:   # first, so a part on disk always has its summary beside it
                 cache.write_atomic(parts / _summary_name(names[done.index]), json.dumps(done.summary).encode())
-            cache.write_atomic(parts / names[done.index], done.data)
+            cache.write_atomic(parts / (names[done.index] + (GZ if done.gz else "")), done.data)
             if bar is not None:
                 bar.update(done.cells)
     finally:
@@ -717,6 +781,22 @@ SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "
 _SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
 _CELL_INDEX = [COLUMNS.index(c) for c in CELL_COLUMNS]
 _summary_fields = operator.itemgetter(*_SUMMARY_INDEX)
+_error_of = operator.itemgetter(2)   # of a record's (metric, value, error)
+
+
+def _part_names(parts: Path) -> set[str]:
+    """The chunk file names (``Chunk.file_name``) of the parts in ``parts``, plain (``.csv``) or compressed
+    (``.csv.gz``, written by a run whose chunks are compressed where they are made)."""
+    if not parts.is_dir():
+        return set()
+    names = set()
+    for p in parts.iterdir():
+        name = p.name
+        if name.endswith(".csv" + GZ):
+            name = name[: -len(GZ)]
+        if name.endswith(".csv") and not name.startswith("."):
+            names.add(name)
+    return names
 
 
 def _summary_name(part: str) -> str:
@@ -764,29 +844,37 @@ def merge_parts(out: Path, chunks: list[Chunk]
     """Stream chunk files in canonical order into results.csv (or .csv.gz when large); collect failed cells and the
     distinct guarantees of the rows (``SUMMARY_FIELDS`` -> number of rows) for the manifest's privacy summary."""
     parts = out / PARTS
-    sizes = [(parts / c.file_name).stat().st_size for c in chunks]
+    files = [_part_file(parts, c.file_name) for c in chunks]
+    sizes = [_text_size(path, gz) for path, gz in files]
     n_rows = 0
     failures: dict[tuple[str, ...], str] = {}
     spent: dict[tuple[str, ...], int] = {}
     big = sum(sizes) > GZIP_BYTES
     path = out / ("results.csv.gz" if big else "results.csv")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # .gz: the header and every part as one gzip member each (``gzip_member``: level 1, mtime 0; a GDSC figure, ~4 GB
+    # of CSV, compresses 4x faster than at 9 and only ~20 % larger), the parts compressed by the workers copied as
+    # they are; every gzip reader reads the members as one text.  Plain: the parts' text.
     raw_fh = open(tmp, "wb")
-    # level 1: a GDSC figure (~1 GB of CSV) compresses 4x faster than at 9 and only ~20 % larger; mtime 0: same bytes
-    fh = gzip.GzipFile(filename="", mode="wb", fileobj=raw_fh, mtime=0, compresslevel=1) if big else raw_fh
     try:
-        fh.write((",".join(COLUMNS) + "\n").encode())
-        for c in chunks:
-            data = (parts / c.file_name).read_bytes()
-            fh.write(data)
-            n_rows += data.count(b"\n")
+        header = (",".join(COLUMNS) + "\n").encode()
+        raw_fh.write(gzip_member(header) if big else header)
+        for c, (part, gz) in zip(chunks, files):
+            data = part.read_bytes()
             side = parts / _summary_name(c.file_name)
-            if side.exists():   # counted by the worker (``_records_summary``)
-                _add_summary(json.loads(side.read_bytes()), spent, failures)
-            else:               # a part without one (written by an older dpexp): parse its rows
-                _summarise(data.decode("utf-8"), spent, failures)
-        if big:
-            fh.close()
+            summary = json.loads(side.read_bytes()) if side.exists() else None
+            if gz and big and summary is not None and "lines" in summary:   # copied as it is, never decompressed
+                raw_fh.write(data)
+                n_rows += int(summary["lines"])
+                _add_summary(summary, spent, failures)
+                continue
+            text = gzip.decompress(data) if gz else data
+            raw_fh.write((data if gz else gzip_member(text)) if big else text)
+            n_rows += text.count(b"\n")
+            if summary is not None:   # counted by the worker (``_records_summary``)
+                _add_summary(summary, spent, failures)
+            else:                     # a part without one (written by an older dpexp): parse its rows
+                _summarise(text.decode("utf-8"), spent, failures)
         raw_fh.flush()
         os.fsync(raw_fh.fileno())
         raw_fh.close()
@@ -805,6 +893,23 @@ def merge_parts(out: Path, chunks: list[Chunk]
     else:
         (out / "failures.csv").unlink(missing_ok=True)
     return path, n_rows, fail_list, spent
+
+
+def _part_file(parts: Path, name: str) -> tuple[Path, bool]:
+    """A chunk's part: (path, compressed?); the compressed form if both exist (a rewrite interrupted between them:
+    the same rows)."""
+    gz = parts / (name + GZ)
+    return (gz, True) if gz.exists() else (parts / name, False)
+
+
+def _text_size(path: Path, gz: bool) -> int:
+    """The length of a part's text: its size, or for a compressed part its gzip trailer's ISIZE (the text's length
+    modulo 2**32; a chunk's rows are far shorter)."""
+    if not gz:
+        return path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(-4, os.SEEK_END)
+        return int.from_bytes(fh.read(4), "little")
 
 
 def sample_cells(exp: ResolvedExperiment, k: int = 5) -> list[dict[str, Any]]:

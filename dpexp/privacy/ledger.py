@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import operator
 from typing import Any, Iterator
 
 import numpy as np
@@ -73,25 +74,15 @@ class PrivacyLedger:
         a zCDP form are mixed; optional otherwise, e.g. an algorithm that reports (ε, δ) from zCDP steps).
         """
         # a pure function of what composition reads of each spend: memoised (a run asks once per cell, and the
-        # cells of a variant mostly spend alike)
-        key = (approx_delta, tuple((s.trial, s.notion, s.epsilon, s.delta, s.rho, s.note) for s in self.spends))
+        # cells of a variant mostly spend alike); the key's fields read in C (``_COMPOSED``), the spends copied only
+        # when composed
+        spends = self.spends
+        key = (approx_delta, tuple(map(_COMPOSED, spends)))
         try:
-            return cache.memo("privacy.ledger_guarantee", key, self._guarantee_of_spends(approx_delta), maxsize=4096)
+            return cache.memo("privacy.ledger_guarantee", key, lambda: _compose(list(spends), approx_delta),
+                              maxsize=4096)
         except TypeError:   # an unhashable field (never recorded by dpexp's mechanisms): composed directly
-            return self._guarantee_of_spends(approx_delta)()
-
-    def _guarantee_of_spends(self, approx_delta: float | None):
-        spends = list(self.spends)
-
-        def compose() -> Guarantee:
-            common = [s for s in spends if s.trial is None]
-            trials = sorted({s.trial for s in spends if s.trial is not None})
-            if not trials:
-                return accounting.compose(common, approx_delta)
-            return accounting.worst([accounting.compose(common + [s for s in spends if s.trial == t], approx_delta)
-                                     for t in trials])
-
-        return compose
+            return _compose(list(spends), approx_delta)
 
     @property
     def secure(self) -> bool:
@@ -103,6 +94,21 @@ class PrivacyLedger:
 
     def __repr__(self) -> str:
         return f"PrivacyLedger({self.noise!r}, {len(self.spends)} spends)"
+
+
+#: what composition reads of a spend (the memo key of ``PrivacyLedger.guarantee``)
+_COMPOSED = operator.attrgetter("trial", "notion", "epsilon", "delta", "rho", "note")
+
+
+def _compose(spends: list[Spend], approx_delta: float | None) -> Guarantee:
+    """``accounting.compose`` of the spends of every trial (those of no trial count in each), then
+    ``accounting.worst`` over the trials."""
+    common = [s for s in spends if s.trial is None]
+    trials = sorted({s.trial for s in spends if s.trial is not None})
+    if not trials:
+        return accounting.compose(common, approx_delta)
+    return accounting.worst([accounting.compose(common + [s for s in spends if s.trial == t], approx_delta)
+                             for t in trials])
 
 
 def as_ledger(source: Any) -> PrivacyLedger:

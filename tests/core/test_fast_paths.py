@@ -289,3 +289,27 @@ def test_fewer_collections_nests_across_threads():
     assert gc.get_threshold()[0] == max(12_345, before[0])
     b.__exit__(None, None, None)
     assert gc.get_threshold() == before
+
+
+def test_records_to_csv_edge_values_equal_the_plain_writer():
+    """Record by record, ``_records_to_csv`` writes what ``csv.writer`` writes for each row: float edge values
+    (repr), NaN as an empty field, ints, bools and other types through ``str``, quotes, line breaks and non-ASCII
+    text in any field (a tail with a line break leaves the joined fast path), records without rows."""
+    from dpexp.runner import _records_to_csv
+
+    floats = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-300, 5e-324, -5e-324, 1e16, 1e15, 123456789.5,
+              0.1 + 0.2, 1.7976931348623157e308, 2.0 ** -1074, 1e-5, 0.0001, -1.5, 400.0]
+    head = _row(2.0, "m", 0.0)[:23]
+    heads = [head, head[:5] + ("label σ — ε",) + head[6:], head[:3] + ("two\nlines",) + head[4:],
+             head[:7] + (1, True) + head[9:], head[:7] + (-0.0, float("nan")) + head[9:]]
+    values = [[("m", v, "") for v in floats],
+              [("a,b", 0.5, ""), ("q\"", 1.5, ""), ("ε", -0.0, "")],
+              [("m", 1.0, "line 1\nline 2"), ("m2", 2.0, "")],
+              [("m", 1, ""), ("m", True, ""), ("m", "text, \"q\"", ""), ("m", np.float32(0.1), ""), ("m", 3.0, "\r")],
+              [],
+              [("m", float("nan"), "boom, \"x\""), ("m", 0.25, "")]]
+    records = [(h, v, k) for h in heads for v in values for k in ("abc", "")]
+    rows = [Row(*h, m, v, k, e) for h, vs, k in records for m, v, e in vs]
+    assert _records_to_csv(records, header=True) == (",".join(COLUMNS) + "\n").encode() + _plain(rows)
+    for r in records:
+        assert _records_to_csv([r]) == _plain([Row(*r[0], m, v, r[2], e) for m, v, e in r[1]])

@@ -272,3 +272,88 @@ def test_merge_with_worker_summaries_equals_parsing_every_part(tmp_path):
         shutil.rmtree(out)
     assert merged[0] == merged[1] == merged[2]
     assert merged[0][2] and merged[0][1] == merged[0][0].count(b"\n") - 1
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_compressed_parts_merge_like_plain_ones(tmp_path, monkeypatch, big):
+    """A large run's chunks come back gzip-compressed (``compress_parts``, forced here) and are kept so
+    (``<chunk>.csv.gz``).  Whatever the mix of plain parts (an older dpexp's, or a run too small to compress) and
+    compressed ones, with or without their summaries, the merge gives the same results text, row count, failures
+    and privacy summary; a ``.gz`` result is the same bytes too (the header and each part one gzip member, made by
+    the same function wherever it was compressed) and reads as the plain one does."""
+    import gzip
+    import shutil
+
+    from dpexp import runner, spec
+    from dpexp.results import read_results
+
+    cfg = tmp_path / "f.yaml"
+    cfg.write_text(CFG.replace("params: {noise: 0.0, sleep_ms: 0.0}", "params: {fail: true}"))
+    exp = spec.load(cfg, [], 1)
+    chunks = runner.plan_chunks(exp)
+    assert not runner.compress_parts(exp)
+    plain = [runner.compute_chunk(exp, c, 7) for c in chunks]
+    monkeypatch.setattr(runner, "PART_GZIP_BYTES", 0)
+    assert runner.compress_parts(exp)
+    packed = [runner.compute_chunk(exp, c, 7) for c in chunks]
+    assert all(d.gz for d in packed) and not any(d.gz for d in plain)
+    assert [gzip.decompress(d.data) for d in packed] == [d.data for d in plain]
+    monkeypatch.setattr(runner, "GZIP_BYTES", 0 if big else runner.GZIP_BYTES)
+    merged = []
+    for mix in ("plain", "packed", "mixed", "packed, no summaries"):
+        out = tmp_path / mix.replace(", ", "_").replace(" ", "_")
+        (out / runner.PARTS).mkdir(parents=True)
+        for c, p, q in zip(chunks, plain, packed):
+            done = q if mix.startswith("packed") or (mix == "mixed" and c.index % 2) else p
+            if not mix.endswith("no summaries") and not (mix == "mixed" and c.index % 3 == 0):
+                (out / runner.PARTS / runner._summary_name(c.file_name)).write_text(json.dumps(done.summary))
+            (out / runner.PARTS / (c.file_name + (".gz" if done.gz else ""))).write_bytes(done.data)
+        assert runner._part_names(out / runner.PARTS) == {c.file_name for c in chunks}
+        assert [runner._text_size(*runner._part_file(out / runner.PARTS, c.file_name)) for c in chunks] == \
+            [len(d.data) for d in plain]
+        path, n_rows, failures, spent = runner.merge_parts(out, chunks)
+        assert path.name == ("results.csv.gz" if big else "results.csv")
+        raw = path.read_bytes()
+        text = gzip.decompress(raw) if big else raw
+        merged.append((raw, text, n_rows, failures, list(spent.items()), read_results(out)))
+        shutil.rmtree(out)
+    first = merged[0]
+    for m in merged[1:]:
+        assert m[:5] == first[:5]
+        pd.testing.assert_frame_equal(m[5], first[5])
+    assert first[3] and first[2] == first[1].count(b"\n") - 1
+    assert first[1] == (",".join(runner.COLUMNS) + "\n").encode() + b"".join(d.data for d in plain)
+
+
+def test_run_with_compressed_parts_equals_plain_run(tmp_path, monkeypatch, cfg):
+    """A whole run whose chunks are compressed where they are made writes the same results as one whose are not
+    (in process: the patched threshold reaches the chunks), also when resumed from plain parts of an older run."""
+    from dpexp import runner, spec
+
+    raw = __import__("yaml").safe_load(cfg.read_text())
+    exp = spec.load(cfg, [], None)
+    plain = runner.run_experiment(exp, raw, tmp_path / "plain", jobs=1, progress=False)
+    monkeypatch.setattr(runner, "PART_GZIP_BYTES", 0)
+    packed = runner.run_experiment(exp, raw, tmp_path / "packed", jobs=1, progress=False)
+    assert packed.results_path.read_bytes() == plain.results_path.read_bytes()
+    # resumed: the plain parts of an interrupted run (every other one lost), the rest computed compressed
+    monkeypatch.setattr(runner, "PART_GZIP_BYTES", runner.GZIP_BYTES)
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(runner, "merge_parts", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_experiment(exp, raw, tmp_path / "resumed", jobs=1, progress=False)
+    parts = sorted((tmp_path / "resumed" / runner.PARTS).glob("*.csv"))
+    assert len(parts) == len(runner.plan_chunks(exp)) > 2
+    for p in parts[::2]:
+        p.unlink()
+    monkeypatch.setattr(runner, "PART_GZIP_BYTES", 0)
+    resumed = runner.run_experiment(exp, raw, tmp_path / "resumed", jobs=1, progress=False)
+    assert resumed.skipped_chunks == len(parts) // 2
+    assert resumed.results_path.read_bytes() == plain.results_path.read_bytes()
+    m1, m2, m3 = (json.loads((tmp_path / d / "manifest.json").read_text()) for d in ("plain", "packed", "resumed"))
+    assert m1["privacy_summary"] == m2["privacy_summary"] == m3["privacy_summary"]
+    assert m1["rows"] == m2["rows"] == m3["rows"] and m1["failures"] == m2["failures"] == m3["failures"]
