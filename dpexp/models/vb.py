@@ -140,23 +140,28 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
     converged = np.zeros(batch, dtype=bool)
     resid_floored = np.zeros(batch, dtype=bool)
     it = 0
-    for it in range(1, max_iter + 1):
-        prec = E_lam0[..., None] + E_lam[..., None] * s   # diagonal of Σ⁻¹ in the eigenbasis
-        var = 1.0 / prec
-        mk = E_lam[..., None] * rr * var                  # m in the eigenbasis
-        resid = t - 2.0 * _sum(mk * rr) + _sum(s * (var + mk * mk))
-        resid_floored = resid < 0.0
-        resid = np.maximum(resid, 0.0)
-        b_lam = b + 0.5 * resid
-        b_lam0 = b0 + 0.5 * _sum(mk * mk + var)
-        new_lam = a_lam / b_lam
-        new_lam0 = a_lam0 / b_lam0
-        with np.errstate(divide="ignore", invalid="ignore"):
+    raw = None
+    # the loop's numpy calls are its cost at the batch sizes of a run (tens of problems): each value is computed
+    # once (mk², E[λ] broadcast), the floor flag from the last residual only, one errstate for the loop
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for it in range(1, max_iter + 1):
+            el = E_lam[..., None]
+            prec = E_lam0[..., None] + el * s             # diagonal of Σ⁻¹ in the eigenbasis
+            var = 1.0 / prec
+            mk = el * rr * var                            # m in the eigenbasis
+            mk2 = mk * mk
+            raw = t - 2.0 * _sum(mk * rr) + _sum(s * (var + mk2))
+            b_lam = b + 0.5 * np.maximum(raw, 0.0)
+            b_lam0 = b0 + 0.5 * _sum(mk2 + var)
+            new_lam = a_lam / b_lam
+            new_lam0 = a_lam0 / b_lam0
             change = np.maximum(np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0)
-        E_lam, E_lam0 = new_lam, new_lam0
-        converged = change < tol
-        if converged.all():
-            break
+            E_lam, E_lam0 = new_lam, new_lam0
+            converged = change < tol
+            if converged.all():
+                break
+    if raw is not None:
+        resid_floored = raw < 0.0
     # final q(β) consistent with the final q(λ), q(λ0)
     var = 1.0 / (E_lam0[..., None] + E_lam[..., None] * s)
     mk = E_lam[..., None] * rr * var

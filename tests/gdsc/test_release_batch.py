@@ -229,3 +229,40 @@ def test_run_many_overflowing_data_sigma_fails_that_split_only():
         assert not isinstance(o, Exception), o
         np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
     assert [type(o).__name__ for o in many] == ["Output", "OverflowError", "Output"]
+
+
+@pytest.mark.parametrize("clip_public", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_release_many_without_public_stats_draws_and_spends_the_same(clip_public, trials):
+    """``public_stats=False`` (narplr, which clips the public rows itself) leaves only the public statistics out:
+    every draw, spend, bound and extra equals the default call's to the bit."""
+    alg = RobustPrivateLR(sigma="dp", clip_public=clip_public, **EXPLICIT)
+    splits = _splits()
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    full = alg.release_many(splits, 1.5, la, trials)
+    lean = alg.release_many(splits, 1.5, lb, trials, public_stats=False)
+    assert any(r.public is None for r in lean)
+    for r1, r2, l1, l2 in zip(full, lean, la, lb):
+        for f in ("XX", "Xy", "yy", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
+            _same(getattr(r1, f), getattr(r2, f))
+        if r2.public is not None:   # a split released on its own (no private rows, alone of its d)
+            _same(r1.public, r2.public)
+        assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_narplr_run_many_equals_run_per_split_with_clipped_public_rows(trials):
+    """narplr (clip_public: true, its default) asks the release for no public statistics: each split's output is
+    what ``run`` gives it (release, bounds, guarantee to the bit; the fit to rounding, as above)."""
+    alg = NoiseAwareRPLR(sigma="dp", **EXPLICIT)
+    assert alg.params.clip_public
+    splits = _splits()
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    many = alg.run_many(splits, 1.5, 0.0, lb, trials)
+    for s, lg, o in zip(splits, la, many):
+        one = alg.run(s, 1.5, 0.0, lg, trials)
+        _same(one.clip_bounds, o.clip_bounds)
+        assert repr(one.guarantee) == repr(o.guarantee)
+        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
+        for lv in one.coef_interval:
+            np.testing.assert_allclose(one.coef_interval[lv][0], o.coef_interval[lv][0], rtol=1e-6, atol=1e-9)

@@ -54,7 +54,7 @@ from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
                                      empirical_gram_prior)
-from dpexp.models.intervals import draw_intervals, gaussian_intervals, gaussian_intervals_many
+from dpexp.models.intervals import draw_intervals, gaussian_intervals_many, lazy_gaussian_intervals
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
@@ -232,7 +232,9 @@ class NoiseAwareRPLR(RobustPrivateLR):
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[int, Release]]] = {}
-        for k, (s, r) in enumerate(zip(splits, self.release_many(splits, epsilon, ledgers, trials))):
+        # with clip_public the model clips the public rows itself (``_problems``): the release need not sum them
+        rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public)
+        for k, (s, r) in enumerate(zip(splits, rels)):
             try:
                 if isinstance(r, Exception):
                     raise r
@@ -275,6 +277,6 @@ class NoiseAwareRPLR(RobustPrivateLR):
         res = public_posterior(split.X_public, split.y_public)
         w = np.broadcast_to(res.mean, (trials, split.d))
         cov = np.broadcast_to(res.cov, (trials, split.d, split.d))
-        ci, pi = gaussian_intervals(w, cov, split.X_test)
+        ci, pi = lazy_gaussian_intervals(w, cov, split.X_test)
         return Output(predictions=w @ split.X_test.T, coef=w.copy(), extras=dict(r.extras),
                       guarantee=ledger.guarantee(), coef_interval=ci, pred_interval=pi)
