@@ -266,3 +266,35 @@ def test_narplr_run_many_equals_run_per_split_with_clipped_public_rows(trials):
         np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
         for lv in one.coef_interval:
             np.testing.assert_allclose(one.coef_interval[lv][0], o.coef_interval[lv][0], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_narplr_stacked_public_stats_equal_per_set(trials):
+    """narplr's clipped public statistics, one stacked call per shape of row set, equal ``ExactStats.of`` of each
+    set to the bit (sets of several sizes, one empty, one alone of its size)."""
+    from dpexp.families.gdsc.algorithms.narplr import _exact_stats_many
+    from dpexp.families.gdsc.release_batch import clipped_rows
+    from dpexp.models.noise_aware import ExactStats
+
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(m, 4)) for m in (10, 10, 7, 0, 10, 3, 7)]
+    ys = [rng.normal(size=X.shape[0]) for X in Xs]
+    B = rng.uniform(0.2, 1.0, size=(len(Xs), trials))
+    pieces = clipped_rows(Xs, ys, B, 2 * B)
+    XX, Xy, yy = _exact_stats_many(pieces)
+    for i, (X, y) in enumerate(pieces):
+        q = ExactStats.of(X, y)
+        _same(XX[i], q.XX)
+        _same(Xy[i], q.Xy)
+        _same(yy[i], q.yy)
+
+
+def test_narplr_stack_trials_equals_per_release_conversion():
+    from dpexp.families.gdsc.algorithms.narplr import _stack_trials, _trials
+
+    for xs, T in [([0.5, 1.25, 3.0], 2), ([np.array([0.1, 0.2]), np.array([0.3, 0.4])], 2),
+                  ([np.array([0.7]), np.array([0.9])], 3), ([0.5, np.array([0.1, 0.2])], 2)]:
+        ref = np.stack([_trials(x, T) for x in xs])
+        got = _stack_trials(xs, T)
+        _same(ref, got)
+        assert got.flags.c_contiguous and got.flags.writeable
