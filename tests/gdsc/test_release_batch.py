@@ -298,3 +298,53 @@ def test_narplr_stack_trials_equals_per_release_conversion():
         got = _stack_trials(xs, T)
         _same(ref, got)
         assert got.flags.c_contiguous and got.flags.writeable
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(sigma="dp"), dict(sigma="data"), dict(sigma="dp", clip_public=True),
+                                    dict(sigma="data", clip_public=True)])
+def test_release_many_equal_n_splits_stacked_equal_release(params, trials):
+    """Splits of equal n (and equal public sizes) share one stacked product of their clipped rows: each equals its
+    per-split release to the bit (statistics, public statistics, spends), beside splits alone of their n."""
+    alg = RobustPrivateLR(**params, **EXPLICIT)
+    splits = [_split(20 + i, n=n, n_pub=p, scale=3.0) for i, (n, p) in
+              enumerate([(30, 6), (30, 6), (12, 6), (30, 4), (12, 6), (30, 6), (7, 0), (7, 0), (1, 6), (1, 6)])]
+    assert _compare_release(alg, splits, 1.5, trials) == ["Release"] * len(splits)
+
+
+def test_sufficient_stats_many_equal_per_set():
+    """The public statistics, one stacked product per shape of C-contiguous set, equal ``sufficient_stats`` of each
+    set to the bit (a strided view and a set alone of its shape take their own call)."""
+    from dpexp.families.gdsc.release_batch import sufficient_stats_many
+    from dpexp.families.gdsc.stats import sufficient_stats
+
+    rng = np.random.default_rng(5)
+    Xs = [rng.normal(size=(m, 4)) for m in (10, 10, 6, 10, 0, 0)]
+    Xs.append(rng.normal(size=(10, 8))[:, ::2])   # strided
+    ys = [rng.normal(size=X.shape[0]) for X in Xs]
+    got = sufficient_stats_many(Xs, ys)
+    for X, y, g in zip(Xs, ys, got):
+        ref = sufficient_stats(X, y)
+        _same(ref[0], g[0])
+        _same(ref[1], g[1])
+        assert type(g[2]) is float and repr(g[2]) == repr(ref[2])
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_clip_bounds_many_equal_per_release(trials):
+    from dpexp.families.gdsc.algorithms.rplr import Release, _clip_bounds_many
+
+    rng = np.random.default_rng(6)
+    z = (np.zeros((trials, 2, 2)), np.zeros((trials, 2)), np.zeros(trials))
+    per_trial = [Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, rng.uniform(size=trials), rng.uniform(size=trials),
+                         None, None) for _ in range(3)]
+    floats = [Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, 0.5 + k, 1.5 + k, None, None) for k in range(3)]
+    none = Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, None, None, None, None)
+    for rs in (per_trial + [none], floats, [floats[0], per_trial[1], none]):
+        got = _clip_bounds_many(rs, trials)
+        for r, g in zip(rs, got):
+            ref = r.clip_bounds(trials)
+            if ref is None:
+                assert g is None
+            else:
+                _same(np.ascontiguousarray(ref), g)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, triu_indices
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
 
@@ -148,35 +148,78 @@ def _clipped_stats(X: np.ndarray, y: np.ndarray, off: np.ndarray, B_x: np.ndarra
                    per_trial: bool, T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``stats.clipped_stats`` of every split (rows off[i]:off[i+1] of X, y): (S, d, d), (S, d), (S,) for bounds
     (S,); (S, T, d, d), (S, T, d), (S, T) for per-trial bounds (S, T).  The clipping is one stacked call; the
-    products are the per-split calls of ``clipped_stats`` on arrays of the same layout (equal to the bit)."""
+    products of the splits with equal n are one stacked call on C-contiguous copies of their clipped rows, of the
+    layout of the per-split arrays (numpy's stacked matmul and einsum sum each split's products in the order of its
+    own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
     counts = np.diff(off)
-    S = counts.size
+    S, d = counts.size, X.shape[1]
     if not per_trial:
         rb = np.repeat(B_x, counts)[:, None]
         Xc, yc = np.clip(X, -rb, rb), np.clip(y, -np.repeat(B_y, counts), np.repeat(B_y, counts))
-        XX, Xy, yy = [], [], []
-        for i in range(S):
-            a, b = off[i], off[i + 1]
-            Xi, yi = Xc[a:b], yc[a:b]
-            XX.append(Xi.T @ Xi)
-            Xy.append(Xi.T @ yi)
-            yy.append(float(yi @ yi))
-        return np.stack(XX), np.stack(Xy), np.array(yy)
+        XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
+        for n, members in equal_n(off).items():
+            if len(members) == 1:
+                i = members[0]
+                Xi, yi = Xc[off[i]:off[i + 1]], yc[off[i]:off[i + 1]]
+                XX[i], Xy[i], yy[i] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
+                continue
+            rows = _rows(off, members)
+            Xg, yg = Xc[rows].reshape(len(members), n, d), yc[rows].reshape(len(members), n)
+            XgT = np.swapaxes(Xg, -1, -2)
+            XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+            yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+        return XX, Xy, yy
     rb = np.repeat(B_x, counts, axis=0).T[:, :, None]                    # (T, N, 1)
     ry = np.repeat(B_y, counts, axis=0).T                                # (T, N)
     Xc = np.clip(X[None], -rb, rb)
     yc = np.clip(y[None], -ry, ry)
-    XX, Xy, yy = [], [], []
-    for i in range(S):
-        a, b = off[i], off[i + 1]
-        Xi, yi = Xc[:, a:b], yc[:, a:b]
-        if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
-            Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
-        XiT = np.swapaxes(Xi, -1, -2)
-        XX.append(XiT @ Xi)
-        Xy.append((XiT @ yi[..., None])[..., 0])
-        yy.append(np.einsum("tn,tn->t", yi, yi))
-    return np.stack(XX), np.stack(Xy), np.stack(yy)
+    XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+    for n, members in equal_n(off).items():
+        if len(members) == 1:
+            i = members[0]
+            Xi, yi = Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]
+            if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
+                Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
+            XiT = np.swapaxes(Xi, -1, -2)
+            XX[i], Xy[i], yy[i] = XiT @ Xi, (XiT @ yi[..., None])[..., 0], np.einsum("tn,tn->t", yi, yi)
+            continue
+        G = len(members)
+        rows = _rows(off, members)
+        Xg = np.ascontiguousarray(np.swapaxes(Xc[:, rows].reshape(T, G, n, d), 0, 1))   # (G, T, n, d)
+        yg = np.ascontiguousarray(np.swapaxes(yc[:, rows].reshape(T, G, n), 0, 1))      # (G, T, n)
+        XgT = np.swapaxes(Xg, -1, -2)
+        XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+        yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
+    return XX, Xy, yy
+
+
+def _rows(off: np.ndarray, members: list[int]) -> np.ndarray:
+    """The row indices of the splits ``members`` (rows off[i]:off[i+1]), in order."""
+    return np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+
+
+def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
+    stacked product (equal to the bit to their own calls, as ``_clipped_stats``); any other set its own call."""
+    out: list[Any] = [None] * len(Xs)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (X, y) in enumerate(zip(Xs, ys)):
+        if X.ndim == 2 and y.ndim == 1 and X.dtype == y.dtype == np.float64 and X.flags.c_contiguous \
+                and y.flags.c_contiguous:
+            groups.setdefault(X.shape, []).append(i)
+        else:
+            out[i] = sufficient_stats(X, y)
+    for idx in groups.values():
+        if len(idx) == 1:
+            out[idx[0]] = sufficient_stats(Xs[idx[0]], ys[idx[0]])
+            continue
+        Xg, yg = np.stack([Xs[i] for i in idx]), np.stack([ys[i] for i in idx])
+        XgT = np.swapaxes(Xg, -1, -2)
+        XX, Xy = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+        yy = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0].tolist()
+        for j, i in enumerate(idx):
+            out[i] = (XX[j], Xy[j], yy[j])
+    return out
 
 
 def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
@@ -203,7 +246,7 @@ def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: flo
     qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
     out = np.empty((np.diff(off).size, 2))
     for n, members in equal_n(off).items():
-        rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+        rows = _rows(off, members)
         G = len(members)
         out[members, 0] = qx[rows].reshape(G, n * qx.shape[1]).sum(axis=1)
         out[members, 1] = qy[rows].reshape(G, n).sum(axis=1)

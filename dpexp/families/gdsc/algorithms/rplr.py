@@ -38,7 +38,7 @@ from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
 from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
-                                                release_group)
+                                                release_group, sufficient_stats_many)
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
@@ -424,6 +424,8 @@ class RobustPrivateLR(BatchedAlgorithm):
         if p.clip_public and public_stats:   # the authors' code: the public lines clipped with the same bounds
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
+        elif public_stats:
+            pubs = sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss])
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
         if per_trial:
@@ -442,7 +444,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             elif p.clip_public:
                 public = (XXp[i], Xyp[i], yyp[i] if per_trial else float(yyp[i]))
             else:
-                public = sufficient_stats(s.X_public, s.y_public)
+                public = pubs[i]
             if per_trial:
                 bounds = (g.B_x[i], g.B_y[i], g.sigma_x[i], g.sigma_y[i])
             else:
@@ -569,10 +571,18 @@ def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]
     """``Release.clip_bounds`` of many releases, as one (S, T, 2) array (None without a release)."""
     idx = [i for i, r in enumerate(rs) if r.B_x is not None]
     out: list[np.ndarray | None] = [None] * len(rs)
-    if idx:
-        per_trial = [np.broadcast_to(np.asarray((rs[i].B_x, rs[i].B_y), dtype=float).T, (trials, 2)) for i in idx]
-        for i, b in zip(idx, np.stack(per_trial)):
-            out[i] = b
+    if not idx:
+        return out
+    try:   # the bounds of a batch: all floats or all (trials,) arrays, converted at once (the same values)
+        bx = np.array([rs[i].B_x for i in idx], dtype=float)
+        by = np.array([rs[i].B_y for i in idx], dtype=float)
+        b = np.empty((len(idx), trials, 2))
+        b[..., 0] = bx if bx.ndim == 2 else bx[:, None]
+        b[..., 1] = by if by.ndim == 2 else by[:, None]
+    except ValueError:   # mixed shapes: release by release
+        b = np.stack([np.broadcast_to(np.asarray((rs[i].B_x, rs[i].B_y), dtype=float).T, (trials, 2)) for i in idx])
+    for i, bi in zip(idx, b):
+        out[i] = bi
     return out
 
 
