@@ -348,3 +348,20 @@ def test_clip_bounds_many_equal_per_release(trials):
                 assert g is None
             else:
                 _same(np.ascontiguousarray(ref), g)
+
+
+def test_laplace_rows_spends_equal_constructed_spends():
+    """The spends laplace_rows records (filled from a validated template) are the constructor's: fields in order,
+    equality, hash, repr, type."""
+    from dpexp.privacy.guarantee import Spend
+
+    lg = _ledgers(3)
+    laplace_rows(np.zeros((3, 2)), np.ones((3, 2)), np.array([[0.5, 2.0], [1.0, 1.0], [0.0, 3.0]]),
+                 np.array([0.7, 1.1, 2.5]), lg, "X'y")
+    for l, (e, s, b) in zip(lg, [(0.7, 2.0, 0.5 / 0.7), (1.1, 1.0, 1.0 / 1.1), (2.5, 3.0, 0.0)]):
+        (got,) = l.spends
+        ref = Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label="X'y")
+        assert type(got) is Spend and got == ref and hash(got) == hash(ref) and repr(got) == repr(ref)
+        assert list(vars(got).items()) == list(vars(ref).items())
+        with pytest.raises(Exception):
+            got.epsilon = 3.0   # still frozen

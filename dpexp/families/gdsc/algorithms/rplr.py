@@ -44,6 +44,7 @@ from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresh
 from dpexp.metrics.accuracy import spearman_rows
 from dpexp.models.intervals import gaussian_intervals_many
 from dpexp.models.vb import noise_ridge
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
 from dpexp.registry import register_algorithm
@@ -416,8 +417,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         if p.sigma == "dp":
             sigma: tuple = ("dp", p.sigma_bound_x, p.sigma_bound_y, p.sigma_share * epsilon / 2.0)
         else:
+            not_dp = Spend("not DP", "none", note=SIGMA_DATA_REASON)   # what ``ledger.not_dp`` records (immutable)
             for lg in lgs:
-                lg.not_dp(SIGMA_DATA_REASON)
+                lg.record(not_dp)
             sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
                      np.array([float(s.meta["sigma_y"]) for s in ss]))
         g = release_group([s.X_private for s in ss], [s.y_private for s in ss], d, trials, lgs, sp, eps, w, sigma)
