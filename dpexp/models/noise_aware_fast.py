@@ -88,6 +88,10 @@ def _expected_AKA(muA: np.ndarray, T: np.ndarray, Kinv: np.ndarray) -> np.ndarra
     return muA @ Kinv @ muA + extra + diag[..., :, None] * np.eye(muA.shape[-1])
 
 
+#: np.sum / np.max without their Python wrappers (the same reductions; the loop calls them 7 times an iteration)
+_add, _max = np.add.reduce, np.maximum.reduce
+
+
 def _w_op_cov_eye(T: np.ndarray, Tdiag: np.ndarray, w: np.ndarray, eye: np.ndarray) -> np.ndarray:
     """``noise_aware._w_op_cov(T, w)`` to the bit, with diag(T) and I given: its diagonal term
     ``einsum("...i,ij->...ij", v, I)`` is 0 + v_i·I_ij (einsum accumulates into zeros), i.e. v·I + 0.0 (which turns
@@ -163,25 +167,25 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
         m_new = (S @ h[..., None])[..., 0]
         Eww = S + m_new[..., :, None] * m_new[..., None, :]
-        R_hat = zyy - 2.0 * np.sum(m_new * kz, -1) + np.sum(EAKA * Eww, (-1, -2))
+        R_hat = zyy - 2.0 * _add(m_new * kz, axis=-1) + _add(EAKA * Eww, axis=(-1, -2))
         R_hat = np.maximum(R_hat, R_min)
-        pub = tp - 2.0 * np.sum(m_new * cp, -1) + np.sum(Ap * Eww, (-1, -2))
+        pub = tp - 2.0 * _add(m_new * cp, axis=-1) + _add(Ap * Eww, axis=(-1, -2))
         # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
         # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
         step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
         alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
         prev_step = step
         new_lam = E_lam * np.exp(alpha * step)
-        new_lam0 = q_lam0 / (b0 + 0.5 * (np.sum(m_new * m_new, -1) + np.trace(S, axis1=-2, axis2=-1)))
-        change = np.maximum.reduce([np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0,
-                                    np.max(np.abs(m_new - m), -1) / (np.max(np.abs(m_new), -1) + 1e-300)])
+        new_lam0 = q_lam0 / (b0 + 0.5 * (_add(m_new * m_new, axis=-1) + np.trace(S, axis1=-2, axis2=-1)))
+        change = np.maximum(np.maximum(np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0),
+                            _max(np.abs(m_new - m), axis=-1) / (_max(np.abs(m_new), axis=-1) + 1e-300))
         # a converged problem is frozen: its result depends on its own iterations only, not on the batch it is in
         act = ~converged
         m = np.where(act[..., None], m_new, m)
         S = np.where(act[..., None, None], S, S_prev)
         E_lam, E_lam0 = np.where(act, new_lam, E_lam), np.where(act, new_lam0, E_lam0)
         converged = converged | (change < tol)
-        if np.all(converged):
+        if converged.all():
             break
         S_prev = S
     return GaussianPosterior(mean=m, cov=S, E_lam=E_lam, E_lam0=E_lam0, n_iter=it, converged=converged)
