@@ -71,24 +71,23 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    off = _offsets(Xs)
-    X, y = np.concatenate(Xs), np.concatenate(ys)
+    rows = _Blocks(Xs, ys)
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
-        sums = sigma_sums(X, y, off, bx, by)
+        sums = rows.sigma_sums(bx, by)
         if not np.all(np.isfinite(sums)):
             raise NotBatchable("NaN rows")
     L = standard_laplace_rows(ledgers, (2 * T if per_trial else 0) + T * (m + d + 1))
     j = 0
     if per_trial:
-        sx, sy = release_sigmas(sums, np.diff(off), d, bx, by, eps_s, L[:, :2 * T], ledgers)
+        sx, sy = release_sigmas(sums, rows.counts, d, bx, by, eps_s, L[:, :2 * T], ledgers)
         j = 2 * T
     else:
         sx, sy = sigma[1], sigma[2]
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
-    XX, Xy, yy = _clipped_stats(X, y, off, B_x, B_y, per_trial, T)
+    XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
     s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
     e = sp * eps
     failed: dict[int, Exception] = {}
@@ -140,57 +139,89 @@ def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarra
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
-    return _clipped_stats(np.concatenate(Xs), np.concatenate(ys), _offsets(Xs), B_x, B_y, B_x.ndim == 2,
-                          int(trials))
+    return _Blocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
 
 
-def _clipped_stats(X: np.ndarray, y: np.ndarray, off: np.ndarray, B_x: np.ndarray, B_y: np.ndarray,
-                   per_trial: bool, T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stats.clipped_stats`` of every split (rows off[i]:off[i+1] of X, y): (S, d, d), (S, d), (S,) for bounds
-    (S,); (S, T, d, d), (S, T, d), (S, T) for per-trial bounds (S, T).  The clipping is one stacked call; the
-    products of the splits with equal n are one stacked call on C-contiguous copies of their clipped rows, of the
-    layout of the per-split arrays (numpy's stacked matmul and einsum sum each split's products in the order of its
-    own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
-    counts = np.diff(off)
-    S, d = counts.size, X.shape[1]
-    if not per_trial:
-        rb = np.repeat(B_x, counts)[:, None]
-        Xc, yc = np.clip(X, -rb, rb), np.clip(y, -np.repeat(B_y, counts), np.repeat(B_y, counts))
-        XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
-        for n, members in equal_n(off).items():
-            if len(members) == 1:
+class _Blocks:
+    """The rows of S splits laid out group by group of equal n (``equal_n``'s order): one concatenation, after
+    which a group's rows are one contiguous block (G·n rows from ``start``), so that stacking a group's rows is a
+    reshape of that block rather than a gather.  ``counts`` (S,) the splits' n, in their own order."""
+
+    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
+        self.counts = np.array([X.shape[0] for X in Xs])
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(self.counts.tolist()):
+            groups.setdefault(n, []).append(i)
+        self.blocks: list[tuple[int, list[int], int]] = []   # (n, members, first row of the block)
+        order: list[int] = []
+        start = 0
+        for n, members in groups.items():
+            self.blocks.append((n, members, start))
+            order += members
+            start += n * len(members)
+        self.order = np.array(order, dtype=np.intp)
+        self.X = np.concatenate([Xs[i] for i in order])
+        self.y = np.concatenate([ys[i] for i in order])
+        self.S = len(Xs)
+
+    def _per_row(self, B: np.ndarray) -> np.ndarray:
+        """Each row's value of the per-split array B (S,) or (S, T), in the blocks' row order: (N,) or (N, T)."""
+        return np.repeat(B[self.order], self.counts[self.order], axis=0)
+
+    def sigma_sums(self, bx: float, by: float) -> np.ndarray:
+        """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
+        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
+        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
+        out = np.empty((self.S, 2))
+        for n, members, a in self.blocks:
+            G = len(members)
+            out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
+            out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
+        return out
+
+    def clipped_stats(self, B_x: np.ndarray, B_y: np.ndarray, per_trial: bool, T: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``stats.clipped_stats`` of every split: (S, d, d), (S, d), (S,) for bounds (S,); (S, T, d, d), (S, T, d),
+        (S, T) for per-trial bounds (S, T).  One stacked clip; the products of a group of equal n one stacked call
+        on its block, C-contiguous and of the per-split arrays' layout (numpy's stacked matmul and einsum sum each
+        split's products in the order of its own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
+        S, d = self.S, self.X.shape[1]
+        if not per_trial:
+            rb, ry = self._per_row(B_x), self._per_row(B_y)
+            Xc, yc = np.clip(self.X, -rb[:, None], rb[:, None]), np.clip(self.y, -ry, ry)
+            XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
+            for n, members, a in self.blocks:
+                G = len(members)
+                if G == 1:
+                    Xi, yi = Xc[a:a + n], yc[a:a + n]
+                    XX[members[0]], Xy[members[0]], yy[members[0]] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
+                    continue
+                Xg, yg = Xc[a:a + G * n].reshape(G, n, d), yc[a:a + G * n].reshape(G, n)
+                XgT = np.swapaxes(Xg, -1, -2)
+                XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+                yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+            return XX, Xy, yy
+        rb = self._per_row(B_x).T[:, :, None]                               # (T, N, 1)
+        ry = self._per_row(B_y).T                                           # (T, N)
+        Xc = np.clip(self.X[None], -rb, rb)
+        yc = np.clip(self.y[None], -ry, ry)
+        XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+        for n, members, a in self.blocks:
+            G = len(members)
+            if G == 1:
                 i = members[0]
-                Xi, yi = Xc[off[i]:off[i + 1]], yc[off[i]:off[i + 1]]
-                XX[i], Xy[i], yy[i] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
+                Xi, yi = Xc[:, a:a + n], yc[:, a:a + n]
+                if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
+                    Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
+                XiT = np.swapaxes(Xi, -1, -2)
+                XX[i], Xy[i], yy[i] = XiT @ Xi, (XiT @ yi[..., None])[..., 0], np.einsum("tn,tn->t", yi, yi)
                 continue
-            rows = _rows(off, members)
-            Xg, yg = Xc[rows].reshape(len(members), n, d), yc[rows].reshape(len(members), n)
+            Xg = np.ascontiguousarray(np.swapaxes(Xc[:, a:a + G * n].reshape(T, G, n, d), 0, 1))   # (G, T, n, d)
+            yg = np.ascontiguousarray(np.swapaxes(yc[:, a:a + G * n].reshape(T, G, n), 0, 1))      # (G, T, n)
             XgT = np.swapaxes(Xg, -1, -2)
             XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
-            yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+            yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
         return XX, Xy, yy
-    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]                    # (T, N, 1)
-    ry = np.repeat(B_y, counts, axis=0).T                                # (T, N)
-    Xc = np.clip(X[None], -rb, rb)
-    yc = np.clip(y[None], -ry, ry)
-    XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
-    for n, members in equal_n(off).items():
-        if len(members) == 1:
-            i = members[0]
-            Xi, yi = Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]
-            if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
-                Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
-            XiT = np.swapaxes(Xi, -1, -2)
-            XX[i], Xy[i], yy[i] = XiT @ Xi, (XiT @ yi[..., None])[..., 0], np.einsum("tn,tn->t", yi, yi)
-            continue
-        G = len(members)
-        rows = _rows(off, members)
-        Xg = np.ascontiguousarray(np.swapaxes(Xc[:, rows].reshape(T, G, n, d), 0, 1))   # (G, T, n, d)
-        yg = np.ascontiguousarray(np.swapaxes(yc[:, rows].reshape(T, G, n), 0, 1))      # (G, T, n)
-        XgT = np.swapaxes(Xg, -1, -2)
-        XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
-        yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
-    return XX, Xy, yy
 
 
 def _rows(off: np.ndarray, members: list[int]) -> np.ndarray:
@@ -200,7 +231,7 @@ def _rows(off: np.ndarray, members: list[int]) -> np.ndarray:
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
-    stacked product (equal to the bit to their own calls, as ``_clipped_stats``); any other set its own call."""
+    stacked product (equal to the bit to their own calls, as ``_Blocks.clipped_stats``); any other set its own call."""
     out: list[Any] = [None] * len(Xs)
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, (X, y) in enumerate(zip(Xs, ys)):
