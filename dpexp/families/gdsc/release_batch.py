@@ -224,11 +224,6 @@ class _Blocks:
         return XX, Xy, yy
 
 
-def _rows(off: np.ndarray, members: list[int]) -> np.ndarray:
-    """The row indices of the splits ``members`` (rows off[i]:off[i+1]), in order."""
-    return np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
-
-
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
     stacked product (equal to the bit to their own calls, as ``_Blocks.clipped_stats``); any other set its own call."""
@@ -272,16 +267,36 @@ def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_
 def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: float) -> np.ndarray:
     """(S, 2) sums Σ clip(x, ±bx)², Σ clip(y, ±by)² of every split (rows off[i]:off[i+1] of X, y): what
     ``rplr._dp_sigmas`` releases, each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum over the
-    split's entries, one stacked row-wise reduction per group of equal n (equal to the bit;
-    tests/gdsc/test_adassp_batch.py)."""
-    qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
+    split's entries, one stacked row-wise reduction per group of equal n over its block of the rows laid out by
+    ``block_order`` (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
+    blocks, _, perm = block_order(off)
+    qx, qy = np.clip(X[perm], -bx, bx) ** 2, np.clip(y[perm], -by, by) ** 2
     out = np.empty((np.diff(off).size, 2))
-    for n, members in equal_n(off).items():
-        rows = _rows(off, members)
+    for n, members, a in blocks:
         G = len(members)
-        out[members, 0] = qx[rows].reshape(G, n * qx.shape[1]).sum(axis=1)
-        out[members, 1] = qy[rows].reshape(G, n).sum(axis=1)
+        out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
+        out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
     return out
+
+
+def block_order(off: np.ndarray) -> tuple[list[tuple[int, list[int], int]], np.ndarray, np.ndarray]:
+    """The splits (rows off[i]:off[i+1]) in ``equal_n``'s order: the blocks [(n, members, first row)], the splits'
+    order (S,) and the row permutation ``perm`` (N,) such that ``rows[perm]`` holds each group's rows as one
+    contiguous block (stacking a group is then a reshape of its block, not a gather)."""
+    off = np.asarray(off, dtype=np.intp)
+    counts = np.diff(off)
+    blocks: list[tuple[int, list[int], int]] = []
+    order: list[int] = []
+    start = 0
+    for n, members in equal_n(off).items():
+        blocks.append((n, members, start))
+        order += members
+        start += n * len(members)
+    o = np.array(order, dtype=np.intp)
+    c = counts[o]
+    first = np.cumsum(c) - c                              # each split's first row in the new layout
+    perm = np.arange(start, dtype=np.intp) + np.repeat(off[o] - first, c)
+    return blocks, o, perm
 
 
 def equal_n(off: np.ndarray) -> dict[int, list[int]]:
