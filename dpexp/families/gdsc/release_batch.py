@@ -6,8 +6,10 @@ B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ cl
 ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
 the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
 ``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
-sums, XᵀX, Xᵀy, yᵀy) are the per-split numpy calls on arrays of the same layout, so every result equals the
-per-split release to the bit (tests/gdsc/test_release_batch.py); only the elementwise work is stacked.
+sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
+C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``_Blocks``,
+``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
+per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
 """
 
 from __future__ import annotations
@@ -149,16 +151,7 @@ class _Blocks:
 
     def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
         self.counts = np.array([X.shape[0] for X in Xs])
-        groups: dict[int, list[int]] = {}
-        for i, n in enumerate(self.counts.tolist()):
-            groups.setdefault(n, []).append(i)
-        self.blocks: list[tuple[int, list[int], int]] = []   # (n, members, first row of the block)
-        order: list[int] = []
-        start = 0
-        for n, members in groups.items():
-            self.blocks.append((n, members, start))
-            order += members
-            start += n * len(members)
+        self.blocks, order = _layout(self.counts.tolist())   # [(n, members, first row of the block)]
         self.order = np.array(order, dtype=np.intp)
         self.X = np.concatenate([Xs[i] for i in order])
         self.y = np.concatenate([ys[i] for i in order])
@@ -285,18 +278,28 @@ def block_order(off: np.ndarray) -> tuple[list[tuple[int, list[int], int]], np.n
     contiguous block (stacking a group is then a reshape of its block, not a gather)."""
     off = np.asarray(off, dtype=np.intp)
     counts = np.diff(off)
-    blocks: list[tuple[int, list[int], int]] = []
-    order: list[int] = []
-    start = 0
-    for n, members in equal_n(off).items():
-        blocks.append((n, members, start))
-        order += members
-        start += n * len(members)
+    blocks, order = _layout(counts.tolist())
     o = np.array(order, dtype=np.intp)
     c = counts[o]
     first = np.cumsum(c) - c                              # each split's first row in the new layout
-    perm = np.arange(start, dtype=np.intp) + np.repeat(off[o] - first, c)
+    perm = np.arange(int(c.sum()), dtype=np.intp) + np.repeat(off[o] - first, c)
     return blocks, o, perm
+
+
+def _layout(counts: list[int]) -> tuple[list[tuple[int, list[int], int]], list[int]]:
+    """Splits of ``counts`` rows grouped by equal n in order of first appearance (``equal_n``): the blocks
+    [(n, members, first row)] of the rows laid out group by group, and the splits in that order."""
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(counts):
+        groups.setdefault(n, []).append(i)
+    blocks: list[tuple[int, list[int], int]] = []
+    order: list[int] = []
+    start = 0
+    for n, members in groups.items():
+        blocks.append((n, members, start))
+        order += members
+        start += n * len(members)
+    return blocks, order
 
 
 def equal_n(off: np.ndarray) -> dict[int, list[int]]:
