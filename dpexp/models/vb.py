@@ -135,28 +135,40 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
 
     a_lam = a + 0.5 * nn                                  # shapes are fixed by the updates
     a_lam0 = np.full(batch, a0 + 0.5 * d)
-    E_lam = np.full(batch, a / b)                         # start at the prior means
-    E_lam0 = np.full(batch, a0 / b0)
     converged = np.zeros(batch, dtype=bool)
     resid_floored = np.zeros(batch, dtype=bool)
     it = 0
-    for it in range(1, max_iter + 1):
-        prec = E_lam0[..., None] + E_lam[..., None] * s   # diagonal of Σ⁻¹ in the eigenbasis
-        var = 1.0 / prec
-        mk = E_lam[..., None] * rr * var                  # m in the eigenbasis
-        resid = t - 2.0 * _sum(mk * rr) + _sum(s * (var + mk * mk))
-        resid_floored = resid < 0.0
-        resid = np.maximum(resid, 0.0)
-        b_lam = b + 0.5 * resid
-        b_lam0 = b0 + 0.5 * _sum(mk * mk + var)
-        new_lam = a_lam / b_lam
-        new_lam0 = a_lam0 / b_lam0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            change = np.maximum(np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0)
-        E_lam, E_lam0 = new_lam, new_lam0
-        converged = change < tol
-        if converged.all():
-            break
+    raw = None
+    # the loop's numpy calls are its cost at the batch sizes of a run (tens of problems): each value is computed
+    # once (mk², E[λ] broadcast), the floor flag from the last residual only, one errstate for the loop, and q(λ),
+    # q(λ0) updated as one (2, …) array [λ; λ0] (the same elementwise operations on the same values)
+    shape_ = np.stack([np.broadcast_to(a_lam, batch), a_lam0])           # [a + n/2; a0 + d/2]
+    rate0 = np.array([b, b0]).reshape((2,) + (1,) * len(batch))          # [b; b0]
+    E = np.stack([np.full(batch, a / b), np.full(batch, a0 / b0)])       # [E λ; E λ0], at the prior means
+    stat = np.empty((2,) + batch)                                        # [max(E_q[R], 0); mᵀm + tr Σ]
+    rates = rate0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for it in range(1, max_iter + 1):
+            el = E[0][..., None]
+            prec = E[1][..., None] + el * s              # diagonal of Σ⁻¹ in the eigenbasis
+            var = 1.0 / prec
+            mk = el * rr * var                            # m in the eigenbasis
+            mk2 = mk * mk
+            raw = t - 2.0 * _sum(mk * rr) + _sum(s * (var + mk2))
+            np.maximum(raw, 0.0, out=stat[0, ...])
+            np.add.reduce(mk2 + var, axis=-1, out=stat[1, ...])
+            rates = rate0 + 0.5 * stat                    # [b + ½ max(E_q[R], 0); b0 + ½ (mᵀm + tr Σ)]
+            new = shape_ / rates
+            rel = np.abs(new - E) / new
+            change = np.maximum(rel[0], rel[1])
+            E = new
+            converged = change < tol
+            if converged.all():
+                break
+    if raw is not None:
+        resid_floored = raw < 0.0
+    E_lam, E_lam0 = E[0], E[1]
+    b_lam, b_lam0 = rates[0], rates[1]
     # final q(β) consistent with the final q(λ), q(λ0)
     var = 1.0 / (E_lam0[..., None] + E_lam[..., None] * s)
     mk = E_lam[..., None] * rr * var

@@ -290,9 +290,27 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
         raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
     b = sens / eps[:, None]
     out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
+    spend = _laplace_spend(label)
     for src, e, s, sc in zip(sources, eps.tolist(), sens.max(axis=1).tolist(), b.min(axis=1).tolist()):
-        _record(src, Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=sc, label=label))
+        _record(src, spend(e, s, sc))
     return out
+
+
+def _laplace_spend(label: str) -> Any:
+    """A maker of ``Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)`` for values
+    already checked (ε > 0 and Δ₁ ≥ 0 finite, as ``laplace_rows`` checks them): equal to the constructor's (fields in
+    order, eq, hash, repr), filled from one validated template instead of running the frozen dataclass's
+    ``__init__`` and checks per cell (≈ 1 µs instead of ≈ 4; a batch records one per cell and release)."""
+    base = Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
+
+    def make(e: float, s: float, b: float) -> Spend:
+        sp = object.__new__(Spend)
+        d = sp.__dict__
+        d.update(base)
+        d["epsilon"], d["sensitivity"], d["scale"] = e, s, b
+        return sp
+
+    return make
 
 
 def _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label):

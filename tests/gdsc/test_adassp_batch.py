@@ -70,6 +70,29 @@ def test_equal_n_splits_and_many_trials():
     _compare(AdaSSP(), splits, 0.8, 11)
 
 
+@pytest.mark.parametrize("params", [dict(), dict(clip="coordinate", sigma="data")])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_interleaved_equal_n_groups_equal_run(params, trials):
+    """Groups of equal n (private and public) interleaved with other sizes: each group's rows laid out as one block
+    (release_batch.block_order) give every split run's output and spends to the bit."""
+    sizes = [(30, 6), (12, 6), (30, 4), (12, 6), (30, 6), (5, 0), (5, 4), (30, 6)]
+    splits = [_split(40 + i, n=n, n_pub=p, scale=3.0) for i, (n, p) in enumerate(sizes)]
+    _compare(AdaSSP(**params), splits, 1.2, trials)
+
+
+def test_block_order_lays_out_each_group_as_one_block():
+    from dpexp.families.gdsc.release_batch import block_order, equal_n
+
+    off = np.array([0, 3, 5, 8, 8, 10, 13])
+    blocks, order, perm = block_order(off)
+    groups = equal_n(off)
+    assert [(n, m) for n, m, _ in blocks] == list(groups.items())
+    assert order.tolist() == [i for m in groups.values() for i in m]
+    rows = np.arange(13)
+    for n, members, a in blocks:
+        assert rows[perm][a:a + n * len(members)].tolist() == [r for i in members for r in range(off[i], off[i + 1])]
+
+
 def test_bad_bounds_among_good_splits_fail_as_run_fails():
     """ω_y so large that B_Y = ∞ (dp: after the σ draws; data: before any draw): run's error for those cells only;
     ω_x so small that B_X = 0: calibrate's error."""

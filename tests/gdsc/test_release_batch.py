@@ -229,3 +229,139 @@ def test_run_many_overflowing_data_sigma_fails_that_split_only():
         assert not isinstance(o, Exception), o
         np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
     assert [type(o).__name__ for o in many] == ["Output", "OverflowError", "Output"]
+
+
+@pytest.mark.parametrize("clip_public", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_release_many_without_public_stats_draws_and_spends_the_same(clip_public, trials):
+    """``public_stats=False`` (narplr, which clips the public rows itself) leaves only the public statistics out:
+    every draw, spend, bound and extra equals the default call's to the bit."""
+    alg = RobustPrivateLR(sigma="dp", clip_public=clip_public, **EXPLICIT)
+    splits = _splits()
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    full = alg.release_many(splits, 1.5, la, trials)
+    lean = alg.release_many(splits, 1.5, lb, trials, public_stats=False)
+    assert any(r.public is None for r in lean)
+    for r1, r2, l1, l2 in zip(full, lean, la, lb):
+        for f in ("XX", "Xy", "yy", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
+            _same(getattr(r1, f), getattr(r2, f))
+        if r2.public is not None:   # a split released on its own (no private rows, alone of its d)
+            _same(r1.public, r2.public)
+        assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_narplr_run_many_equals_run_per_split_with_clipped_public_rows(trials):
+    """narplr (clip_public: true, its default) asks the release for no public statistics: each split's output is
+    what ``run`` gives it (release, bounds, guarantee to the bit; the fit to rounding, as above)."""
+    alg = NoiseAwareRPLR(sigma="dp", **EXPLICIT)
+    assert alg.params.clip_public
+    splits = _splits()
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    many = alg.run_many(splits, 1.5, 0.0, lb, trials)
+    for s, lg, o in zip(splits, la, many):
+        one = alg.run(s, 1.5, 0.0, lg, trials)
+        _same(one.clip_bounds, o.clip_bounds)
+        assert repr(one.guarantee) == repr(o.guarantee)
+        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
+        for lv in one.coef_interval:
+            np.testing.assert_allclose(one.coef_interval[lv][0], o.coef_interval[lv][0], rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_narplr_stacked_public_stats_equal_per_set(trials):
+    """narplr's clipped public statistics, one stacked call per shape of row set, equal ``ExactStats.of`` of each
+    set to the bit (sets of several sizes, one empty, one alone of its size)."""
+    from dpexp.families.gdsc.algorithms.narplr import _exact_stats_many
+    from dpexp.families.gdsc.release_batch import clipped_rows
+    from dpexp.models.noise_aware import ExactStats
+
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(m, 4)) for m in (10, 10, 7, 0, 10, 3, 7)]
+    ys = [rng.normal(size=X.shape[0]) for X in Xs]
+    B = rng.uniform(0.2, 1.0, size=(len(Xs), trials))
+    pieces = clipped_rows(Xs, ys, B, 2 * B)
+    XX, Xy, yy = _exact_stats_many(pieces)
+    for i, (X, y) in enumerate(pieces):
+        q = ExactStats.of(X, y)
+        _same(XX[i], q.XX)
+        _same(Xy[i], q.Xy)
+        _same(yy[i], q.yy)
+
+
+def test_narplr_stack_trials_equals_per_release_conversion():
+    from dpexp.families.gdsc.algorithms.narplr import _stack_trials, _trials
+
+    for xs, T in [([0.5, 1.25, 3.0], 2), ([np.array([0.1, 0.2]), np.array([0.3, 0.4])], 2),
+                  ([np.array([0.7]), np.array([0.9])], 3), ([0.5, np.array([0.1, 0.2])], 2)]:
+        ref = np.stack([_trials(x, T) for x in xs])
+        got = _stack_trials(xs, T)
+        _same(ref, got)
+        assert got.flags.c_contiguous and got.flags.writeable
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(sigma="dp"), dict(sigma="data"), dict(sigma="dp", clip_public=True),
+                                    dict(sigma="data", clip_public=True)])
+def test_release_many_equal_n_splits_stacked_equal_release(params, trials):
+    """Splits of equal n (and equal public sizes) share one stacked product of their clipped rows: each equals its
+    per-split release to the bit (statistics, public statistics, spends), beside splits alone of their n."""
+    alg = RobustPrivateLR(**params, **EXPLICIT)
+    splits = [_split(20 + i, n=n, n_pub=p, scale=3.0) for i, (n, p) in
+              enumerate([(30, 6), (30, 6), (12, 6), (30, 4), (12, 6), (30, 6), (7, 0), (7, 0), (1, 6), (1, 6)])]
+    assert _compare_release(alg, splits, 1.5, trials) == ["Release"] * len(splits)
+
+
+def test_sufficient_stats_many_equal_per_set():
+    """The public statistics, one stacked product per shape of C-contiguous set, equal ``sufficient_stats`` of each
+    set to the bit (a strided view and a set alone of its shape take their own call)."""
+    from dpexp.families.gdsc.release_batch import sufficient_stats_many
+    from dpexp.families.gdsc.stats import sufficient_stats
+
+    rng = np.random.default_rng(5)
+    Xs = [rng.normal(size=(m, 4)) for m in (10, 10, 6, 10, 0, 0)]
+    Xs.append(rng.normal(size=(10, 8))[:, ::2])   # strided
+    ys = [rng.normal(size=X.shape[0]) for X in Xs]
+    got = sufficient_stats_many(Xs, ys)
+    for X, y, g in zip(Xs, ys, got):
+        ref = sufficient_stats(X, y)
+        _same(ref[0], g[0])
+        _same(ref[1], g[1])
+        assert type(g[2]) is float and repr(g[2]) == repr(ref[2])
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_clip_bounds_many_equal_per_release(trials):
+    from dpexp.families.gdsc.algorithms.rplr import Release, _clip_bounds_many
+
+    rng = np.random.default_rng(6)
+    z = (np.zeros((trials, 2, 2)), np.zeros((trials, 2)), np.zeros(trials))
+    per_trial = [Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, rng.uniform(size=trials), rng.uniform(size=trials),
+                         None, None) for _ in range(3)]
+    floats = [Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, 0.5 + k, 1.5 + k, None, None) for k in range(3)]
+    none = Release(*z, None, {}, (0.3, 0.3, 0.4), 1.0, None, None, None, None)
+    for rs in (per_trial + [none], floats, [floats[0], per_trial[1], none]):
+        got = _clip_bounds_many(rs, trials)
+        for r, g in zip(rs, got):
+            ref = r.clip_bounds(trials)
+            if ref is None:
+                assert g is None
+            else:
+                _same(np.ascontiguousarray(ref), g)
+
+
+def test_laplace_rows_spends_equal_constructed_spends():
+    """The spends laplace_rows records (filled from a validated template) are the constructor's: fields in order,
+    equality, hash, repr, type."""
+    from dpexp.privacy.guarantee import Spend
+
+    lg = _ledgers(3)
+    laplace_rows(np.zeros((3, 2)), np.ones((3, 2)), np.array([[0.5, 2.0], [1.0, 1.0], [0.0, 3.0]]),
+                 np.array([0.7, 1.1, 2.5]), lg, "X'y")
+    for l, (e, s, b) in zip(lg, [(0.7, 2.0, 0.5 / 0.7), (1.1, 1.0, 1.0 / 1.1), (2.5, 3.0, 0.0)]):
+        (got,) = l.spends
+        ref = Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label="X'y")
+        assert type(got) is Spend and got == ref and hash(got) == hash(ref) and repr(got) == repr(ref)
+        assert list(vars(got).items()) == list(vars(ref).items())
+        with pytest.raises(Exception):
+            got.epsilon = 3.0   # still frozen

@@ -104,3 +104,21 @@ def test_converges_on_very_noisy_releases():
     stats, prior, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=60, seed=7, n_pub=10)
     g = fit_gaussian(stats, public=public, gram_prior=prior, max_iter=1000)
     assert np.all(g.converged) and np.all(np.isfinite(g.cov))
+
+
+def test_w_op_cov_with_eye_equals_w_op_cov_to_the_bit():
+    """The loop's W T Wᵀ without einsum equals ``noise_aware._w_op_cov`` bit for bit, signed zeros included
+    (einsum writes 0 + v·I: −0 becomes +0)."""
+    from dpexp.models.noise_aware import _w_op_cov
+    from dpexp.models.noise_aware_fast import _w_op_cov_eye
+
+    rng = np.random.default_rng(8)
+    for shape, d in [((5, 2), 4), ((3,), 10), ((), 3)]:
+        A = rng.normal(size=shape + (d, d))
+        T = A @ np.swapaxes(A, -1, -2)
+        w = rng.normal(size=shape + (d,))
+        w[..., 0] = -0.0                       # zero rows of the products: signed zeros on and off the diagonal
+        T[..., 1, 1] = 0.0
+        ref = _w_op_cov(T, w)
+        got = _w_op_cov_eye(T, np.diagonal(T, axis1=-2, axis2=-1), w, np.eye(d))
+        assert ref.shape == got.shape and ref.tobytes() == got.tobytes()

@@ -6,8 +6,10 @@ B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ cl
 ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
 the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
 ``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
-sums, XᵀX, Xᵀy, yᵀy) are the per-split numpy calls on arrays of the same layout, so every result equals the
-per-split release to the bit (tests/gdsc/test_release_batch.py); only the elementwise work is stacked.
+sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
+C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``_Blocks``,
+``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
+per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, triu_indices
+from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
 
@@ -71,24 +73,23 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    off = _offsets(Xs)
-    X, y = np.concatenate(Xs), np.concatenate(ys)
+    rows = _Blocks(Xs, ys)
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
-        sums = sigma_sums(X, y, off, bx, by)
+        sums = rows.sigma_sums(bx, by)
         if not np.all(np.isfinite(sums)):
             raise NotBatchable("NaN rows")
     L = standard_laplace_rows(ledgers, (2 * T if per_trial else 0) + T * (m + d + 1))
     j = 0
     if per_trial:
-        sx, sy = release_sigmas(sums, np.diff(off), d, bx, by, eps_s, L[:, :2 * T], ledgers)
+        sx, sy = release_sigmas(sums, rows.counts, d, bx, by, eps_s, L[:, :2 * T], ledgers)
         j = 2 * T
     else:
         sx, sy = sigma[1], sigma[2]
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
-    XX, Xy, yy = _clipped_stats(X, y, off, B_x, B_y, per_trial, T)
+    XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
     s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
     e = sp * eps
     failed: dict[int, Exception] = {}
@@ -140,43 +141,104 @@ def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarra
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
-    return _clipped_stats(np.concatenate(Xs), np.concatenate(ys), _offsets(Xs), B_x, B_y, B_x.ndim == 2,
-                          int(trials))
+    return _Blocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
 
 
-def _clipped_stats(X: np.ndarray, y: np.ndarray, off: np.ndarray, B_x: np.ndarray, B_y: np.ndarray,
-                   per_trial: bool, T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stats.clipped_stats`` of every split (rows off[i]:off[i+1] of X, y): (S, d, d), (S, d), (S,) for bounds
-    (S,); (S, T, d, d), (S, T, d), (S, T) for per-trial bounds (S, T).  The clipping is one stacked call; the
-    products are the per-split calls of ``clipped_stats`` on arrays of the same layout (equal to the bit)."""
-    counts = np.diff(off)
-    S = counts.size
-    if not per_trial:
-        rb = np.repeat(B_x, counts)[:, None]
-        Xc, yc = np.clip(X, -rb, rb), np.clip(y, -np.repeat(B_y, counts), np.repeat(B_y, counts))
-        XX, Xy, yy = [], [], []
-        for i in range(S):
-            a, b = off[i], off[i + 1]
-            Xi, yi = Xc[a:b], yc[a:b]
-            XX.append(Xi.T @ Xi)
-            Xy.append(Xi.T @ yi)
-            yy.append(float(yi @ yi))
-        return np.stack(XX), np.stack(Xy), np.array(yy)
-    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]                    # (T, N, 1)
-    ry = np.repeat(B_y, counts, axis=0).T                                # (T, N)
-    Xc = np.clip(X[None], -rb, rb)
-    yc = np.clip(y[None], -ry, ry)
-    XX, Xy, yy = [], [], []
-    for i in range(S):
-        a, b = off[i], off[i + 1]
-        Xi, yi = Xc[:, a:b], yc[:, a:b]
-        if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
-            Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
-        XiT = np.swapaxes(Xi, -1, -2)
-        XX.append(XiT @ Xi)
-        Xy.append((XiT @ yi[..., None])[..., 0])
-        yy.append(np.einsum("tn,tn->t", yi, yi))
-    return np.stack(XX), np.stack(Xy), np.stack(yy)
+class _Blocks:
+    """The rows of S splits laid out group by group of equal n (``equal_n``'s order): one concatenation, after
+    which a group's rows are one contiguous block (G·n rows from ``start``), so that stacking a group's rows is a
+    reshape of that block rather than a gather.  ``counts`` (S,) the splits' n, in their own order."""
+
+    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
+        self.counts = np.array([X.shape[0] for X in Xs])
+        self.blocks, order = _layout(self.counts.tolist())   # [(n, members, first row of the block)]
+        self.order = np.array(order, dtype=np.intp)
+        self.X = np.concatenate([Xs[i] for i in order])
+        self.y = np.concatenate([ys[i] for i in order])
+        self.S = len(Xs)
+
+    def _per_row(self, B: np.ndarray) -> np.ndarray:
+        """Each row's value of the per-split array B (S,) or (S, T), in the blocks' row order: (N,) or (N, T)."""
+        return np.repeat(B[self.order], self.counts[self.order], axis=0)
+
+    def sigma_sums(self, bx: float, by: float) -> np.ndarray:
+        """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
+        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
+        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
+        out = np.empty((self.S, 2))
+        for n, members, a in self.blocks:
+            G = len(members)
+            out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
+            out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
+        return out
+
+    def clipped_stats(self, B_x: np.ndarray, B_y: np.ndarray, per_trial: bool, T: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``stats.clipped_stats`` of every split: (S, d, d), (S, d), (S,) for bounds (S,); (S, T, d, d), (S, T, d),
+        (S, T) for per-trial bounds (S, T).  One stacked clip; the products of a group of equal n one stacked call
+        on its block, C-contiguous and of the per-split arrays' layout (numpy's stacked matmul and einsum sum each
+        split's products in the order of its own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
+        S, d = self.S, self.X.shape[1]
+        if not per_trial:
+            rb, ry = self._per_row(B_x), self._per_row(B_y)
+            Xc, yc = np.clip(self.X, -rb[:, None], rb[:, None]), np.clip(self.y, -ry, ry)
+            XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
+            for n, members, a in self.blocks:
+                G = len(members)
+                if G == 1:
+                    Xi, yi = Xc[a:a + n], yc[a:a + n]
+                    XX[members[0]], Xy[members[0]], yy[members[0]] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
+                    continue
+                Xg, yg = Xc[a:a + G * n].reshape(G, n, d), yc[a:a + G * n].reshape(G, n)
+                XgT = np.swapaxes(Xg, -1, -2)
+                XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+                yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+            return XX, Xy, yy
+        rb = self._per_row(B_x).T[:, :, None]                               # (T, N, 1)
+        ry = self._per_row(B_y).T                                           # (T, N)
+        Xc = np.clip(self.X[None], -rb, rb)
+        yc = np.clip(self.y[None], -ry, ry)
+        XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+        for n, members, a in self.blocks:
+            G = len(members)
+            if G == 1:
+                i = members[0]
+                Xi, yi = Xc[:, a:a + n], yc[:, a:a + n]
+                if T > 1:   # the per-split arrays' layout (numpy's stacked matmul path depends on it)
+                    Xi, yi = np.ascontiguousarray(Xi), np.ascontiguousarray(yi)
+                XiT = np.swapaxes(Xi, -1, -2)
+                XX[i], Xy[i], yy[i] = XiT @ Xi, (XiT @ yi[..., None])[..., 0], np.einsum("tn,tn->t", yi, yi)
+                continue
+            Xg = np.ascontiguousarray(np.swapaxes(Xc[:, a:a + G * n].reshape(T, G, n, d), 0, 1))   # (G, T, n, d)
+            yg = np.ascontiguousarray(np.swapaxes(yc[:, a:a + G * n].reshape(T, G, n), 0, 1))      # (G, T, n)
+            XgT = np.swapaxes(Xg, -1, -2)
+            XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+            yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
+        return XX, Xy, yy
+
+
+def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
+    stacked product (equal to the bit to their own calls, as ``_Blocks.clipped_stats``); any other set its own call."""
+    out: list[Any] = [None] * len(Xs)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (X, y) in enumerate(zip(Xs, ys)):
+        if X.ndim == 2 and y.ndim == 1 and X.dtype == y.dtype == np.float64 and X.flags.c_contiguous \
+                and y.flags.c_contiguous:
+            groups.setdefault(X.shape, []).append(i)
+        else:
+            out[i] = sufficient_stats(X, y)
+    for idx in groups.values():
+        if len(idx) == 1:
+            out[idx[0]] = sufficient_stats(Xs[idx[0]], ys[idx[0]])
+            continue
+        Xg, yg = np.stack([Xs[i] for i in idx]), np.stack([ys[i] for i in idx])
+        XgT = np.swapaxes(Xg, -1, -2)
+        XX, Xy = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+        yy = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0].tolist()
+        for j, i in enumerate(idx):
+            out[i] = (XX[j], Xy[j], yy[j])
+    return out
 
 
 def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
@@ -198,16 +260,46 @@ def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_
 def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: float) -> np.ndarray:
     """(S, 2) sums Σ clip(x, ±bx)², Σ clip(y, ±by)² of every split (rows off[i]:off[i+1] of X, y): what
     ``rplr._dp_sigmas`` releases, each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum over the
-    split's entries, one stacked row-wise reduction per group of equal n (equal to the bit;
-    tests/gdsc/test_adassp_batch.py)."""
-    qx, qy = np.clip(X, -bx, bx) ** 2, np.clip(y, -by, by) ** 2
+    split's entries, one stacked row-wise reduction per group of equal n over its block of the rows laid out by
+    ``block_order`` (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
+    blocks, _, perm = block_order(off)
+    qx, qy = np.clip(X[perm], -bx, bx) ** 2, np.clip(y[perm], -by, by) ** 2
     out = np.empty((np.diff(off).size, 2))
-    for n, members in equal_n(off).items():
-        rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+    for n, members, a in blocks:
         G = len(members)
-        out[members, 0] = qx[rows].reshape(G, n * qx.shape[1]).sum(axis=1)
-        out[members, 1] = qy[rows].reshape(G, n).sum(axis=1)
+        out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
+        out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
     return out
+
+
+def block_order(off: np.ndarray) -> tuple[list[tuple[int, list[int], int]], np.ndarray, np.ndarray]:
+    """The splits (rows off[i]:off[i+1]) in ``equal_n``'s order: the blocks [(n, members, first row)], the splits'
+    order (S,) and the row permutation ``perm`` (N,) such that ``rows[perm]`` holds each group's rows as one
+    contiguous block (stacking a group is then a reshape of its block, not a gather)."""
+    off = np.asarray(off, dtype=np.intp)
+    counts = np.diff(off)
+    blocks, order = _layout(counts.tolist())
+    o = np.array(order, dtype=np.intp)
+    c = counts[o]
+    first = np.cumsum(c) - c                              # each split's first row in the new layout
+    perm = np.arange(int(c.sum()), dtype=np.intp) + np.repeat(off[o] - first, c)
+    return blocks, o, perm
+
+
+def _layout(counts: list[int]) -> tuple[list[tuple[int, list[int], int]], list[int]]:
+    """Splits of ``counts`` rows grouped by equal n in order of first appearance (``equal_n``): the blocks
+    [(n, members, first row)] of the rows laid out group by group, and the splits in that order."""
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(counts):
+        groups.setdefault(n, []).append(i)
+    blocks: list[tuple[int, list[int], int]] = []
+    order: list[int] = []
+    start = 0
+    for n, members in groups.items():
+        blocks.append((n, members, start))
+        order += members
+        start += n * len(members)
+    return blocks, order
 
 
 def equal_n(off: np.ndarray) -> dict[int, list[int]]:

@@ -39,8 +39,8 @@ from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.model import public_posterior
-from dpexp.families.gdsc.release_batch import (NotBatchable, equal_n, finite_rows, float_square, release_sigmas,
-                                                sigma_sums)
+from dpexp.families.gdsc.release_batch import (NotBatchable, block_order, finite_rows, float_square,
+                                                release_sigmas, sigma_sums)
 from dpexp.models import adassp as core
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import standard_laplace_rows
@@ -294,7 +294,9 @@ class AdaSSP(Algorithm):
         one stacked matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid
         out as ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
         counts = np.diff(off)
-        rep = lambda b: np.repeat(b, counts, axis=0).T   # noqa: E731  (T or 1, N): each row's bound
+        blocks, o, perm = block_order(off)     # the rows laid out group by group of equal n: a group is a block
+        X, y = X[perm], y[perm]
+        rep = lambda b: np.repeat(b[o], counts[o], axis=0).T   # noqa: E731  (T or 1, N): each row's bound
         if self.params.clip == "norm":
             norms = np.linalg.norm(X, axis=-1)
             Xc = X[None] * np.minimum(1.0, rep(B_X) / np.maximum(norms, 1e-300))[..., None]
@@ -305,11 +307,10 @@ class AdaSSP(Algorithm):
         yc = np.clip(np.broadcast_to(y, (T,) + y.shape), -bY, bY)
         S, d = counts.size, X.shape[1]
         XX, Xy = np.empty((S, T, d, d)), np.empty((S, T, d))
-        for n, members in equal_n(off).items():
-            rows = np.concatenate([np.arange(off[i], off[i + 1]) for i in members])
+        for n, members, a in blocks:
             G = len(members)
-            Xg = np.broadcast_to(Xc[:, rows], (T, G * n, d)).reshape(T, G, n, d).transpose(1, 0, 2, 3)
-            yg = np.broadcast_to(yc[:, rows], (T, G * n)).reshape(T, G, n).transpose(1, 0, 2)
+            Xg = np.broadcast_to(Xc[:, a:a + G * n], (T, G * n, d)).reshape(T, G, n, d).transpose(1, 0, 2, 3)
+            yg = np.broadcast_to(yc[:, a:a + G * n], (T, G * n)).reshape(T, G, n).transpose(1, 0, 2)
             Xg, yg = np.ascontiguousarray(Xg), np.ascontiguousarray(yg)
             XX[members] = np.swapaxes(Xg, -1, -2) @ Xg
             Xy[members] = np.einsum("stnd,stn->std", Xg, yg)

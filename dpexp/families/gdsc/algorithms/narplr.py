@@ -54,7 +54,7 @@ from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
                                      empirical_gram_prior)
-from dpexp.models.intervals import draw_intervals, gaussian_intervals, gaussian_intervals_many
+from dpexp.models.intervals import draw_intervals, gaussian_intervals_many, lazy_gaussian_intervals
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
@@ -100,6 +100,37 @@ class _NARPLRParams(_RPLRParams):
 def _trials(x: Any, trials: int) -> np.ndarray:
     """A float or (trials,) array as a (trials,) array."""
     return np.broadcast_to(np.asarray(x, dtype=float), (trials,)).astype(float)
+
+
+def _stack_trials(xs: list[Any], trials: int) -> np.ndarray:
+    """``np.stack([_trials(x, trials) for x in xs])`` (S, trials) in one conversion when the xs are all floats or
+    all arrays of one shape (the releases of one batch); the same values."""
+    try:
+        a = np.array(xs, dtype=float)
+    except ValueError:   # mixed shapes
+        return np.stack([_trials(x, trials) for x in xs])
+    if a.ndim == 1:
+        a = a[:, None]
+    return a if a.shape == (len(xs), trials) else np.broadcast_to(a, (len(xs), trials)).copy()
+
+
+def _exact_stats_many(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``ExactStats.of`` of each row set (X (T, m_i, d), y (T, m_i)), stacked: (S, T, d, d), (S, T, d), (S, T).  The
+    sets of one shape share one stacked call, equal to the bit to their own calls (numpy's stacked matmul and einsum
+    sum each set's products in the order of its own call: tests/gdsc/test_release_batch.py)."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (X, _) in enumerate(pieces):
+        groups.setdefault(X.shape, []).append(i)
+    T, _, d = pieces[0][0].shape
+    S = len(pieces)
+    XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+    for idx in groups.values():
+        if len(idx) == 1:
+            q = ExactStats.of(*pieces[idx[0]])
+        else:
+            q = ExactStats.of(np.stack([pieces[i][0] for i in idx]), np.stack([pieces[i][1] for i in idx]))
+        XX[idx], Xy[idx], yy[idx] = q.XX, q.Xy, q.yy
+    return XX, Xy, yy
 
 
 @register_algorithm
@@ -172,16 +203,15 @@ class NoiseAwareRPLR(RobustPrivateLR):
             return st
         d, S = splits[0].d, len(splits)
         n = np.array([float(s.X_private.shape[0]) for s in splits])[:, None]
-        Bx = np.stack([_trials(r.B_x, trials) for r in rs])
-        By = np.stack([_trials(r.B_y, trials) for r in rs])
-        sx = np.stack([_trials(r.sigma_x, trials) for r in rs])
+        Bx = _stack_trials([r.B_x for r in rs], trials)
+        By = _stack_trials([r.B_y for r in rs], trials)
+        sx = _stack_trials([r.sigma_x for r in rs], trials)
         s_xx, s_xy, s_yy = sensitivities(d, Bx, By)
         e = np.array([[r.split[0] * r.eps, r.split[1] * r.eps, r.split[2] * r.eps] for r in rs])
         m = np.array([float(s.X_public.shape[0]) for s in splits])
         if p.clip_public:
-            pubs = [ExactStats.of(*c) for c in clipped_rows([s.X_public for s in splits],
-                                                             [s.y_public for s in splits], Bx, By)]
-            pXX, pXy, pyy = (np.stack([getattr(q, f) for q in pubs]) for f in ("XX", "Xy", "yy"))
+            pXX, pXy, pyy = _exact_stats_many(clipped_rows([s.X_public for s in splits],
+                                                           [s.y_public for s in splits], Bx, By))
         else:
             pXX = np.broadcast_to(np.stack([r.public[0] for r in rs])[:, None], (S, trials, d, d))
             pXy = np.broadcast_to(np.stack([r.public[1] for r in rs])[:, None], (S, trials, d))
@@ -190,7 +220,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
         wx = np.array([r.extras["omega_x"] for r in rs])[:, None]
         wy = np.array([r.extras["omega_y"] for r in rs])[:, None]
         if p.precision_prior == "scaled":
-            sy = np.stack([_trials(r.sigma_y, trials) for r in rs])
+            sy = _stack_trials([r.sigma_y for r in rs], trials)
             prior = clipping_scaled_prior(wx, wy, units=(sx, sy, d))
         elif p.precision_prior == "clipped":
             prior = clipping_scaled_prior(wx, wy)
@@ -233,7 +263,9 @@ class NoiseAwareRPLR(RobustPrivateLR):
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[int, Release]]] = {}
-        for k, (s, r) in enumerate(zip(splits, self.release_many(splits, epsilon, ledgers, trials))):
+        # with clip_public the model clips the public rows itself (``_problems``): the release need not sum them
+        rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public)
+        for k, (s, r) in enumerate(zip(splits, rels)):
             try:
                 if isinstance(r, Exception):
                     raise r
@@ -276,6 +308,6 @@ class NoiseAwareRPLR(RobustPrivateLR):
         res = public_posterior(split.X_public, split.y_public)
         w = np.broadcast_to(res.mean, (trials, split.d))
         cov = np.broadcast_to(res.cov, (trials, split.d, split.d))
-        ci, pi = gaussian_intervals(w, cov, split.X_test)
+        ci, pi = lazy_gaussian_intervals(w, cov, split.X_test)
         return Output(predictions=w @ split.X_test.T, coef=w.copy(), extras=dict(r.extras),
                       guarantee=ledger.guarantee(), coef_interval=ci, pred_interval=pi)

@@ -38,12 +38,13 @@ from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
 from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
-                                                release_group)
+                                                release_group, sufficient_stats_many)
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
 from dpexp.models.intervals import gaussian_intervals_many
 from dpexp.models.vb import noise_ridge
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.privacy.mechanisms import laplace, laplace_scale
 from dpexp.registry import register_algorithm
@@ -201,14 +202,14 @@ class Release:
     """What rplr's release produced for one split: the noisy statistics of the *private* rows only, XX (trials, d, d),
     Xy (trials, d), yy (trials,) (zeros when there are no private rows), the exact statistics of the
     public rows ``public`` = (XᵀX, Xᵀy, yᵀy) (unclipped; per trial, clipped with the private bounds, under
-    ``clip_public``), the extras, the budget ``split`` (p1, p2, p3) of the statistics' ε
-    ``eps``, and the clipping bounds B_x, B_y and σ_x, σ_y they came from (floats, or (trials,) arrays when σ̂ is
-    drawn per trial; None when nothing private was released)."""
+    ``clip_public``; None where ``release_many`` was told that its caller does not read them), the extras, the
+    budget ``split`` (p1, p2, p3) of the statistics' ε ``eps``, and the clipping bounds B_x, B_y and σ_x, σ_y they
+    came from (floats, or (trials,) arrays when σ̂ is drawn per trial; None when nothing private was released)."""
 
     XX: np.ndarray
     Xy: np.ndarray
     yy: np.ndarray
-    public: tuple[np.ndarray, np.ndarray, float]
+    public: tuple[np.ndarray, np.ndarray, float] | None   # None: not asked for (``release_many(public_stats=False)``)
     extras: dict[str, float]
     split: tuple[float, float, float]
     eps: float
@@ -347,23 +348,30 @@ class RobustPrivateLR(BatchedAlgorithm):
             extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
         return Release(XXn, Xyn, yyn, public, extras, sp, eps, B_x, B_y, sx, sy)
 
-    def release_many(self, splits: list[Split], epsilon: float, ledgers: list, trials: int
-                     ) -> list["Release | Exception"]:
+    def release_many(self, splits: list[Split], epsilon: float, ledgers: list, trials: int,
+                     public_stats: bool = True) -> list["Release | Exception"]:
         """``release`` of every split through its own ledger — the same draws, spends and results to the bit —
         with the private statistics of the splits of equal d released as arrays (``release_batch``).  A split whose
         bounds or data are not finite positive numbers, or alone of its d (as in ``run``, which the audit views
-        instrument), takes the per-split ``release`` (which raises or returns what it always did)."""
+        instrument), takes the per-split ``release`` (which raises or returns what it always did).
+        ``public_stats=False``: the caller does not read ``Release.public`` (e.g. narplr, which clips the public rows
+        itself): the batched releases leave it None (a public computation only; nothing drawn or spent differs)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Release | Exception] = [UserError("not run")] * len(splits)
         eps = self.stats_epsilon(epsilon)
         ok_eps = math.isfinite(eps) and eps > 0
         groups: dict[int, list[tuple[Any, ...]]] = {}
+        # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call
+        choices: dict[tuple[int, int], tuple[tuple[float, float, float], float, float]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
             try:
                 d, tn = s.d, self._tune_n(s)
-                sp = self.budget_split(tn, d, eps)
-                wx, wy = self.omegas(tn, d, eps, sp)
+                c = choices.get((tn, d))
+                if c is None:
+                    sp = self.budget_split(tn, d, eps)
+                    c = choices[(tn, d)] = (sp, *self.omegas(tn, d, eps, sp))
+                sp, wx, wy = c
                 if s.X_private.shape[0] == 0 or not (ok_eps and min(sp) > 0 and wx > 0 and wy > 0
                                                      and math.isfinite(wx) and math.isfinite(wy)
                                                      and self._batchable_sigma(s, d, wx, wy)):
@@ -376,7 +384,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             try:
                 if len(items) == 1:   # one split (``run``, the audit's views of perturbed_stats): the per-split path
                     raise NotBatchable("one split")
-                self._release_group(items, epsilon, eps, trials, out)
+                self._release_group(items, epsilon, eps, trials, out, public_stats)
             except NotBatchable:   # e.g. NaN data: the per-split path (with its own NaN bounds), nothing drawn yet
                 for k, s, ledger, *_ in items:
                     out[k] = _try(lambda: self.release(s, epsilon, ledger, trials))
@@ -401,7 +409,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             return False
 
     def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
-                       out: list) -> None:
+                       out: list, public_stats: bool = True) -> None:
         """``release_many`` of splits of equal d (all with private rows and valid bounds)."""
         p = self.params
         ks, ss, lgs = [it[0] for it in items], [it[1] for it in items], [it[2] for it in items]
@@ -411,14 +419,17 @@ class RobustPrivateLR(BatchedAlgorithm):
         if p.sigma == "dp":
             sigma: tuple = ("dp", p.sigma_bound_x, p.sigma_bound_y, p.sigma_share * epsilon / 2.0)
         else:
+            not_dp = Spend("not DP", "none", note=SIGMA_DATA_REASON)   # what ``ledger.not_dp`` records (immutable)
             for lg in lgs:
-                lg.not_dp(SIGMA_DATA_REASON)
+                lg.record(not_dp)
             sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
                      np.array([float(s.meta["sigma_y"]) for s in ss]))
         g = release_group([s.X_private for s in ss], [s.y_private for s in ss], d, trials, lgs, sp, eps, w, sigma)
-        if p.clip_public:   # the authors' code: the public lines clipped with the same (public-by-then) bounds
+        if p.clip_public and public_stats:   # the authors' code: the public lines clipped with the same bounds
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
+        elif public_stats:
+            pubs = sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss])
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
         if per_trial:
@@ -432,8 +443,12 @@ class RobustPrivateLR(BatchedAlgorithm):
                       "B_x": float(Bxm[i]), "B_y": float(Bym[i])}
             if p.sigma == "dp":
                 extras.update({"sigma_x_dp": sxm[i], "sigma_y_dp": sym[i]})
-            public = (XXp[i], Xyp[i], yyp[i] if per_trial else float(yyp[i])) if p.clip_public else \
-                sufficient_stats(s.X_public, s.y_public)
+            if not public_stats:
+                public = None
+            elif p.clip_public:
+                public = (XXp[i], Xyp[i], yyp[i] if per_trial else float(yyp[i]))
+            else:
+                public = pubs[i]
             if per_trial:
                 bounds = (g.B_x[i], g.B_y[i], g.sigma_x[i], g.sigma_y[i])
             else:
@@ -560,10 +575,18 @@ def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]
     """``Release.clip_bounds`` of many releases, as one (S, T, 2) array (None without a release)."""
     idx = [i for i, r in enumerate(rs) if r.B_x is not None]
     out: list[np.ndarray | None] = [None] * len(rs)
-    if idx:
-        per_trial = [np.broadcast_to(np.asarray((rs[i].B_x, rs[i].B_y), dtype=float).T, (trials, 2)) for i in idx]
-        for i, b in zip(idx, np.stack(per_trial)):
-            out[i] = b
+    if not idx:
+        return out
+    try:   # the bounds of a batch: all floats or all (trials,) arrays, converted at once (the same values)
+        bx = np.array([rs[i].B_x for i in idx], dtype=float)
+        by = np.array([rs[i].B_y for i in idx], dtype=float)
+        b = np.empty((len(idx), trials, 2))
+        b[..., 0] = bx if bx.ndim == 2 else bx[:, None]
+        b[..., 1] = by if by.ndim == 2 else by[:, None]
+    except ValueError:   # mixed shapes: release by release
+        b = np.stack([np.broadcast_to(np.asarray((rs[i].B_x, rs[i].B_y), dtype=float).T, (trials, 2)) for i in idx])
+    for i, bi in zip(idx, b):
+        out[i] = bi
     return out
 
 
