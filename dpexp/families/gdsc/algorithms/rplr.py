@@ -356,7 +356,6 @@ class RobustPrivateLR(BatchedAlgorithm):
         instrument), takes the per-split ``release`` (which raises or returns what it always did).
         ``public_stats=False``: the caller does not read ``Release.public`` (e.g. narplr, which clips the public rows
         itself): the batched releases leave it None (a public computation only; nothing drawn or spent differs)."""
-        p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Release | Exception] = [UserError("not run")] * len(splits)
         eps = self.stats_epsilon(epsilon)
@@ -412,7 +411,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                        out: list, public_stats: bool = True) -> None:
         """``release_many`` of splits of equal d (all with private rows and valid bounds)."""
         p = self.params
-        ks, ss, lgs = [it[0] for it in items], [it[1] for it in items], [it[2] for it in items]
+        ss, lgs = [it[1] for it in items], [it[2] for it in items]
         d = ss[0].d
         sp = np.array([it[3] for it in items], dtype=float)
         w = np.array([(it[4], it[5]) for it in items])
