@@ -338,6 +338,13 @@ def _metric_value(label: str, metric: Any, out: Any, split: Any) -> tuple[str, f
 
 
 def _extra_values(out: Any) -> list[tuple[str, float, str]]:
+    extras = out.extras
+    if not extras:
+        return []
+    try:   # every value a number (the usual case): one comprehension; else key by key, with the failing ones' errors
+        return [(key, float(extras[key]), "") for key in sorted(extras)]
+    except (TypeError, ValueError):
+        pass
     vals = []
     for key in sorted(out.extras):
         try:

@@ -32,6 +32,22 @@ def test_average_ranks_equal_scipy_bit_for_bit(seed):
         assert np.array_equal(average_ranks(A), stats.rankdata(A, axis=1))
 
 
+def test_sorted_ranks_edge_shapes_views_and_kinds():
+    # the flat take/put of sorted_ranks: empty rows or columns, a strided view, integers, the default sort kind
+    from dpexp.metrics.ranks import sorted_ranks
+
+    rng = np.random.default_rng(7)
+    for A in (np.empty((3, 0)), np.empty((0, 4)), rng.normal(size=(4, 9))[:, ::2], rng.integers(0, 3, (5, 6)),
+              rng.normal(size=(6, 1))):
+        for kind in ("stable", None):
+            order, starts, ranks = sorted_ranks(A, kind=kind)
+            assert ranks.shape == A.shape and ranks.dtype == float
+            if A.size:
+                assert np.array_equal(ranks, stats.rankdata(A, axis=1))
+                assert np.array_equal(np.take_along_axis(A, order, axis=1), np.sort(A, axis=1))
+            assert (starts is None) == all(len(np.unique(r)) == len(r) for r in A)
+
+
 def test_spearman_rows_against_scipy_with_ties_constants_and_nan():
     rng = np.random.default_rng(3)
     y = rng.normal(size=30)
