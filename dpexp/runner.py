@@ -257,7 +257,18 @@ def cell_guarantee(algorithm: Any, out: Any) -> Guarantee:
 def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int,
             shared: _SharedStream | None = None) -> list[Any]:
     """The split of each subset of the chunk, from the data stream of (dataset, subset or "*", repeat); a dataset
-    that raises gives a ``_SplitFailure`` in its place."""
+    that raises gives a ``_SplitFailure`` in its place.  A shared-split dataset with ``split_many(subsets, sizes,
+    rng)`` (the splits, or each one's exception, from one generator at the stream's start: the fold made once for
+    all subsets) gives them in one call; if that call itself raises, split by split."""
+    failed = (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)
+    many = getattr(dv.instance, "split_many", None)
+    if many is not None and shared is not None and shared.rng is not None:
+        try:
+            got = many(list(chunk.subsets), sizes, shared.fresh())
+        except Exception:
+            got = None
+        if got is not None and len(got) == len(chunk.subsets):
+            return [_SplitFailure(sp, failed) if isinstance(sp, Exception) else sp for sp in got]
     splits: list[Any] = []
     for subset in chunk.subsets:
         if shared is not None and shared.rng is not None:
@@ -267,7 +278,7 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
         try:
             splits.append(dv.instance.split(subset, sizes, rng))
         except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
-            splits.append(_SplitFailure(exc, (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)))
+            splits.append(_SplitFailure(exc, failed))
     return splits
 
 
