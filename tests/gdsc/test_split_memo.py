@@ -218,6 +218,10 @@ def test_split_many_equals_split_by_split(kw):
                 got = ds.split_many(drugs, sizes, np.random.default_rng(seed))
                 want = [_split_or_error(ds, d, sizes, seed) for d in drugs]
                 assert [_split_fields(g) for g in got] == [_split_fields(w) for w in want]
+                for g, w in zip(got, want):            # the views (rows shared by a fold's views) alike
+                    if not isinstance(g, Exception):
+                        for d in (6, 5, 6):
+                            assert all(_same(a, b) for a, b in zip(g.meta["view"](d), w.meta["view"](d)))
             assert isinstance(got[3], UserError) and "unknown subset" in str(got[3])
     raws = [sp.meta["raw"] for sp in got if not isinstance(sp, Exception) and "raw" in sp.meta]
     assert all(not r.X_private.flags.writeable for r in raws)       # views of the rows shared by the sizes
@@ -247,3 +251,17 @@ def test_runner_splits_with_split_many_equal_split_by_split(monkeypatch, tmp_pat
     assert run() == batched
     monkeypatch.delattr(Gdsc, "split_many")
     assert run() == batched
+
+
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(protocol="python", public_start=12)])
+def test_views_of_a_fold_share_rows_and_pickle_without_them(kw):
+    import pickle
+
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    a, b = ds.split_many(DRUGS[:2], Sizes(5, 3, 6, 12, 3, 6), np.random.default_rng(2))
+    va, vb = a.meta["view"], b.meta["view"]
+    assert va.shared is vb.shared and va(6) is not None and 6 in vb.shared     # one look-up per fold and d
+    back = pickle.loads(pickle.dumps(vb))
+    assert back.shared is None and all(_same(x, y) for x, y in zip(back(6), vb(6)))
+    with pytest.raises(UserError):
+        va(0 if "protocol" not in kw else 65)

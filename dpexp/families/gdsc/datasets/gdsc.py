@@ -292,20 +292,30 @@ class GdscView:
     """
 
     def __init__(self, expr: Path, ic50: Path, evidence: str, idx_public: np.ndarray, idx_test: np.ndarray,
-                 centre_ref: np.ndarray | None = None):
+                 centre_ref: np.ndarray | None = None, shared: dict | None = None):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.idx_public, self.idx_test = idx_public, idx_test
         self.centre_ref = centre_ref          # centre: public — the lines the gene means come from
+        # d -> the preprocessed rows, shared by the views of one fold (every drug's: same data, same centre_ref),
+        # so the files' versions and the memos are looked up once per fold and d, not per split
+        self.shared = shared
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        raw = load_raw(self.expr, self.ic50)
-        prep = prepare(raw, d, self.evidence)
-        X = prep.X
-        if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
-            X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
+        X = None if self.shared is None else self.shared.get(d)
+        if X is None:
+            raw = load_raw(self.expr, self.ic50)
+            prep = prepare(raw, d, self.evidence)
+            X = prep.X
+            if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
+                X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
+            if self.shared is not None:
+                self.shared[d] = X
         return X[self.idx_public], X[self.idx_test]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "shared": None}   # rows of this process: an unpickled view looks them up
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -493,7 +503,7 @@ class Gdsc(Dataset):
             sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
                                            perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool,
                                            p.public_start, sizes.max_public, dig)
-            return (e, i, raw, prep, N, perm, dig, n_priv, sets)
+            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {})
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
@@ -505,14 +515,14 @@ class Gdsc(Dataset):
         if n_priv > len(pools[2]):
             raise UserError(f"gdsc: sizes.n_private must be <= {len(pools[2])} (lines left after the test and "
                             f"public pools), got {n_priv}")
-        return (e, i, raw, prep, N, perm, dig, n_priv, pools)
+        return (e, i, raw, prep, N, perm, dig, n_priv, pools, {})
 
     def _drug_split(self, fold: tuple, subset: str, j: int, sizes: Sizes) -> Split:
         """Drug ``j``'s split of a fold (``_fold``)."""
         p = self.params
         if p.protocol != "ours":
             return self._paper_split(subset, j, sizes, fold)
-        e, i, raw, prep, N, perm, dig, n_priv, pools = fold
+        e, i, raw, prep, N, perm, dig, n_priv, pools, views = fold
         T, P = p.test_pool, p.public_pool
         # the drug's rows, centring and σ are the same for every size of the repeat: memoised per (repeat, drug)
         key = (raw.source, p.d, p.evidence, p.centre, p.missing, T, P, N, dig, j)
@@ -539,7 +549,7 @@ class Gdsc(Dataset):
             "y_sd": sy,
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": GdscView(e, i, p.evidence, iu, it, ref),
+            "view": GdscView(e, i, p.evidence, iu, it, ref, views),
         }
         # take: the rows X[iv] selects, with less overhead
         return Split(X.take(iv, axis=0), y.take(iv), Xu, yu, Xt, yt, meta)
@@ -567,7 +577,7 @@ class Gdsc(Dataset):
         """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
         (``_fold``, memoised), then this drug's tested lines of each."""
         p = self.params
-        e, i, raw, prep, N, perm, dig, n_priv, sets = fold
+        e, i, raw, prep, N, perm, dig, n_priv, sets, views = fold
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
         key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
         fd = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
@@ -597,7 +607,7 @@ class Gdsc(Dataset):
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
             "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], hu[:nu], ht[:nt],
-                                           raw_genes),                           # masks over each set
+                                           raw_genes, views),                    # masks over each set
         }
         if p.protocol == "matlab":
             # the drug's raw rows of each set are prefixes of its raw rows along the fold's sequences (its lines of

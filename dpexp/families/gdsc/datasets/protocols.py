@@ -208,16 +208,27 @@ class ProtocolView:
     d = 64 baseline of Fig. 2), normalised per set as the path does.  Picklable (holds file paths)."""
 
     def __init__(self, expr: Path, ic50: Path, evidence: str, public: np.ndarray, test: np.ndarray,
-                 keep_public: np.ndarray, keep_test: np.ndarray, loader: Any):
+                 keep_public: np.ndarray, keep_test: np.ndarray, loader: Any, shared: dict | None = None):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.loader = loader      # (expr, ic50, d, evidence) -> (raw expression of the kept lines, data source key)
         self.public, self.test = public, test                  # all lines of the sets
         self.keep_public, self.keep_test = keep_public, keep_test   # the drug's lines among them
+        # d -> the normalised sets (public, test), shared by the views of one fold and size (every drug's: the same
+        # sets), so the files' versions and the memos are looked up once per fold and d, not per split
+        self.shared = shared
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
-        # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
-        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, digest(lines)),
-                             lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
-                  for lines in (self.public, self.test))
+        got = None if self.shared is None else self.shared.get(d)
+        if got is None:
+            X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
+            # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
+            got = tuple(cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, digest(lines)),
+                                   lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
+                        for lines in (self.public, self.test))
+            if self.shared is not None:
+                self.shared[d] = got
+        Xu, Xt = got
         return Xu[self.keep_public], Xt[self.keep_test]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "shared": None}   # sets of this process: an unpickled view looks them up
