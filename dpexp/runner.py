@@ -317,20 +317,23 @@ def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
     ``many`` that raises is retried cell by cell, so a failure stays with its cell."""
     table: list[list[tuple[str, float, str]]] = [[] for _ in outputs]
     good = [i for i, o in enumerate(outputs) if not isinstance(o, Exception)]
-    for i, o in enumerate(outputs):
-        if isinstance(o, Exception):
-            table[i] = _metric_values(exp, o, splits[i])
+    outs, sps = outputs, splits          # the cells that have an output (all of them, usually), one list each
+    if len(good) < len(outputs):
+        outs, sps = [outputs[i] for i in good], [splits[i] for i in good]
+        for i, o in enumerate(outputs):
+            if isinstance(o, Exception):
+                table[i] = _metric_values(exp, o, splits[i])
+    columns = []
     for label, metric in exp.metrics:
         try:
-            vals = [(label, float(v), "") for v in metric.many([outputs[i] for i in good], [splits[i] for i in good])]
+            vals = [(label, float(v), "") for v in metric.many(outs, sps)]
             if len(vals) != len(good):
                 raise ValueError(f"{label}.many returned {len(vals)} values for {len(good)} cells")
         except Exception:
             vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
-        for i, v in zip(good, vals):
-            table[i].append(v)
-    for i in good:
-        table[i] += _extra_values(outputs[i])
+        columns.append(vals)
+    for i, o, row in zip(good, outs, zip(*columns) if columns else [()] * len(good)):
+        table[i] = [*row, *_extra_values(o)]
     return table
 
 

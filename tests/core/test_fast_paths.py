@@ -305,3 +305,45 @@ def test_fewer_collections_nests_across_threads():
     assert gc.get_threshold()[0] == max(12_345, before[0])
     b.__exit__(None, None, None)
     assert gc.get_threshold() == before
+
+
+def test_metric_table_equals_the_per_cell_values():
+    # the runner's table of a group of cells (each metric's many, extras) against _metric_values cell by cell:
+    # failed cells, a metric whose many raises (scored cell by cell), a cell a metric fails on, odd extras
+    from types import SimpleNamespace
+
+    from dpexp.metrics.accuracy import MAE, Spearman
+    from dpexp.runner import _metric_table, _metric_values
+    from dpexp.types import Output, Split
+
+    class Picky(MAE):
+        def many(self, outputs, splits):
+            raise RuntimeError("no batch")
+
+        def __call__(self, output, split):
+            if output.predictions.shape[1] == 3:
+                raise ValueError("three")
+            return super().__call__(output, split)
+
+    rng = np.random.default_rng(4)
+    outs, splits = [], []
+    for k in range(9):
+        n = 3 if k == 4 else 6
+        y = rng.normal(size=n)
+        splits.append(Split(np.zeros((2, 1)), y[:2], np.zeros((1, 1)), y[:1], np.zeros((n, 1)), y, {}))
+        extras = [{}, {"b": 2, "a": np.float64(0.5)}, {"z": "x", "y": 1.0}][k % 3]
+        outs.append(RuntimeError("cell failed") if k in (2, 7) else
+                    Output(predictions=rng.normal(size=(1, n)), extras=extras))
+    for metrics in ([("spearman", Spearman()), ("mae", Picky())], []):
+        exp = SimpleNamespace(metrics=metrics)
+        for cells in (range(9), [0, 1, 3]):           # with and without failed cells
+            o, s = [outs[i] for i in cells], [splits[i] for i in cells]
+            want = [_metric_values(exp, a, b) for a, b in zip(o, s)]
+            got = _metric_table(exp, o, s)
+            assert [[(m, repr(v), e) for m, v, e in r] for r in got] == [[(m, repr(v), e) for m, v, e in r]
+                                                                         for r in want]
+    full = _metric_table(SimpleNamespace(metrics=[("spearman", Spearman()), ("mae", Picky())]), outs, splits)
+    assert [m for m, _, _ in full[1]] == ["spearman", "mae", "a", "b"]           # extras sorted, after the metrics
+    assert full[2][0][2] == "RuntimeError: cell failed" and len(full[2]) == 2    # a failed cell: its error
+    assert full[4][1][2] == "metric mae: ValueError: three"                     # a metric failing on one cell
+    assert full[5][2][0] == "y" and full[5][3][2].startswith("extra z: ValueError")
