@@ -326,7 +326,8 @@ class Gdsc(Dataset):
     """GDSC v17: 955 cell lines × 64 cancer genes (RMA) and ln IC50 of 265 drugs; each drug is a subset.
 
     Preprocessing Methods 4.4, protocol Methods 4.5 (module docstring).  The same random split of cell lines is
-    used for every drug of a repeat (``shared_split``); ``split`` is index arithmetic on cached arrays.
+    used for every drug of a repeat (``shared_split``); ``split`` is index arithmetic on cached arrays, and
+    ``split_many`` (the runner's path) gives the splits of many drugs of one size from one fold.
     """
 
     name = "gdsc"
