@@ -43,6 +43,7 @@ ENV_VAR = "DPEXP_CACHE_DIR"
 
 _MEMOS: dict[str, OrderedDict[Hashable, Any]] = {}
 _LOCK = threading.RLock()
+_MISSING = object()   # memo's "no entry" (a memoised value may be None)
 
 
 # ------------------------------------------------------------------------------------------------ locations
@@ -77,11 +78,14 @@ def memo(namespace: str, key: Hashable, compute: Callable[[], T], maxsize: int |
     Safe under threads (a Dask worker may run chunks in several): the table is locked, ``compute`` is not (two
     threads may both compute a missing entry; it is a pure function, so either result is the same)."""
     with _LOCK:
-        table = _MEMOS.setdefault(namespace, OrderedDict())
-        if key in table:
+        table = _MEMOS.get(namespace)
+        if table is None:
+            table = _MEMOS[namespace] = OrderedDict()
+        value = table.get(key, _MISSING)   # one look-up (a key is hashed once more by move_to_end only)
+        if value is not _MISSING:
             if maxsize is not None:
                 table.move_to_end(key)
-            return table[key]
+            return value
     value = compute()
     with _LOCK:
         table[key] = value

@@ -272,7 +272,18 @@ def cell_guarantee(algorithm: Any, out: Any) -> Guarantee:
 def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_seed: int,
             shared: _SharedStream | None = None) -> list[Any]:
     """The split of each subset of the chunk, from the data stream of (dataset, subset or "*", repeat); a dataset
-    that raises gives a ``_SplitFailure`` in its place."""
+    that raises gives a ``_SplitFailure`` in its place.  A shared-split dataset with ``split_many(subsets, sizes,
+    rng)`` (the splits, or each one's exception, from one generator at the stream's start: the fold made once for
+    all subsets) gives them in one call; if that call itself raises, split by split."""
+    failed = (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)
+    many = getattr(dv.instance, "split_many", None)
+    if many is not None and shared is not None and shared.rng is not None:
+        try:
+            got = many(list(chunk.subsets), sizes, shared.fresh())
+        except Exception:
+            got = None
+        if got is not None and len(got) == len(chunk.subsets):
+            return [_SplitFailure(sp, failed) if isinstance(sp, Exception) else sp for sp in got]
     splits: list[Any] = []
     for subset in chunk.subsets:
         if shared is not None and shared.rng is not None:
@@ -282,7 +293,7 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
         try:
             splits.append(dv.instance.split(subset, sizes, rng))
         except Exception as exc:  # recorded for every cell of this subset and size; the run goes on
-            splits.append(_SplitFailure(exc, (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)))
+            splits.append(_SplitFailure(exc, failed))
     return splits
 
 
@@ -321,20 +332,23 @@ def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
     ``many`` that raises is retried cell by cell, so a failure stays with its cell."""
     table: list[list[tuple[str, float, str]]] = [[] for _ in outputs]
     good = [i for i, o in enumerate(outputs) if not isinstance(o, Exception)]
-    for i, o in enumerate(outputs):
-        if isinstance(o, Exception):
-            table[i] = _metric_values(exp, o, splits[i])
+    outs, sps = outputs, splits          # the cells that have an output (all of them, usually), one list each
+    if len(good) < len(outputs):
+        outs, sps = [outputs[i] for i in good], [splits[i] for i in good]
+        for i, o in enumerate(outputs):
+            if isinstance(o, Exception):
+                table[i] = _metric_values(exp, o, splits[i])
+    columns = []
     for label, metric in exp.metrics:
         try:
-            vals = [(label, float(v), "") for v in metric.many([outputs[i] for i in good], [splits[i] for i in good])]
+            vals = [(label, float(v), "") for v in metric.many(outs, sps)]
             if len(vals) != len(good):
                 raise ValueError(f"{label}.many returned {len(vals)} values for {len(good)} cells")
         except Exception:
             vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
-        for i, v in zip(good, vals):
-            table[i].append(v)
-    for i in good:
-        table[i] += _extra_values(outputs[i])
+        columns.append(vals)
+    for i, o, row in zip(good, outs, zip(*columns) if columns else [()] * len(good)):
+        table[i] = [*row, *_extra_values(o)]
     return table
 
 
@@ -353,6 +367,13 @@ def _metric_value(label: str, metric: Any, out: Any, split: Any) -> tuple[str, f
 
 
 def _extra_values(out: Any) -> list[tuple[str, float, str]]:
+    extras = out.extras
+    if not extras:
+        return []
+    try:   # every value a number (the usual case): one comprehension; else key by key, with the failing ones' errors
+        return [(key, float(extras[key]), "") for key in sorted(extras)]
+    except (TypeError, ValueError):
+        pass
     vals = []
     for key in sorted(out.extras):
         try:

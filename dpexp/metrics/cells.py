@@ -4,8 +4,9 @@ The runner scores a chunk's cells with every metric's ``many`` (``dpexp.runner._
 budgets and sizes of one drug share its test responses.  ``response_groups(outputs, splits)`` groups the cells with
 one trial of real-valued predictions (as floats) by the *values* of their test responses, stacks each group's
 predictions (k, n) and ranks them once (one ``argsort``): average ranks (Spearman) and dense integer codes (the sign
-matrices of the wpc index).  It is memoised by the identities of the predictions and responses (``dpexp.cache.memo_objects``), so the
-two metrics that use it in one call of the runner share it.  Values are unchanged: the ranks are the ones each
+matrices of the wpc index); rows with equal predictions (a baseline that ignores n_private, at every size) are ranked
+once (``distinct_rows``) and wpc sums their sign matrix once.  It is memoised by the identities of the predictions
+and responses (``dpexp.cache.memo_objects``), so the two metrics that use it in one call of the runner share it.  Values are unchanged: the ranks are the ones each
 metric computed on its own (``average_ranks``), and every metric still scores each cell with its own arithmetic.
 """
 
@@ -30,6 +31,10 @@ class ResponseGroup:
     nonfinite: list[int] = field(default_factory=list)   # cells with a non-finite prediction
     ranks: np.ndarray | None = None                      # (len(cells), n) average ranks, 1-based (ties: mean)
     codes: np.ndarray | None = None                      # (len(cells), n) int16 dense ranks (None if n > 32767)
+    # cells with equal predictions (a baseline that ignores n_private, at every size): the codes of the distinct
+    # rows (m, n) and each cell's row among them (len(cells),); both None when every row differs
+    unique_codes: np.ndarray | None = None
+    inverse: np.ndarray | None = None
 
 
 @dataclass
@@ -87,10 +92,41 @@ def _table(preds: tuple, ys: tuple) -> CellTable:
             g.cells = [k for k, f in zip(g.cells, ok) if f]
             P = P[ok]
         if g.cells:
-            g.ranks, g.codes = ranks_and_codes(P)
+            first, inverse = distinct_rows(P)
+            if first is None:
+                g.ranks, g.codes = ranks_and_codes(P)
+            else:   # equal rows ranked once: their ranks and codes are the same values
+                ranks, codes = ranks_and_codes(P[first])
+                g.ranks, g.inverse = ranks[inverse], inverse
+                if codes is not None:
+                    g.codes, g.unique_codes = codes[inverse], codes
         groups.append(g)
     other.sort()
     return CellTable(groups, other)
+
+
+def distinct_rows(P: np.ndarray) -> tuple[list[int] | None, np.ndarray | None]:
+    """(first, inverse) of the rows of ``P`` (k, n) with equal bytes: the position of each distinct row's first
+    occurrence and every row's index among them; (None, None) when all rows differ.  Equal bytes are equal
+    values (−0 and 0 differ: only fewer rows shared)."""
+    k = P.shape[0]
+    if k < 2:
+        return None, None
+    b = np.ascontiguousarray(P).tobytes()
+    w = len(b) // k
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = []
+    for i in range(k):
+        row = b[i * w:(i + 1) * w]
+        j = seen.get(row)
+        if j is None:
+            j = seen[row] = len(first)
+            first.append(i)
+        inverse.append(j)
+    if len(first) == k:
+        return None, None
+    return first, np.array(inverse, dtype=np.intp)
 
 
 def ranks_and_codes(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

@@ -23,7 +23,15 @@ class _Requested(Metric):
         return self.many([output], [split])[0]
 
     def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
-        return [float((s.meta.get("n_requested") or {}).get(self.key, len(getattr(s, self.rows)))) for s in splits]
+        # a split is shared by every algorithm and budget of its size: read once per split object
+        of: dict[int, float] = {}
+        vals = []
+        for s in splits:
+            v = of.get(id(s))
+            if v is None:
+                v = of[id(s)] = float((s.meta.get("n_requested") or {}).get(self.key, len(getattr(s, self.rows))))
+            vals.append(v)
+        return vals
 
 
 @register_metric

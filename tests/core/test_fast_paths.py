@@ -32,6 +32,22 @@ def test_average_ranks_equal_scipy_bit_for_bit(seed):
         assert np.array_equal(average_ranks(A), stats.rankdata(A, axis=1))
 
 
+def test_sorted_ranks_edge_shapes_views_and_kinds():
+    # the flat take/put of sorted_ranks: empty rows or columns, a strided view, integers, the default sort kind
+    from dpexp.metrics.ranks import sorted_ranks
+
+    rng = np.random.default_rng(7)
+    for A in (np.empty((3, 0)), np.empty((0, 4)), rng.normal(size=(4, 9))[:, ::2], rng.integers(0, 3, (5, 6)),
+              rng.normal(size=(6, 1))):
+        for kind in ("stable", None):
+            order, starts, ranks = sorted_ranks(A, kind=kind)
+            assert ranks.shape == A.shape and ranks.dtype == float
+            if A.size:
+                assert np.array_equal(ranks, stats.rankdata(A, axis=1))
+                assert np.array_equal(np.take_along_axis(A, order, axis=1), np.sort(A, axis=1))
+            assert (starts is None) == all(len(np.unique(r)) == len(r) for r in A)
+
+
 def test_spearman_rows_against_scipy_with_ties_constants_and_nan():
     rng = np.random.default_rng(3)
     y = rng.normal(size=30)
@@ -313,3 +329,45 @@ def test_records_to_csv_edge_values_equal_the_plain_writer():
     assert _records_to_csv(records, header=True) == (",".join(COLUMNS) + "\n").encode() + _plain(rows)
     for r in records:
         assert _records_to_csv([r]) == _plain([Row(*r[0], m, v, r[2], e) for m, v, e in r[1]])
+
+
+def test_metric_table_equals_the_per_cell_values():
+    # the runner's table of a group of cells (each metric's many, extras) against _metric_values cell by cell:
+    # failed cells, a metric whose many raises (scored cell by cell), a cell a metric fails on, odd extras
+    from types import SimpleNamespace
+
+    from dpexp.metrics.accuracy import MAE, Spearman
+    from dpexp.runner import _metric_table, _metric_values
+    from dpexp.types import Output, Split
+
+    class Picky(MAE):
+        def many(self, outputs, splits):
+            raise RuntimeError("no batch")
+
+        def __call__(self, output, split):
+            if output.predictions.shape[1] == 3:
+                raise ValueError("three")
+            return super().__call__(output, split)
+
+    rng = np.random.default_rng(4)
+    outs, splits = [], []
+    for k in range(9):
+        n = 3 if k == 4 else 6
+        y = rng.normal(size=n)
+        splits.append(Split(np.zeros((2, 1)), y[:2], np.zeros((1, 1)), y[:1], np.zeros((n, 1)), y, {}))
+        extras = [{}, {"b": 2, "a": np.float64(0.5)}, {"z": "x", "y": 1.0}][k % 3]
+        outs.append(RuntimeError("cell failed") if k in (2, 7) else
+                    Output(predictions=rng.normal(size=(1, n)), extras=extras))
+    for metrics in ([("spearman", Spearman()), ("mae", Picky())], []):
+        exp = SimpleNamespace(metrics=metrics)
+        for cells in (range(9), [0, 1, 3]):           # with and without failed cells
+            o, s = [outs[i] for i in cells], [splits[i] for i in cells]
+            want = [_metric_values(exp, a, b) for a, b in zip(o, s)]
+            got = _metric_table(exp, o, s)
+            assert [[(m, repr(v), e) for m, v, e in r] for r in got] == [[(m, repr(v), e) for m, v, e in r]
+                                                                         for r in want]
+    full = _metric_table(SimpleNamespace(metrics=[("spearman", Spearman()), ("mae", Picky())]), outs, splits)
+    assert [m for m, _, _ in full[1]] == ["spearman", "mae", "a", "b"]           # extras sorted, after the metrics
+    assert full[2][0][2] == "RuntimeError: cell failed" and len(full[2]) == 2    # a failed cell: its error
+    assert full[4][1][2] == "metric mae: ValueError: three"                     # a metric failing on one cell
+    assert full[5][2][0] == "y" and full[5][3][2].startswith("extra z: ValueError")

@@ -7,6 +7,7 @@ import pytest
 from scipy import special
 
 from dpexp.families.gdsc.metrics import WPC, pc_index, pc_null_sd, standardised_pc
+from dpexp.metrics.ranks import average_ranks
 from dpexp.types import Output, Split
 
 
@@ -104,6 +105,56 @@ def test_wpc_many_without_the_batched_sum_equals_one_cell_at_a_time(monkeypatch)
     assert [repr(v) for v in WPC().many(outs, splits)] == [repr(v) for v in one]
 
 
+def _repeated_prediction_cells(seed: int, two_sds: bool = False):
+    """Cells of two 'drugs' whose predictions repeat (a baseline that ignores n_private gives equal predictions at
+    every size): the same array, equal copies, −0 against 0, tied rows, a repeated non-finite row; ``two_sds``: one
+    drug's splits disagree on y_sd (the group is scored in two parts)."""
+    rng = np.random.default_rng(seed)
+    outs, splits = [], []
+    for drug, n in enumerate([91, 12]):
+        y = rng.normal(size=n)
+        base = [rng.normal(size=(1, n)), np.round(rng.normal(size=(1, n)), 1), np.zeros((1, n)), -np.zeros((1, n))]
+        nan = rng.normal(size=(1, n))
+        nan[0, 1] = np.nan
+        for c in range(14):
+            P = base[c % 4] if c < 8 else (base[c % 4].copy() if c < 12 else nan)
+            if c in (1, 9):
+                P = rng.normal(size=(1, n))                  # distinct rows among the repeated ones
+            meta = {"y_sd": 0.7 if not (two_sds and drug == 0 and c % 2) else 1.1}
+            X = np.zeros((n, 1))
+            splits.append(Split(X[:c], y[:c], X[:2], y[:2], X, y, meta))
+            outs.append(Output(predictions=P))
+    order = rng.permutation(len(outs))
+    return [outs[i] for i in order], [splits[i] for i in order]
+
+
+@pytest.mark.parametrize("two_sds", [False, True])
+@pytest.mark.parametrize("name", ["spearman", "wpc"])
+def test_many_with_repeated_predictions_equals_one_cell_at_a_time(name, two_sds, many_equals_one):
+    from dpexp.metrics.cells import response_groups
+
+    for seed in range(3):
+        outs, splits = _repeated_prediction_cells(seed, two_sds)
+        t = response_groups(outs, splits)
+        assert all(g.inverse is not None and len(g.unique_codes) < len(g.cells) for g in t.groups)
+        for g in t.groups:   # the per-cell ranks and codes are the distinct rows' ones, expanded
+            assert np.array_equal(g.codes, g.unique_codes[g.inverse])
+            P = np.concatenate([outs[k].predictions for k in g.cells])
+            assert np.array_equal(g.ranks, average_ranks(P))
+        one = many_equals_one(name, outs, splits)
+        assert any(v != 0.0 for v in one)
+
+
+def test_distinct_rows_by_bytes():
+    from dpexp.metrics.cells import distinct_rows
+
+    P = np.array([[1.0, 2.0], [0.0, 0.0], [1.0, 2.0], [-0.0, 0.0], [0.0, 0.0]])
+    first, inverse = distinct_rows(P)
+    assert first == [0, 1, 3] and inverse.tolist() == [0, 1, 0, 2, 1]       # −0 is kept apart from 0
+    assert distinct_rows(P[:2]) == (None, None) and distinct_rows(P[:1]) == (None, None)
+    assert distinct_rows(np.empty((3, 0)))[1].tolist() == [0, 0, 0]        # no columns: all rows equal
+
+
 @pytest.mark.parametrize("n", [3, 8, 17, 90, 91, 100, 127, 128, 150])
 def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
     from dpexp.families.gdsc.metrics import _gamma_one, _response_terms, batched_gamma
@@ -114,7 +165,7 @@ def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
     P[2] = np.round(P[2], 1)                                 # ties
     P[3] = 1.0                                               # all ties: Γ = 0
     P[4, :2] = [5e-324, -5e-324]                             # distinct subnormals still order
-    for rows in (P, P[:1]):
+    for rows in (P, P[:1], P[[6, 2, 4]]):
         got = batched_gamma(a, rows)
         assert [v.hex() for v in got.tolist()] == [_gamma_one(a, p).hex() for p in rows]
     assert batched_gamma(a, P)[3] == 0.0

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpexp import cache
+from dpexp.errors import UserError
 from dpexp.families.gdsc.datasets import protocols
 from dpexp.families.gdsc.datasets.gdsc import Gdsc, centre_on, centre_rows, drawn_permutation
 from dpexp.types import Sizes
@@ -89,7 +90,7 @@ def _same(a, b):
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
                "gdsc.protocol_sets", "gdsc.raw_y_range", "gdsc.raw_x", "gdsc.matlab_centred_y",
-               "gdsc.drug_test_public", "gdsc.protocol_test_public"):
+               "gdsc.centred_rows"):
         cache.clear(ns)
 
 
@@ -177,3 +178,90 @@ def test_sizes_of_a_repeat_share_the_test_and_public_rows(kw):
     ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
     a, b = (ds.split("Drug_5", Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)) for n in (2, 9))
     assert a.y_test is b.y_test and a.X_public is b.X_public and a.X_private is not b.X_private
+
+
+def _split_fields(sp):
+    """A split's arrays, meta values and views' index arrays (what the algorithms and metrics read)."""
+    if isinstance(sp, Exception):
+        return (type(sp), str(sp))
+    meta = {k: v for k, v in sp.meta.items() if k not in ("view", "raw")}
+    v, raw = sp.meta["view"], sp.meta.get("raw")
+    views = tuple(getattr(v, a) for a in ("idx_public", "idx_test", "centre_ref", "public", "test", "keep_public",
+                                          "keep_test") if getattr(v, a, None) is not None)
+    raws = () if raw is None else tuple(vars(raw).values())
+    arrays = (sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test, sp.y_test) + views + raws
+    return tuple(a.dtype.str + a.tobytes().hex() + str(a.shape) if isinstance(a, np.ndarray) else repr(a)
+                 for a in arrays), repr(meta)
+
+
+def _split_or_error(ds, drug, sizes, seed):
+    try:
+        return ds.split(drug, sizes, np.random.default_rng(seed))
+    except Exception as exc:
+        return exc
+
+
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(public_pool=4, centre="all", missing="before_split"),
+                                dict(protocol="python", public_start=12), dict(protocol="matlab")])
+def test_split_many_equals_split_by_split(kw):
+    # one fold for all drugs of a size: the same arrays and meta as each drug's split from a fresh stream, each
+    # failing subset with its own error (an unknown drug; sizes the data cannot give: every known drug's error)
+    _fresh_memos()
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    drugs = DRUGS + ["Drug_404", DRUGS[0]]
+    for seed in (0, 5):
+        for sizes in [Sizes(n, u, t, 12, 3, 6) for n in (-1, 0, 5, 12) for u in (0, 3) for t in (0, 6)] + [
+                Sizes(3, 2, 7, 12, 3, 7), Sizes(100, 3, 6, 100, 3, 6)]:
+            for fresh in (True, False):               # cold memos (the fold drawn here), then warm
+                if fresh:
+                    _fresh_memos()
+                got = ds.split_many(drugs, sizes, np.random.default_rng(seed))
+                want = [_split_or_error(ds, d, sizes, seed) for d in drugs]
+                assert [_split_fields(g) for g in got] == [_split_fields(w) for w in want]
+                for g, w in zip(got, want):            # the views (rows shared by a fold's views) alike
+                    if not isinstance(g, Exception):
+                        for d in (6, 5, 6):
+                            assert all(_same(a, b) for a, b in zip(g.meta["view"](d), w.meta["view"](d)))
+            assert isinstance(got[3], UserError) and "unknown subset" in str(got[3])
+    raws = [sp.meta["raw"] for sp in got if not isinstance(sp, Exception) and "raw" in sp.meta]
+    assert all(not r.X_private.flags.writeable for r in raws)       # views of the rows shared by the sizes
+
+
+def test_runner_splits_with_split_many_equal_split_by_split(monkeypatch, tmp_path):
+    # the runner's _splits: split_many when the dataset has one, else (or when it raises) split by split
+    from dpexp import runner
+
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, protocol="matlab")
+    chunk = runner.Chunk(0, 0, 1, tuple(DRUGS + ["Drug_404"]))
+
+    class DV:
+        instance, name, params_str = ds, "gdsc", "protocol=matlab"
+
+    def run():
+        out = []
+        for sizes in (Sizes(5, 3, 6, 12, 3, 6), Sizes(100, 3, 6, 100, 3, 6)):
+            shared = runner._SharedStream(DV, "gdsc[x]", chunk, 11)
+            out += [(type(sp).__name__, str(sp.error)) if isinstance(sp, runner._SplitFailure) else _split_fields(sp)
+                    for sp in runner._splits(DV, "gdsc[x]", chunk, sizes, 11, shared)]
+        return out
+
+    batched = run()
+    assert batched[3][0] == "_SplitFailure" and all(f[0] == "_SplitFailure" for f in batched[4:7])
+    monkeypatch.setattr(Gdsc, "split_many", lambda *a: 1 / 0)          # a broken split_many: split by split
+    assert run() == batched
+    monkeypatch.delattr(Gdsc, "split_many")
+    assert run() == batched
+
+
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(protocol="python", public_start=12)])
+def test_views_of_a_fold_share_rows_and_pickle_without_them(kw):
+    import pickle
+
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    a, b = ds.split_many(DRUGS[:2], Sizes(5, 3, 6, 12, 3, 6), np.random.default_rng(2))
+    va, vb = a.meta["view"], b.meta["view"]
+    assert va.shared is vb.shared and va(6) is not None and 6 in vb.shared     # one look-up per fold and d
+    back = pickle.loads(pickle.dumps(vb))
+    assert back.shared is None and all(_same(x, y) for x, y in zip(back(6), vb(6)))
+    with pytest.raises(UserError):
+        va(0 if "protocol" not in kw else 65)

@@ -108,10 +108,13 @@ class WPC(Metric):
         budgets and sizes; ``dpexp.metrics.cells``, ranked once and shared with spearman) scored together
         (``batched_gamma``), the others one by one.  The values equal ``__call__``'s to the bit: Γ is the same
         ``einsum`` reduction of each cell's sign matrix (checked once per process, ``batched_gamma_exact``;
-        otherwise Γ one cell at a time) and the scalar steps are the same IEEE operations, elementwise."""
+        otherwise Γ one cell at a time), a row's sum does not depend on the other rows of the call (so cells with
+        equal predictions share one row, ``ResponseGroup.inverse``) and the scalar steps are the same IEEE
+        operations, elementwise."""
         vals: list[float] = [0.0] * len(outputs)
         table = response_groups(outputs, splits)
         batched = batched_gamma_exact()
+        sd_of: dict[int, float] = {}                 # id(split) -> _sd(split) (the splits outlive this call)
         for k in table.other:
             vals[k] = self(outputs[k], splits[k])
         for g in table.groups:                       # non-finite predictions score 0 (vals' default)
@@ -119,14 +122,20 @@ class WPC(Metric):
                 continue
             by_sd: dict[float, list[int]] = {}       # the drug's σ_y: one value per group in practice
             for r, k in enumerate(g.cells):
-                by_sd.setdefault(_sd(splits[k]), []).append(r)
+                sp = splits[k]
+                sd = sd_of.get(id(sp))               # a split is shared by all algorithms of its size: read once
+                if sd is None:
+                    sd = sd_of[id(sp)] = _sd(sp)
+                by_sd.setdefault(sd, []).append(r)
             for sd, rows in by_sd.items():
                 a, sn = cache.memo("gdsc.wpc_terms", (*g.key, float(sd)), lambda: _defined_terms(g.y, sd),
                                    maxsize=512)               # = memo_array(..., g.y, sd, ...): hashed once
                 if a is None or sn <= 0:
                     continue                         # undefined: 0
                 one = len(rows) == len(g.cells)
-                if batched and g.codes is not None:
+                if batched and g.codes is not None and one and g.inverse is not None:
+                    gam = batched_gamma(a, g.unique_codes, codes=True)[g.inverse]   # equal rows summed once
+                elif batched and g.codes is not None:
                     gam = batched_gamma(a, g.codes if one else g.codes[rows], codes=True)
                 else:
                     gam = np.array([_gamma_one(a, np.asarray(outputs[g.cells[r]].predictions[0], dtype=float))
@@ -168,7 +177,7 @@ def _probe_batched_gamma() -> bool:
         y = np.sin(1.7 * x) + 0.01 * x
         a = _response_terms(y, 0.7)[0]
         P = np.vstack([np.cos(0.3 * x * (r + 1)) * (r + 2) for r in range(4)] + [np.round(np.sin(x) * 2)])
-        for rows in (P, P[:1]):
+        for rows in (P, P[:1], P[[4, 1, 3]]):
             got = batched_gamma(a, rows)
             want = [_gamma_one(a, p) for p in rows]
             if [float(v).hex() for v in got] != [float(v).hex() for v in want]:

@@ -56,7 +56,7 @@ import gzip
 import hashlib
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -269,6 +269,19 @@ class _DrugRows:
     ref: np.ndarray | None      # centre: public — the lines the means come from (test + public pools)
     tested: tuple               # each pool's (test, public, private) lines the drug was tested on, in pool order
     pos: tuple                  # their positions in the pool
+    # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public): the same for every
+    # n_private, one array each shared by the sizes' splits (inputs, never written)
+    test_public: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class _PaperDrug:
+    """What every size of a drug's split shares in one fold (``protocol: python|matlab``)."""
+
+    seqs: tuple                 # per sequence of the fold (test, public, private): (tested mask, positions, lines)
+    raw: Any = None             # matlab: protocols.RawRows of the drug's lines along the sequences (read-only)
+    # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public)
+    test_public: dict = field(default_factory=dict)
 
 
 class GdscView:
@@ -279,20 +292,30 @@ class GdscView:
     """
 
     def __init__(self, expr: Path, ic50: Path, evidence: str, idx_public: np.ndarray, idx_test: np.ndarray,
-                 centre_ref: np.ndarray | None = None):
+                 centre_ref: np.ndarray | None = None, shared: dict | None = None):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.idx_public, self.idx_test = idx_public, idx_test
         self.centre_ref = centre_ref          # centre: public — the lines the gene means come from
+        # d -> the preprocessed rows, shared by the views of one fold (every drug's: same data, same centre_ref),
+        # so the files' versions and the memos are looked up once per fold and d, not per split
+        self.shared = shared
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         if not 1 <= d <= N_GENES:
             raise UserError(f"gdsc view: d must be in 1..{N_GENES}, got {d}")
-        raw = load_raw(self.expr, self.ic50)
-        prep = prepare(raw, d, self.evidence)
-        X = prep.X
-        if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
-            X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
+        X = None if self.shared is None else self.shared.get(d)
+        if X is None:
+            raw = load_raw(self.expr, self.ic50)
+            prep = prepare(raw, d, self.evidence)
+            X = prep.X
+            if self.centre_ref is not None:   # the pools' centring, once per repeat for all drugs (as the split's)
+                X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
+            if self.shared is not None:
+                self.shared[d] = X
         return X[self.idx_public], X[self.idx_test]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "shared": None}   # rows of this process: an unpickled view looks them up
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -303,7 +326,8 @@ class Gdsc(Dataset):
     """GDSC v17: 955 cell lines × 64 cancer genes (RMA) and ln IC50 of 265 drugs; each drug is a subset.
 
     Preprocessing Methods 4.4, protocol Methods 4.5 (module docstring).  The same random split of cell lines is
-    used for every drug of a repeat (``shared_split``); ``split`` is index arithmetic on cached arrays.
+    used for every drug of a repeat (``shared_split``); ``split`` is index arithmetic on cached arrays, and
+    ``split_many`` (the runner's path) gives the splits of many drugs of one size from one fold.
     """
 
     name = "gdsc"
@@ -428,15 +452,58 @@ class Gdsc(Dataset):
         return int(self._prep().X.shape[0])
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        p = self.params
-        e, i, raw, prep = self._split_data()
+        data = self._split_data()
+        j = self._drug(data[3], subset)
+        return self._drug_split(self._fold(sizes, rng, data), subset, j, sizes)
+
+    def split_many(self, subsets: list[str], sizes: Sizes, rng: np.random.Generator) -> list[Split | Exception]:
+        """``split`` of every subset in ``subsets`` (one size) from one generator at the start of the dataset's
+        split stream — the stream each ``split`` of a repeat gets (``shared_split``): the fold (permutation, pools
+        or normalised sets, shared by all drugs) is made once, then each drug's rows.  A subset whose ``split``
+        would raise gets that exception in its place; the splits equal ``split``'s, value for value."""
+        data = self._split_data()
+        fold: Any = None
+        out: list[Split | Exception] = []
+        for subset in subsets:
+            try:
+                j = self._drug(data[3], subset)
+                if fold is None:
+                    try:
+                        fold = self._fold(sizes, rng, data)
+                    except Exception as exc:   # a size this data cannot give: every known drug's error
+                        fold = exc
+                if isinstance(fold, Exception):
+                    out.append(fold)
+                    continue
+                out.append(self._drug_split(fold, subset, j, sizes))
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    @staticmethod
+    def _drug(prep: _Prepared, subset: str) -> int:
         j = prep.drug_index.get(subset)
         if j is None:
             raise UserError(f"gdsc: unknown subset {subset!r}; subsets are drug names like "
                             f"{next(iter(prep.drug_index))!r}")
-        if p.protocol != "ours":
-            return self._paper_split(subset, j, sizes, rng, e, i, raw, prep)
+        return j
+
+    def _fold(self, sizes: Sizes, rng: np.random.Generator, data: tuple) -> tuple:
+        """What every drug's split of one size shares in a repeat: the permutation drawn from ``rng`` and the pools
+        (``protocol: ours``) or the normalised sets (the paper paths); errors of sizes the data cannot give."""
+        p = self.params
+        e, i, raw, prep = data
         N = prep.X.shape[0]
+        if p.protocol != "ours":
+            perm, dig = drawn_permutation(rng, N)     # same for every drug: the stream is keyed by repeat only
+            train = N - p.test_pool
+            n_priv = sizes.n_private
+            if n_priv < 0:   # "all": every line before the public ones (python) or after them (matlab)
+                n_priv = p.public_start if p.protocol == "python" else train - sizes.max_public
+            sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
+                                           perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool,
+                                           p.public_start, sizes.max_public, dig)
+            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {})
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
@@ -448,15 +515,32 @@ class Gdsc(Dataset):
         if n_priv > len(pools[2]):
             raise UserError(f"gdsc: sizes.n_private must be <= {len(pools[2])} (lines left after the test and "
                             f"public pools), got {n_priv}")
+        return (e, i, raw, prep, N, perm, dig, n_priv, pools, {})
+
+    def _drug_split(self, fold: tuple, subset: str, j: int, sizes: Sizes) -> Split:
+        """Drug ``j``'s split of a fold (``_fold``)."""
+        p = self.params
+        if p.protocol != "ours":
+            return self._paper_split(subset, j, sizes, fold)
+        e, i, raw, prep, N, perm, dig, n_priv, pools, views = fold
+        T, P = p.test_pool, p.public_pool
         # the drug's rows, centring and σ are the same for every size of the repeat: memoised per (repeat, drug)
         key = (raw.source, p.d, p.evidence, p.centre, p.missing, T, P, N, dig, j)
         dr = cache.memo("gdsc.drug_rows", key, lambda: self._drug_rows(raw, prep, j, pools), maxsize=1024)
         X, y, sx, sy, ref = dr.X, dr.y, dr.sx, dr.sy, dr.ref
-        take = []
-        for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public, n_priv)):
-            # after_split: the tested lines among the pool's first n; before_split: the pool's first n tested lines
-            take.append(tested[:pos.searchsorted(n)] if p.missing == "after_split" else tested[:n])
-        it, iu, iv = take
+        after = p.missing == "after_split"
+        # after_split: the tested lines among the pool's first n; before_split: the pool's first n tested lines
+        tp = dr.test_public.get((sizes.n_test, sizes.n_public))
+        if tp is None:
+            # the test and public rows are the same for every n_private: one array each per (repeat, drug), shared
+            # by the sizes' splits as a split's arrays are shared by its algorithms (inputs, never written)
+            it, iu = (tested[:pos.searchsorted(n)] if after else tested[:n]
+                      for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public)))
+            tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
+                                                                   X.take(iu, axis=0), y.take(iu))
+        it, iu, Xt, yt, Xu, yu = tp
+        tested, pos = dr.tested[2], dr.pos[2]
+        iv = tested[:pos.searchsorted(n_priv)] if after else tested[:n_priv]
         meta = {
             "drug": subset,
             "sigma_x": sx,
@@ -465,13 +549,8 @@ class Gdsc(Dataset):
             "y_sd": sy,
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": GdscView(e, i, p.evidence, iu, it, ref),
+            "view": GdscView(e, i, p.evidence, iu, it, ref, views),
         }
-        # the test and public rows are the same for every n_private: one array each per (repeat, drug), shared by
-        # the sizes' splits as a split's arrays are shared by its algorithms (inputs, never written)
-        Xt, yt, Xu, yu = cache.memo("gdsc.drug_test_public", key + (sizes.n_test, sizes.n_public),
-                                    lambda: (X.take(it, axis=0), y.take(it), X.take(iu, axis=0), y.take(iu)),
-                                    maxsize=1024)
         # take: the rows X[iv] selects, with less overhead
         return Split(X.take(iv, axis=0), y.take(iv), Xu, yu, Xt, yt, meta)
 
@@ -494,29 +573,29 @@ class Gdsc(Dataset):
             a.flags.writeable = False
         return _DrugRows(X, y, sx, sy, ref, tested, pos)
 
-    def _paper_split(self, subset: str, j: int, sizes: Sizes, rng: np.random.Generator, e: Path, i: Path,
-                     raw: _Raw, prep: _Prepared) -> Split:
+    def _paper_split(self, subset: str, j: int, sizes: Sizes, fold: tuple) -> Split:
         """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
-        (memoised), then this drug's tested lines of each."""
+        (``_fold``, memoised), then this drug's tested lines of each."""
         p = self.params
-        N = prep.X.shape[0]
-        perm, dig = drawn_permutation(rng, N)         # same for every drug: the stream is keyed by repeat only
-        train = N - p.test_pool
-        n_priv = sizes.n_private
-        if n_priv < 0:   # "all": every line before the public ones (python) or after them (matlab)
-            n_priv = p.public_start if p.protocol == "python" else train - sizes.max_public
-        sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
-                                       perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool, p.public_start,
-                                       sizes.max_public, dig)
+        e, i, raw, prep, N, perm, dig, n_priv, sets, views = fold
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
         key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
-        seqs = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
-                          maxsize=1024)
-        (ht, pt, lt), (hu, pu, lu), (hv, pv, lv) = seqs
+        fd = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
+                        maxsize=1024)
+        (ht, pt, lt), (hu, pu, lu), (hv, pv, lv) = fd.seqs
         nt, nu = sizes.n_test, sizes.n_public
-        keep = [ht[:nt], hu[:nu], hv[:n_priv]]                                     # masks over each set
-        kt, ku, kv = pt[:pt.searchsorted(nt)], pu[:pu.searchsorted(nu)], pv[:pv.searchsorted(n_priv)]  # positions
         (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
+        tp = fd.test_public.get((nt, nu))
+        if tp is None:
+            # the test and public sets are the same lines, normalised alike, for every n_private: their rows once
+            # per (fold, drug), shared by the sizes' splits as a split's arrays are shared by its algorithms (never
+            # written).  Positions of a mask's True entries select what the mask selects (take: the same rows, less
+            # overhead)
+            kt, ku = pt[:pt.searchsorted(nt)], pu[:pu.searchsorted(nu)]
+            tp = fd.test_public[(nt, nu)] = (kt, ku, Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
+                                             Yu[:, j].take(ku))
+        kt, ku, Xt_, yt, Xu_, yu = tp
+        kv = pv[:pv.searchsorted(n_priv)]                                          # positions in each set
         meta = {
             "drug": subset,
             "protocol": p.protocol,
@@ -527,24 +606,23 @@ class Gdsc(Dataset):
             "y_sd": float(prep.sigma_y[j]),
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], keep[1], keep[0],
-                                           raw_genes),
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], hu[:nu], ht[:nt],
+                                           raw_genes, views),                    # masks over each set
         }
         if p.protocol == "matlab":
-            lines = [lt[:len(kt)], lu[:len(ku)], lv[:len(kv)]]                      # the drug's lines of each set
-            meta["raw"] = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, [kt, ku, kv], j, p.test_pool, perm, dig,
-                                             lines)
-        # the test and public sets are the same lines, normalised alike, for every n_private: their rows once per
-        # (fold, drug), shared by the sizes' splits as a split's arrays are shared by its algorithms (never written).
-        # Positions of a mask's True entries select what the mask selects (take: the same rows, less overhead)
-        Xt_, yt, Xu_, yu = cache.memo("gdsc.protocol_test_public", key + (sizes.n_test, sizes.n_public),
-                                      lambda: (Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
-                                               Yu[:, j].take(ku)), maxsize=1024)
+            # the drug's raw rows of each set are prefixes of its raw rows along the fold's sequences (its lines of
+            # each set: prefixes of its lines along them): those once per (fold, drug), read-only, then views
+            full = fd.raw
+            if full is None:
+                full = fd.raw = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, None, j, p.test_pool, perm, dig,
+                                                   [lt, lu, lv], read_only=True)
+            meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
+                                            full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max)
         return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu_, yu, Xt_, yt, meta)
 
-    def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> tuple:
+    def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
-        of its tested lines and those lines (read-only)."""
+        of its tested lines and those lines (read-only); the rows every size shares are added on first use."""
         p = self.params
         out = []
         for seq in protocols.fold_sequences(p.protocol, perm, p.test_pool, p.public_start, max_public, dig):
@@ -553,7 +631,7 @@ class Gdsc(Dataset):
             lines = seq.take(pos)
             has.flags.writeable = pos.flags.writeable = lines.flags.writeable = False
             out.append((has, pos, lines))
-        return tuple(out)
+        return _PaperDrug(tuple(out))
 
     # ----------------------------------------------------------------------------------------------------------
     # download and build from the official release files

@@ -172,12 +172,13 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
 
 
-def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray], j: int,
+def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray] | None, j: int,
              test_pool: int, perm: np.ndarray, perm_digest: str | None = None,
-             lines: list[np.ndarray] | None = None) -> RawRows:
+             lines: list[np.ndarray] | None = None, read_only: bool = False) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
     response, as masks or as positions; ``lines``: those lines, if already known) and the ranges over all lines (x:
-    every line; y: the drug's lines, centred like the sets; ``perm_digest``: ``digest(perm)`` if already known)."""
+    every line; y: the drug's lines, centred like the sets; ``perm_digest``: ``digest(perm)`` if already known).
+    ``read_only``: the rows' arrays are made read-only (shared by several splits' views)."""
     if lines is None:
         lines = [s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep)]
     it, iu, iv = lines
@@ -188,7 +189,11 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
     # the same for every size of a fold: memoised per (data, fold, drug)
     y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (perm_digest or digest(perm), test_pool, j),
                                   lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
-    return RawRows(Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0), x_min, x_max, y_min, y_max)
+    rows = (Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0))
+    if read_only:
+        for r in rows:
+            r.flags.writeable = False
+    return RawRows(*rows, x_min, x_max, y_min, y_max)
 
 
 def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tuple[float, float]:
@@ -203,16 +208,27 @@ class ProtocolView:
     d = 64 baseline of Fig. 2), normalised per set as the path does.  Picklable (holds file paths)."""
 
     def __init__(self, expr: Path, ic50: Path, evidence: str, public: np.ndarray, test: np.ndarray,
-                 keep_public: np.ndarray, keep_test: np.ndarray, loader: Any):
+                 keep_public: np.ndarray, keep_test: np.ndarray, loader: Any, shared: dict | None = None):
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.loader = loader      # (expr, ic50, d, evidence) -> (raw expression of the kept lines, data source key)
         self.public, self.test = public, test                  # all lines of the sets
         self.keep_public, self.keep_test = keep_public, keep_test   # the drug's lines among them
+        # d -> the normalised sets (public, test), shared by the views of one fold and size (every drug's: the same
+        # sets), so the files' versions and the memos are looked up once per fold and d, not per split
+        self.shared = shared
 
     def __call__(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
-        # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
-        Xu, Xt = (cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, digest(lines)),
-                             lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
-                  for lines in (self.public, self.test))
+        got = None if self.shared is None else self.shared.get(d)
+        if got is None:
+            X_raw, source = self.loader(self.expr, self.ic50, d, self.evidence)
+            # each set's normalisation is the same for every drug of the fold: memoised per (data, d, set)
+            got = tuple(cache.memo("gdsc.protocol_view_set", (source, d, self.evidence, digest(lines)),
+                                   lambda lines=lines: normalise_set(X_raw[lines], None)[0], maxsize=16)
+                        for lines in (self.public, self.test))
+            if self.shared is not None:
+                self.shared[d] = got
+        Xu, Xt = got
         return Xu[self.keep_public], Xt[self.keep_test]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "shared": None}   # sets of this process: an unpickled view looks them up
