@@ -265,3 +265,27 @@ def test_views_of_a_fold_share_rows_and_pickle_without_them(kw):
     assert back.shared is None and all(_same(x, y) for x, y in zip(back(6), vb(6)))
     with pytest.raises(UserError):
         va(0 if "protocol" not in kw else 65)
+
+
+def test_split_data_is_memoised_per_instance_and_a_pickled_instance_finds_its_own(tmp_path, monkeypatch):
+    """The paths and tables of ``split`` are looked up once per instance and data location (``cache.memo_for``,
+    no attribute on the instance): a pickle carries none of them, and the unpickled instance finds its own."""
+    import pickle
+    import shutil
+
+    ds = Gdsc(data_dir=None, d=5, test_pool=6, public_pool=4)
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(FIX))
+    first = ds._split_data()
+    assert ds._split_data() is first and "_split_memo" not in ds.__dict__
+    sizes = Sizes(5, 3, 6, 12, 4, 6)
+    want = ds.split("Drug_5", sizes, np.random.default_rng(4))
+    moved = tmp_path / "data"
+    shutil.copytree(FIX, moved)
+    back = pickle.loads(pickle.dumps(ds))
+    assert set(vars(back)) == set(vars(ds))
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(moved))     # the worker's data folder: its own paths
+    got = back._split_data()
+    assert got[0] != first[0] and str(got[0]).startswith(str(moved))
+    assert ds._split_data()[0] == got[0]                 # the location is part of the key
+    split = back.split("Drug_5", sizes, np.random.default_rng(4))
+    assert all(_same(getattr(split, f), getattr(want, f)) for f in ("X_private", "y_private", "X_test", "y_test"))
