@@ -289,3 +289,28 @@ def test_split_data_is_memoised_per_instance_and_a_pickled_instance_finds_its_ow
     assert ds._split_data()[0] == got[0]                 # the location is part of the key
     split = back.split("Drug_5", sizes, np.random.default_rng(4))
     assert all(_same(getattr(split, f), getattr(want, f)) for f in ("X_private", "y_private", "X_test", "y_test"))
+
+
+def test_centre_on_sigma_y_is_nanstd_of_the_drugs_responses_bit_for_bit():
+    """centre_on's σ_y is the std of the drug's tested responses (no NaN among them): the value np.nanstd gave,
+    bit for bit, on every fixture drug and on random responses with untested lines of several shares."""
+    from dpexp.families.gdsc.datasets.gdsc import centre_on
+
+    def want(y_raw, ref):
+        has = ~np.isnan(y_raw)
+        tested = ref[has[ref]]
+        y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
+        return float(np.nanstd(y[has])) if has.any() else 0.0
+
+    ds = Gdsc(data_dir=FIX, d=5)
+    prep = ds._prep()
+    rng = np.random.default_rng(11)
+    cases = [(prep.X_raw, prep.Y_raw[:, j], rng.permutation(prep.X.shape[0])[:10]) for j in range(prep.Y.shape[1])]
+    for share in (0.0, 0.3, 0.9, 1.0):
+        X_raw = rng.normal(size=(300, 4))
+        y_raw = rng.normal(2.0, 3.0, size=300)
+        y_raw[rng.random(300) < share] = np.nan
+        cases.append((X_raw, y_raw, np.arange(40)))
+    for X_raw, y_raw, ref in cases:
+        got = centre_on(X_raw, y_raw, ref)[3]
+        assert float(got).hex() == want(y_raw, ref).hex()

@@ -222,7 +222,9 @@ def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray, X: np.ndarr
     y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
     lines = X[has]
     sx = float(lines.std()) if lines.size else 0.0
-    sy = float(np.nanstd(y[has])) if has.any() else 0.0
+    # y[has] holds no NaN: its std is nanstd's value (numpy's nanvar of a NaN-free float array does var's
+    # operations: sum, divide by the count, subtract, square, sum, divide), without nanvar's copies and mask
+    sy = float(y[has].std()) if has.any() else 0.0
     return X, y, sx, sy
 
 
