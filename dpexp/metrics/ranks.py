@@ -34,7 +34,7 @@ def sorted_ranks(A: np.ndarray, kind: str | None = "stable") -> tuple[np.ndarray
     np.not_equal(s[:, 1:], s[:, :-1], out=starts[:, 1:])
     ranks = np.empty((m, n))
     if starts.all():  # no ties (the usual case for real-valued predictions): ranks are the sorted positions
-        ranks.reshape(-1)[flat.reshape(-1)] = np.tile(np.arange(1.0, n + 1.0), m)
+        ranks.put(flat, np.arange(1.0, n + 1.0))   # put repeats the n values over the m rows (np.tile's values)
         return order, None, ranks
     pos = np.broadcast_to(np.arange(n), (m, n))
     ends = np.ones((m, n), dtype=bool)

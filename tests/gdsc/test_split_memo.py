@@ -265,3 +265,52 @@ def test_views_of_a_fold_share_rows_and_pickle_without_them(kw):
     assert back.shared is None and all(_same(x, y) for x, y in zip(back(6), vb(6)))
     with pytest.raises(UserError):
         va(0 if "protocol" not in kw else 65)
+
+
+def test_split_data_is_memoised_per_instance_and_a_pickled_instance_finds_its_own(tmp_path, monkeypatch):
+    """The paths and tables of ``split`` are looked up once per instance and data location (``cache.memo_for``,
+    no attribute on the instance): a pickle carries none of them, and the unpickled instance finds its own."""
+    import pickle
+    import shutil
+
+    ds = Gdsc(data_dir=None, d=5, test_pool=6, public_pool=4)
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(FIX))
+    first = ds._split_data()
+    assert ds._split_data() is first and "_split_memo" not in ds.__dict__
+    sizes = Sizes(5, 3, 6, 12, 4, 6)
+    want = ds.split("Drug_5", sizes, np.random.default_rng(4))
+    moved = tmp_path / "data"
+    shutil.copytree(FIX, moved)
+    back = pickle.loads(pickle.dumps(ds))
+    assert set(vars(back)) == set(vars(ds))
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(moved))     # the worker's data folder: its own paths
+    got = back._split_data()
+    assert got[0] != first[0] and str(got[0]).startswith(str(moved))
+    assert ds._split_data()[0] == got[0]                 # the location is part of the key
+    split = back.split("Drug_5", sizes, np.random.default_rng(4))
+    assert all(_same(getattr(split, f), getattr(want, f)) for f in ("X_private", "y_private", "X_test", "y_test"))
+
+
+def test_centre_on_sigma_y_is_nanstd_of_the_drugs_responses_bit_for_bit():
+    """centre_on's σ_y is the std of the drug's tested responses (no NaN among them): the value np.nanstd gave,
+    bit for bit, on every fixture drug and on random responses with untested lines of several shares."""
+    from dpexp.families.gdsc.datasets.gdsc import centre_on
+
+    def want(y_raw, ref):
+        has = ~np.isnan(y_raw)
+        tested = ref[has[ref]]
+        y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
+        return float(np.nanstd(y[has])) if has.any() else 0.0
+
+    ds = Gdsc(data_dir=FIX, d=5)
+    prep = ds._prep()
+    rng = np.random.default_rng(11)
+    cases = [(prep.X_raw, prep.Y_raw[:, j], rng.permutation(prep.X.shape[0])[:10]) for j in range(prep.Y.shape[1])]
+    for share in (0.0, 0.3, 0.9, 1.0):
+        X_raw = rng.normal(size=(300, 4))
+        y_raw = rng.normal(2.0, 3.0, size=300)
+        y_raw[rng.random(300) < share] = np.nan
+        cases.append((X_raw, y_raw, np.arange(40)))
+    for X_raw, y_raw, ref in cases:
+        got = centre_on(X_raw, y_raw, ref)[3]
+        assert float(got).hex() == want(y_raw, ref).hex()

@@ -222,7 +222,9 @@ def centre_on(X_raw: np.ndarray, y_raw: np.ndarray, ref: np.ndarray, X: np.ndarr
     y = y_raw - (float(y_raw[tested].mean()) if tested.size else 0.0)
     lines = X[has]
     sx = float(lines.std()) if lines.size else 0.0
-    sy = float(np.nanstd(y[has])) if has.any() else 0.0
+    # y[has] holds no NaN: its std is nanstd's value (numpy's nanvar of a NaN-free float array does var's
+    # operations: sum, divide by the count, subtract, square, sum, divide), without nanvar's copies and mask
+    sy = float(y[has].std()) if has.any() else 0.0
     return X, y, sx, sy
 
 
@@ -415,20 +417,16 @@ class Gdsc(Dataset):
     def _split_data(self) -> tuple[Path, Path, _Raw, _Prepared]:
         """(paths, raw tables, prepared arrays) for ``split``, looked up once per instance and data location (a
         split is asked for every drug, size and repeat: finding and stat-ing the files each time was a tenth of
-        it); a new run resolves new instances, so changed files are read again."""
+        it); a new run resolves new instances, so changed files are read again.  Memoised by the instance's
+        identity (``dpexp.cache.memo_for``): an unpickled instance (a worker's) is another object and finds its
+        own paths."""
         where = (os.environ.get("DPEXP_DATA_DIR"), os.getcwd())
-        got = self.__dict__.get("_split_memo")
-        if got is None or got[0] != where:
-            e, i = self._paths()
-            raw = load_raw(e, i)
-            got = (where, (e, i, raw, prepare(raw, self.params.d, self.params.evidence)))
-            self.__dict__["_split_memo"] = got
-        return got[1]
+        return cache.memo_for("gdsc.split_data", self, where, self._find_split_data, maxsize=64)
 
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        state.pop("_split_memo", None)   # paths of this machine: a worker finds its own
-        return state
+    def _find_split_data(self) -> tuple[Path, Path, _Raw, _Prepared]:
+        e, i = self._paths()
+        raw = load_raw(e, i)
+        return e, i, raw, prepare(raw, self.params.d, self.params.evidence)
 
     def check(self) -> None:
         raw = load_raw(*self._paths())
