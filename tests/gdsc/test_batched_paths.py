@@ -239,3 +239,78 @@ def test_repeat_trials_one_trial_is_a_fresh_copy(shape):
 def test_objective_noise_rows_no_cells():
     NM, NA = objective_noise_rows(3, 2, 30.0, 1.0, [])
     assert NM.shape == (0, 2, 3, 3) and NA.shape == (0, 2, 3)
+
+
+def _plr_alone(alg, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int):
+    """plr on one split as it ran before its release was batched: ``perturbed_stats`` through the ledger (the
+    public-only fit without private rows), then ``posterior_mean_fixed`` on that split alone."""
+    from dpexp.models.bayes_lr import posterior_mean_fixed
+    from dpexp.types import Output
+
+    out = [None]
+    stats = alg._release_each([split], epsilon, [ledger], trials, out)
+    if not stats:
+        return out[0]
+    XX, Xy = stats[0]
+    p = alg.params
+    w = solve_stacked(posterior_mean_fixed, XX[None], Xy[None], p.lam, p.lam0, p.solver)[0]
+    return w if isinstance(w, Exception) else Output(predictions=w @ split.X_test.T, coef=w,
+                                                     guarantee=ledger.guarantee())
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("solver", ["psd_floor", "direct"])
+def test_plr_batched_release_equals_perturbed_stats_split_by_split(solver, trials, secure):
+    """plr's batched release (one draw call per cell, ``laplace_rows``) and its fit from one eigen-decomposition
+    per batch equal ``perturbed_stats`` + ``posterior_mean_fixed`` split by split, to the bit, spends included —
+    with floored and unfloored splits, none private, d differing, a split that fails (before or after its
+    release) among them."""
+    alg = registry.get("algorithm", "plr")(solver=solver, B_y=1.5)
+    splits = mixed_splits()
+    bad = make_split(20, 4, 4, 9)
+    bad.y_private = bad.y_private[:-3]
+    late = make_split(20, 4, 4, 11)
+    late.y_public = late.y_public[:-1]      # fails after its release, as before: spends recorded, then the error
+    splits[2:2] = [bad, late, make_split(0, 0, 4, 10), make_split(400, 2, 4, 12)]
+    lb, ls = ledgers(len(splits), secure), ledgers(len(splits), secure)
+    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
+    single = [_plr_alone(alg, s, 2.0, lg, trials) for s, lg in zip(splits, ls)]
+    assert isinstance(batched[2], Exception) and isinstance(batched[3], Exception)
+    assert len(lb[3].spends) == 2
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert_same(a, b, lb[k], ls[k])
+
+
+def test_plr_fit_branches_equal_posterior_mean_fixed_per_branch():
+    """``plr._fit`` from one eigen-decomposition: per branch the floats of ``posterior_mean_fixed`` on that
+    branch's splits (some need the floor, some not), and the plain path when the decomposition fails."""
+    from dpexp.families.gdsc.algorithms.plr import _fit, _same_floor_branch
+    from dpexp.models.bayes_lr import posterior_mean_fixed
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(9, 2, 5, 5))
+    XX = A @ np.swapaxes(A, -1, -2)
+    XX[::2] += rng.laplace(scale=3.0, size=XX[::2].shape)   # these need the floor, the others not
+    Xy = rng.normal(size=(9, 2, 5))
+    got = _fit(XX, Xy, 1.0, 1.0, "psd_floor")
+    want = [(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], 1.0, 1.0, "psd_floor"))
+            for rows in _same_floor_branch(XX, "psd_floor")]
+    assert len(got) == len(want) == 2
+    for (r1, w1), (r2, w2) in zip(got, want):
+        np.testing.assert_array_equal(r1, r2)
+        for a, b in zip(w1, w2):
+            np.testing.assert_array_equal(a, b, strict=True)
+    XX[3] = 0.0                              # singular with λ0 = 0: the batched solve fails, each split alone
+    got = dict((int(j), w) for rows, W in _fit(XX, Xy, 1.0, 0.0, "psd_floor") for j, w in zip(rows, W))
+    assert sorted(got) == list(range(9)) and isinstance(got[3], np.linalg.LinAlgError)
+    want = dict((int(j), w) for rows in _same_floor_branch(XX, "psd_floor")
+                for j, w in zip(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], 1.0, 0.0, "psd_floor")))
+    for j in range(9):   # (floored splits are singular too with λ0 = 0)
+        if isinstance(want[j], Exception):
+            assert type(got[j]) is type(want[j]) and str(got[j]) == str(want[j])
+        else:
+            np.testing.assert_array_equal(got[j], want[j], strict=True)
+    XX[4, 0, 0, 0] = np.nan                  # the decomposition fails: the error of the plain path
+    with pytest.raises(np.linalg.LinAlgError):
+        _fit(XX, Xy, 1.0, 1.0, "psd_floor")
