@@ -314,3 +314,25 @@ def test_plr_fit_branches_equal_posterior_mean_fixed_per_branch():
     XX[4, 0, 0, 0] = np.nan                  # the decomposition fails: the error of the plain path
     with pytest.raises(np.linalg.LinAlgError):
         _fit(XX, Xy, 1.0, 1.0, "psd_floor")
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials, secure):
+    """oplr's output noise for all splits of a group (``gamma_norm_rows``) equals its ``gamma_norm`` call split by
+    split (the path it falls back to, forced here), to the bit, spends included."""
+    from dpexp.families.gdsc.algorithms import output_perturbation
+
+    alg = registry.get("algorithm", "oplr")(bound_y=2.0)
+    splits = mixed_splits()
+    lb, ls = ledgers(len(splits), secure), ledgers(len(splits), secure)
+    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
+
+    def refuse(*a, **k):
+        raise ValueError("forced")
+
+    monkeypatch.setattr(output_perturbation, "gamma_norm_rows", refuse)
+    single = alg.run_many(splits, 2.0, 0.0, ls, trials)
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert not isinstance(a, Exception), (k, a)
+        assert_same(a, b, lb[k], ls[k])
