@@ -619,14 +619,29 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     S, d = v.shape
     if len(sources) != S:
         raise ValueError(f"gamma_norm_rows {label!r}: {len(sources)} sources for {S} cells")
+    _check_eps(epsilon)
+    eps = float(epsilon)
     sens = np.asarray(sensitivities, dtype=float).reshape(S).tolist()
-    sc = [None] * S if scales is None else np.asarray(scales, dtype=float).reshape(S).tolist()
-    b, spends = [], []
-    for s, x in zip(sens, sc):   # gamma_norm's checks and spend, cell by cell (floats)
-        bi, eps_rec = _pure_scale("gamma_norm", _check_nonneg(s, "sensitivity"), epsilon, x, label)
-        b.append(float(bi))
-        spends.append(Spend("gamma-norm", "pure", epsilon=eps_rec, delta=0.0, sensitivity=s, scale=float(bi),
-                            label=label))
+    for s in sens:
+        _check_nonneg(s, "sensitivity")
+    if scales is None:   # b = Δ/ε (the float division of ``_pure_scale``)
+        b = [s / eps for s in sens]
+    else:   # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
+        b = np.asarray(scales, dtype=float).reshape(S).tolist()
+        for s, x in zip(sens, b):
+            _check_nonneg(x, "scale")
+            implied = 0.0 if s == 0 else ((math.inf if s > 0 else math.nan) if x == 0 else s / x)
+            if implied > eps * (1 + _REL):
+                raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale drawn implies epsilon = {implied:g} > "
+                                             f"the declared {epsilon:g}")
+    # gamma_norm's spend, ε the same for every cell: one validated template, Δ and b filled per cell
+    base = Spend("gamma-norm", "pure", epsilon=eps, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
+    spends = []
+    for s, x in zip(sens, b):
+        sp = object.__new__(Spend)
+        sp.__dict__.update(base)
+        sp.__dict__["sensitivity"], sp.__dict__["scale"] = s, x
+        spends.append(sp)
     lead = _lead(size)
     g = np.empty((S,) + lead + (d,))
     r = np.empty((S,) + lead)
