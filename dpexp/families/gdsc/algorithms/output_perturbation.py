@@ -28,6 +28,8 @@ noise is added.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field
 
@@ -98,7 +100,7 @@ class OutputPerturbationLR(UnitBoxLR):
 
     def noise_scale(self, n: int, d: int, epsilon: float) -> tuple[float, float]:
         """(λ_reg, Gamma scale of ‖b‖) = (sqrt(d/(nε)), (12R+8)/(λ_reg n ε))."""
-        lam = float(np.sqrt(d / (n * epsilon)))
+        lam = math.sqrt(d / (n * epsilon))   # correctly rounded, as np.sqrt
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
 
     def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,

@@ -51,8 +51,9 @@ class PrivateLR(BatchedAlgorithm):
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
         """Release each split's statistics through its own ledger (``perturbed_stats``' releases, as rplr; each
-        split's draws in one generator call, its spends recorded as ``laplace`` records them: ``_release``), then fit every group of splits of one d in one
-        batched call (``posterior_mean_fixed`` treats each problem on its own: ``_fit``)."""
+        split's draws in one generator call, its spends recorded as ``laplace`` records them: ``_release``), then
+        fit every group of splits of one d in one batched call (``posterior_mean_fixed`` treats each problem on its
+        own: ``_fit``)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
@@ -72,10 +73,11 @@ class PrivateLR(BatchedAlgorithm):
         and (trials, d), keyed by split index in order; a failing split gets its exception in ``out``.
 
         The private releases are ``perturbed_stats``' (B_x, B_y, ε/2 each, no yᵀy): XᵀX's d(d+1)/2 upper-triangle
-        entries, mirrored, then Xᵀy, each a Laplace mechanism with Δ₁ = d(d+1)B_x², 2dB_xB_y (``stats``).  Batched: each
-        split's clipping and products on its own (``clipped_stats``'), then per d one ``standard_laplace_rows`` row per cell of the trials·(d(d+1)/2 + d) draws its two calls make,
-        scaled and recorded by ``laplace_rows`` (the same floats and spends: tests/gdsc/test_batched_paths.py).
-        An ε/2 that is not a valid float ε takes the split-by-split path (which fails each split as it must)."""
+        entries, mirrored, then Xᵀy, each a Laplace mechanism with Δ₁ = d(d+1)B_x², 2dB_xB_y (``stats``).
+        Batched: each split's clipping and products on its own (``clipped_stats``'), then per d one
+        ``standard_laplace_rows`` row per cell holding the trials·(d(d+1)/2 + d) draws of its two calls, scaled and
+        recorded by ``laplace_rows`` (the same floats and spends: tests/gdsc/test_batched_paths.py).  An ε/2 that
+        is not a valid float ε takes the split-by-split path (which fails each split as it must)."""
         p = self.params
         eps = 0.5 * epsilon
         if not (type(eps) is float and 0.0 < eps < math.inf and type(p.B_x) is float and type(p.B_y) is float):
