@@ -336,3 +336,27 @@ def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials
     for k, (a, b) in enumerate(zip(batched, single)):
         assert not isinstance(a, Exception), (k, a)
         assert_same(a, b, lb[k], ls[k])
+
+
+@pytest.mark.parametrize("l2_ball", [False, True])
+def test_scale_unit_equals_the_formula(l2_ball):
+    """``scale_unit`` (clipping and projecting its own quotient in place) = the formula with new arrays, to the bit;
+    float and int rows, no y, an empty block; its inputs are left alone."""
+    from dpexp.families.gdsc.unit_box import scale_unit
+
+    rng = np.random.default_rng(5)
+    for X, y in ((rng.normal(scale=2.0, size=(40, 4)), rng.normal(scale=3.0, size=40)),
+                 (rng.integers(-3, 4, size=(7, 3)), None), (np.zeros((0, 3)), np.zeros(0))):
+        X0, y0 = X.copy(), None if y is None else y.copy()
+        Xs, ys = scale_unit(X, y, 1.5, 2.5, l2_ball)
+        want = np.clip(X / 1.5, -1.0, 1.0)
+        if l2_ball and want.size:
+            want = want / np.maximum(np.linalg.norm(want, axis=1, keepdims=True), 1.0)
+        np.testing.assert_array_equal(Xs, want, strict=True)
+        if y is None:
+            assert ys is None
+        else:
+            np.testing.assert_array_equal(ys, np.clip(y / 2.5, -1.0, 1.0), strict=True)
+        np.testing.assert_array_equal(X, X0, strict=True)
+        if y is not None:
+            np.testing.assert_array_equal(y, y0, strict=True)

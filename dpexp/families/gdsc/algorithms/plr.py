@@ -17,7 +17,8 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import each, groups, solve_stacked
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
-from dpexp.families.gdsc.stats import clip, perturbed_stats, sensitivities, triu_indices
+from dpexp.families.gdsc import stats as gdsc_stats   # looked up at call time (the audit's mutants patch it)
+from dpexp.families.gdsc.stats import perturbed_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
@@ -93,7 +94,7 @@ class PrivateLR(BatchedAlgorithm):
                 ledgers[k].public_only()
                 priv: tuple = ()
             else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
-                Xc, yc = clip(Xv, yv, B_x, B_y)
+                Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
                 priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
             try:
                 Xu = s.X_public
@@ -114,12 +115,12 @@ class PrivateLR(BatchedAlgorithm):
             lgs = [ledgers[k] for k in group]
             S, m = len(group), d * (d + 1) // 2
             std = standard_laplace_rows(lgs, trials * (m + d))
-            s_xx, s_xy, _ = sensitivities(d, B_x, B_y)
+            s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
             N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m),
                                 np.full(S, s_xx), eps, lgs, label="X'X")
             N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d),
                                 np.full(S, s_xy), eps, lgs, label="X'y")
-            iu = triu_indices(d)
+            iu = gdsc_stats.triu_indices(d)
             N = np.zeros((S, trials, d, d))
             N[..., iu[0], iu[1]] = N_up
             N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
