@@ -360,3 +360,19 @@ def test_scale_unit_equals_the_formula(l2_ball):
         np.testing.assert_array_equal(X, X0, strict=True)
         if y is not None:
             np.testing.assert_array_equal(y, y0, strict=True)
+
+
+def test_plr_run_is_seen_by_the_audit_view():
+    """``run`` (one split) takes plr's split-by-split release, so the audit's view records what ``perturbed_stats``
+    returns: the coefficients it audits are the d(d+1)/2 + d released statistics, equal to the batched release's."""
+    from dpexp.families.gdsc.audit import released_statistics
+
+    alg = registry.get("algorithm", "plr")(B_y=2.0)
+    split = make_split(30, 0, 3, 1)   # no public rows: the batched statistics are the released ones
+    d = split.X_private.shape[1]
+    out = released_statistics(alg).run(split, 1.0, 0.0, PrivacyLedger(np.random.default_rng(0)), 4)
+    assert out.coef.shape == (4, d * (d + 1) // 2 + d)
+    got = alg._release([split, make_split(20, 4, 3, 2)], 1.0, [PrivacyLedger(np.random.default_rng(0)),
+                                                               PrivacyLedger(np.random.default_rng(1))], 4, [None] * 2)
+    iu = np.triu_indices(d)
+    np.testing.assert_array_equal(out.coef, np.concatenate([got[0][0][:, iu[0], iu[1]], got[0][1]], axis=1))

@@ -77,11 +77,13 @@ class PrivateLR(BatchedAlgorithm):
         entries, mirrored, then Xᵀy, each a Laplace mechanism with Δ₁ = d(d+1)B_x², 2dB_xB_y (``stats``).
         Batched: each split's clipping and products on its own (``clipped_stats``'), then per d one
         ``standard_laplace_rows`` row per cell holding the trials·(d(d+1)/2 + d) draws of its two calls, scaled and
-        recorded by ``laplace_rows`` (the same floats and spends: tests/gdsc/test_batched_paths.py).  An ε/2 that
-        is not a valid float ε takes the split-by-split path (which fails each split as it must)."""
+        recorded by ``laplace_rows`` (the same floats and spends: tests/gdsc/test_batched_paths.py).
+        One split (``run``: the audit's view records what ``perturbed_stats`` returns) or an ε/2 that is not a
+        valid float ε (each split then fails as it must) take the split-by-split path."""
         p = self.params
         eps = 0.5 * epsilon
-        if not (type(eps) is float and 0.0 < eps < math.inf and type(p.B_x) is float and type(p.B_y) is float):
+        if len(splits) == 1 or not (type(eps) is float and 0.0 < eps < math.inf and type(p.B_x) is float
+                                    and type(p.B_y) is float):
             return self._release_each(splits, epsilon, ledgers, trials, out)
         B_x, B_y = p.B_x, p.B_y
         exact: dict[int, tuple[np.ndarray, ...]] = {}
