@@ -603,6 +603,59 @@ def gamma_norm(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     return v + g * np.asarray(r)[..., None]
 
 
+def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Sequence[Any],
+                    size: int | Sequence[int] | None = None, *, scales: Any = None, label: str = "") -> np.ndarray:
+    """``gamma_norm`` of one vector of each of S cells at once: values[i] + b_i, ‖b_i‖ ~ Gamma(d, Δ₂ᵢ/ε) in a
+    uniformly random direction — ε-DP for a vector query of L2 sensitivity Δ₂ᵢ (Chaudhuri et al. 2011, Thm 6),
+    recorded in ``sources[i]`` exactly as ``gamma_norm`` records it.  ``values``: (S, d); ``sensitivities``: (S,);
+    ``scales``: None (Δ₂ᵢ/ε) or (S,), drawn with as given, each checked as ``gamma_norm`` checks it (the ε it
+    implies may not exceed ``epsilon``: ``PrivacyAccountingError`` before anything is drawn or recorded).  Each
+    cell draws from its own source the calls ``gamma_norm`` makes (N(0, 1) of shape ``size + (d,)``, then Gamma(d,
+    1) of shape ``size``); the normalisation and scaling, row-wise and element-wise, are done once for all cells
+    (the same floats: ``tests/privacy``).  Returns (S,) + size + (d,)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"gamma_norm_rows releases one vector per cell ((S, d) values), got shape {v.shape}")
+    S, d = v.shape
+    if len(sources) != S:
+        raise ValueError(f"gamma_norm_rows {label!r}: {len(sources)} sources for {S} cells")
+    _check_eps(epsilon)
+    eps = float(epsilon)
+    sens = np.asarray(sensitivities, dtype=float).reshape(S).tolist()
+    for s in sens:
+        _check_nonneg(s, "sensitivity")
+    if scales is None:   # b = Δ/ε (the float division of ``_pure_scale``)
+        b = [s / eps for s in sens]
+    else:   # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
+        b = np.asarray(scales, dtype=float).reshape(S).tolist()
+        for s, x in zip(sens, b):
+            _check_nonneg(x, "scale")
+            implied = 0.0 if s == 0 else ((math.inf if s > 0 else math.nan) if x == 0 else s / x)
+            if implied > eps * (1 + _REL):
+                raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale drawn implies epsilon = {implied:g} > "
+                                             f"the declared {epsilon:g}")
+    # gamma_norm's spend, ε the same for every cell: one validated template, Δ and b filled per cell
+    base = Spend("gamma-norm", "pure", epsilon=eps, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
+    spends = []
+    for s, x in zip(sens, b):
+        sp = object.__new__(Spend)
+        sp.__dict__.update(base)
+        sp.__dict__["sensitivity"], sp.__dict__["scale"] = s, x
+        spends.append(sp)
+    lead = _lead(size)
+    g = np.empty((S,) + lead + (d,))
+    r = np.empty((S,) + lead)
+    for i, src in enumerate(sources):
+        noise = as_noise(src)
+        g[i] = noise.normal(size=lead + (d,))
+        r[i] = noise.gamma(shape=d, scale=1.0, size=lead)
+    g /= np.linalg.norm(g, axis=-1, keepdims=True)
+    r *= np.asarray(b).reshape((S,) + (1,) * len(lead))
+    for src, spend in zip(sources, spends):
+        _record(src, spend)
+    return v.reshape((S,) + (1,) * len(lead) + (d,)) + g * r[..., None]
+
+
 def heuristic_gamma_norm(value: Any, scale: Any, rng: Any, size: int | Sequence[int] | None = None, *,
                          reason: str, label: str = "") -> np.ndarray:
     """value + b with ‖b‖ ~ Gamma(d, scale) and the direction of a Uniform[−½, ½]^d vector, normalised — the draw of

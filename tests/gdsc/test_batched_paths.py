@@ -239,3 +239,140 @@ def test_repeat_trials_one_trial_is_a_fresh_copy(shape):
 def test_objective_noise_rows_no_cells():
     NM, NA = objective_noise_rows(3, 2, 30.0, 1.0, [])
     assert NM.shape == (0, 2, 3, 3) and NA.shape == (0, 2, 3)
+
+
+def _plr_alone(alg, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int):
+    """plr on one split as it ran before its release was batched: ``perturbed_stats`` through the ledger (the
+    public-only fit without private rows), then ``posterior_mean_fixed`` on that split alone."""
+    from dpexp.models.bayes_lr import posterior_mean_fixed
+    from dpexp.types import Output
+
+    out = [None]
+    stats = alg._release_each([split], epsilon, [ledger], trials, out)
+    if not stats:
+        return out[0]
+    XX, Xy = stats[0]
+    p = alg.params
+    w = solve_stacked(posterior_mean_fixed, XX[None], Xy[None], p.lam, p.lam0, p.solver)[0]
+    return w if isinstance(w, Exception) else Output(predictions=w @ split.X_test.T, coef=w,
+                                                     guarantee=ledger.guarantee())
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("solver", ["psd_floor", "direct"])
+def test_plr_batched_release_equals_perturbed_stats_split_by_split(solver, trials, secure):
+    """plr's batched release (one draw call per cell, ``laplace_rows``) and its fit from one eigen-decomposition
+    per batch equal ``perturbed_stats`` + ``posterior_mean_fixed`` split by split, to the bit, spends included —
+    with floored and unfloored splits, none private, d differing, a split that fails (before or after its
+    release) among them."""
+    alg = registry.get("algorithm", "plr")(solver=solver, B_y=1.5)
+    splits = mixed_splits()
+    bad = make_split(20, 4, 4, 9)
+    bad.y_private = bad.y_private[:-3]
+    late = make_split(20, 4, 4, 11)
+    late.y_public = late.y_public[:-1]      # fails after its release, as before: spends recorded, then the error
+    splits[2:2] = [bad, late, make_split(0, 0, 4, 10), make_split(400, 2, 4, 12)]
+    lb, ls = ledgers(len(splits), secure), ledgers(len(splits), secure)
+    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
+    single = [_plr_alone(alg, s, 2.0, lg, trials) for s, lg in zip(splits, ls)]
+    assert isinstance(batched[2], Exception) and isinstance(batched[3], Exception)
+    assert len(lb[3].spends) == 2
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert_same(a, b, lb[k], ls[k])
+
+
+def test_plr_fit_branches_equal_posterior_mean_fixed_per_branch():
+    """``plr._fit`` from one eigen-decomposition: per branch the floats of ``posterior_mean_fixed`` on that
+    branch's splits (some need the floor, some not), and the plain path when the decomposition fails."""
+    from dpexp.families.gdsc.algorithms.plr import _fit, _same_floor_branch
+    from dpexp.models.bayes_lr import posterior_mean_fixed
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(9, 2, 5, 5))
+    XX = A @ np.swapaxes(A, -1, -2)
+    XX[::2] += rng.laplace(scale=3.0, size=XX[::2].shape)   # these need the floor, the others not
+    Xy = rng.normal(size=(9, 2, 5))
+    got = _fit(XX, Xy, 1.0, 1.0, "psd_floor")
+    want = [(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], 1.0, 1.0, "psd_floor"))
+            for rows in _same_floor_branch(XX, "psd_floor")]
+    assert len(got) == len(want) == 2
+    for (r1, w1), (r2, w2) in zip(got, want):
+        np.testing.assert_array_equal(r1, r2)
+        for a, b in zip(w1, w2):
+            np.testing.assert_array_equal(a, b, strict=True)
+    XX[3] = 0.0                              # singular with λ0 = 0: the batched solve fails, each split alone
+    got = dict((int(j), w) for rows, W in _fit(XX, Xy, 1.0, 0.0, "psd_floor") for j, w in zip(rows, W))
+    assert sorted(got) == list(range(9)) and isinstance(got[3], np.linalg.LinAlgError)
+    want = dict((int(j), w) for rows in _same_floor_branch(XX, "psd_floor")
+                for j, w in zip(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], 1.0, 0.0, "psd_floor")))
+    for j in range(9):   # (floored splits are singular too with λ0 = 0)
+        if isinstance(want[j], Exception):
+            assert type(got[j]) is type(want[j]) and str(got[j]) == str(want[j])
+        else:
+            np.testing.assert_array_equal(got[j], want[j], strict=True)
+    XX[4, 0, 0, 0] = np.nan                  # the decomposition fails: the error of the plain path
+    with pytest.raises(np.linalg.LinAlgError):
+        _fit(XX, Xy, 1.0, 1.0, "psd_floor")
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials, secure):
+    """oplr's output noise for all splits of a group (``gamma_norm_rows``) equals its ``gamma_norm`` call split by
+    split (the path it falls back to, forced here), to the bit, spends included."""
+    from dpexp.families.gdsc.algorithms import output_perturbation
+
+    alg = registry.get("algorithm", "oplr")(bound_y=2.0)
+    splits = mixed_splits()
+    lb, ls = ledgers(len(splits), secure), ledgers(len(splits), secure)
+    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
+
+    def refuse(*a, **k):
+        raise ValueError("forced")
+
+    monkeypatch.setattr(output_perturbation, "gamma_norm_rows", refuse)
+    single = alg.run_many(splits, 2.0, 0.0, ls, trials)
+    for k, (a, b) in enumerate(zip(batched, single)):
+        assert not isinstance(a, Exception), (k, a)
+        assert_same(a, b, lb[k], ls[k])
+
+
+@pytest.mark.parametrize("l2_ball", [False, True])
+def test_scale_unit_equals_the_formula(l2_ball):
+    """``scale_unit`` (clipping and projecting its own quotient in place) = the formula with new arrays, to the bit;
+    float and int rows, no y, an empty block; its inputs are left alone."""
+    from dpexp.families.gdsc.unit_box import scale_unit
+
+    rng = np.random.default_rng(5)
+    for X, y in ((rng.normal(scale=2.0, size=(40, 4)), rng.normal(scale=3.0, size=40)),
+                 (rng.integers(-3, 4, size=(7, 3)), None), (np.zeros((0, 3)), np.zeros(0))):
+        X0, y0 = X.copy(), None if y is None else y.copy()
+        Xs, ys = scale_unit(X, y, 1.5, 2.5, l2_ball)
+        want = np.clip(X / 1.5, -1.0, 1.0)
+        if l2_ball and want.size:
+            want = want / np.maximum(np.linalg.norm(want, axis=1, keepdims=True), 1.0)
+        np.testing.assert_array_equal(Xs, want, strict=True)
+        if y is None:
+            assert ys is None
+        else:
+            np.testing.assert_array_equal(ys, np.clip(y / 2.5, -1.0, 1.0), strict=True)
+        np.testing.assert_array_equal(X, X0, strict=True)
+        if y is not None:
+            np.testing.assert_array_equal(y, y0, strict=True)
+
+
+def test_plr_run_is_seen_by_the_audit_view():
+    """``run`` (one split) takes plr's split-by-split release, so the audit's view records what ``perturbed_stats``
+    returns: the coefficients it audits are the d(d+1)/2 + d released statistics, equal to the batched release's."""
+    from dpexp.families.gdsc.audit import released_statistics
+
+    alg = registry.get("algorithm", "plr")(B_y=2.0)
+    split = make_split(30, 0, 3, 1)   # no public rows: the batched statistics are the released ones
+    d = split.X_private.shape[1]
+    out = released_statistics(alg).run(split, 1.0, 0.0, PrivacyLedger(np.random.default_rng(0)), 4)
+    assert out.coef.shape == (4, d * (d + 1) // 2 + d)
+    got = alg._release([split, make_split(20, 4, 3, 2)], 1.0, [PrivacyLedger(np.random.default_rng(0)),
+                                                               PrivacyLedger(np.random.default_rng(1))], 4, [None] * 2)
+    iu = np.triu_indices(d)
+    np.testing.assert_array_equal(out.coef, np.concatenate([got[0][0][:, iu[0], iu[1]], got[0][1]], axis=1))

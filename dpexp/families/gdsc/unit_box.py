@@ -40,11 +40,15 @@ class UnitBoxLR(BatchedAlgorithm):
 def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_ball: bool
                ) -> tuple[np.ndarray, np.ndarray | None]:
     """x ← clip(x/B_x, −1, 1) (then onto the unit L2 ball if ``l2_ball``), y ← clip(y/B_y, −1, 1)."""
-    Xs = np.clip(X / B_x, -1.0, 1.0)
+    Xs = X / B_x   # a new array: clipped and projected in place (the same floats as new arrays)
+    np.clip(Xs, -1.0, 1.0, out=Xs)
     if l2_ball and Xs.size:
         nrm = np.linalg.norm(Xs, axis=1, keepdims=True)
-        Xs = Xs / np.maximum(nrm, 1.0)
-    ys = None if y is None else np.clip(y / B_y, -1.0, 1.0)
+        Xs /= np.maximum(nrm, 1.0)
+    ys = None
+    if y is not None:
+        ys = y / B_y
+        np.clip(ys, -1.0, 1.0, out=ys)
     return Xs, ys
 
 

@@ -18,6 +18,7 @@ rows without noise: guarantee ``none``.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -188,7 +189,7 @@ class RobustLR(Reference):
                              {**s.meta, "sigma_x": 1.0, "sigma_y": 1.0})
                 w = omegas[key] = ref.bounds(unit, epsilon=self.params.tune_epsilon)
             B_x, B_y = w[0] * s.meta["sigma_x"], w[1] * s.meta["sigma_y"]
-            if not (np.isfinite(B_x) and np.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
+            if not (math.isfinite(B_x) and math.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
                 B_x = B_y = np.inf
             bounds[k] = B_x, B_y
 
@@ -219,7 +220,7 @@ class RobustLR(Reference):
             for k, w in zip(group, W):
                 B_x, B_y = bounds[k]
                 out[k] = Output(predictions=repeat_trials(splits[k].X_test @ w, trials), coef=repeat_trials(w, trials),
-                                extras={"B_x": float(B_x) if np.isfinite(B_x) else float("nan"),
-                                        "B_y": float(B_y) if np.isfinite(B_y) else float("nan")},
+                                extras={"B_x": float(B_x) if math.isfinite(B_x) else float("nan"),
+                                        "B_y": float(B_y) if math.isfinite(B_y) else float("nan")},
                                 guarantee=ledgers[k].guarantee())
         return out

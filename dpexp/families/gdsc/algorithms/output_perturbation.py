@@ -28,6 +28,8 @@ noise is added.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field
 
@@ -35,7 +37,7 @@ from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
-from dpexp.privacy.mechanisms import gamma_norm
+from dpexp.privacy.mechanisms import gamma_norm, gamma_norm_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -98,7 +100,7 @@ class OutputPerturbationLR(UnitBoxLR):
 
     def noise_scale(self, n: int, d: int, epsilon: float) -> tuple[float, float]:
         """(λ_reg, Gamma scale of ‖b‖) = (sqrt(d/(nε)), (12R+8)/(λ_reg n ε))."""
-        lam = float(np.sqrt(d / (n * epsilon)))
+        lam = math.sqrt(d / (n * epsilon))   # correctly rounded, as np.sqrt
         return lam, (12.0 * self.params.R + 8.0) / (lam * n * epsilon)
 
     def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,
@@ -127,6 +129,18 @@ class OutputPerturbationLR(UnitBoxLR):
             return
         W = solve_stacked(ball_constrained_ridge, np.stack([stats[k][0] for k in ks]),
                           np.stack([stats[k][1] for k in ks]), np.asarray([scales[k][0] for k in ks]), R)
+        fitted = {k: w for k, w in zip(ks, W) if not isinstance(w, Exception)}
+        priv = [k for k in fitted if splits[k].X_private.shape[0] > 0]
+        noisy: dict[int, np.ndarray] = {}
+        if priv:   # each split's noise from its own ledger, the normalisation and scaling for all at once
+            try:
+                V = gamma_norm_rows(np.stack([fitted[k] for k in priv]),
+                                    [oplr_sensitivity(R, scales[k][0], X[k].shape[0]) for k in priv], epsilon,
+                                    [ledgers[k] for k in priv], size=trials, scales=[scales[k][1] for k in priv],
+                                    label="w")
+                noisy = dict(zip(priv, V))
+            except Exception:   # a cell whose check fails (nothing drawn or recorded yet): each released alone
+                noisy = {}
         for k, w in zip(ks, W):
             s, ledger = splits[k], ledgers[k]
             try:
@@ -134,7 +148,9 @@ class OutputPerturbationLR(UnitBoxLR):
                     raise w
                 lam, scale = scales[k]
                 n = X[k].shape[0]
-                if s.X_private.shape[0] > 0:
+                if k in noisy:
+                    w = noisy[k]
+                elif s.X_private.shape[0] > 0:
                     w = gamma_norm(w, oplr_sensitivity(R, lam, n), epsilon, ledger, size=trials, scale=scale,
                                    label="w")
                 else:   # the fit depends on public rows only
