@@ -84,12 +84,6 @@ class VBResult:
         return np.einsum("...nd,...d->...n", X, self.mean) if X.ndim > 2 else self.mean @ X.T
 
 
-def _sum(x: np.ndarray) -> np.ndarray:
-    """``np.sum(x, -1)`` without its Python wrapper (the same reduction: fit_vb's loop calls it 3 times an
-    iteration)."""
-    return np.add.reduce(x, axis=-1)
-
-
 def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndarray | float,
            prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-9, max_iter: int = 2000,
            project: str = "joint", return_cov: bool = False) -> VBResult:
@@ -135,40 +129,54 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
 
     a_lam = a + 0.5 * nn                                  # shapes are fixed by the updates
     a_lam0 = np.full(batch, a0 + 0.5 * d)
-    converged = np.zeros(batch, dtype=bool)
-    resid_floored = np.zeros(batch, dtype=bool)
+    # the loop's numpy calls are its cost at the batch sizes of a run (tens of problems, tens to hundreds of
+    # iterations), so each iteration makes as few as the values allow, every value the same float as the plain
+    # updates: [E λ; E λ0] kept as a (2, …, 1) array (it broadcasts against the eigenbasis as it is), q(λ) and
+    # q(λ0) updated as one array, the three sums Σ_k m_k r_k, Σ_k s_k (var_k + m_k²), Σ_k (var_k + m_k²) written
+    # into one (3, …, d) buffer and reduced by one call (each row's sum the reduction of that row alone), the
+    # convergence test one maximum over [rel λ; rel λ0] (NaN propagates: not converged, as before), and every
+    # view of a buffer taken once
+    nb = len(batch)
+    shape_ = np.stack([np.broadcast_to(a_lam, batch), a_lam0])[..., None]    # [a + n/2; a0 + d/2]
+    rate0 = np.array([b, b0]).reshape((2,) + (1,) * (nb + 1))                # [b; b0]
+    E = np.stack([np.full(batch, a / b), np.full(batch, a0 / b0)])[..., None]  # [E λ; E λ0], at the prior means
+    P = np.empty((3,) + batch + (d,))
+    P0, P1, P2 = P[0], P[1], P[2]
+    sums = np.empty((3,) + batch + (1,))
+    sums0, sums1 = sums[0], sums[1]
+    stat = sums[1:]                                       # [max(E_q[R], 0); mᵀm + tr Σ] once sums1 is floored
+    rates = np.empty((2,) + batch + (1,))
+    tt = t[..., None]
+    rel = raw = None
     it = 0
-    raw = None
-    # the loop's numpy calls are its cost at the batch sizes of a run (tens of problems): each value is computed
-    # once (mk², E[λ] broadcast), the floor flag from the last residual only, one errstate for the loop, and q(λ),
-    # q(λ0) updated as one (2, …) array [λ; λ0] (the same elementwise operations on the same values)
-    shape_ = np.stack([np.broadcast_to(a_lam, batch), a_lam0])           # [a + n/2; a0 + d/2]
-    rate0 = np.array([b, b0]).reshape((2,) + (1,) * len(batch))          # [b; b0]
-    E = np.stack([np.full(batch, a / b), np.full(batch, a0 / b0)])       # [E λ; E λ0], at the prior means
-    stat = np.empty((2,) + batch)                                        # [max(E_q[R], 0); mᵀm + tr Σ]
-    rates = rate0
     with np.errstate(divide="ignore", invalid="ignore"):
         for it in range(1, max_iter + 1):
-            el = E[0][..., None]
-            prec = E[1][..., None] + el * s              # diagonal of Σ⁻¹ in the eigenbasis
-            var = 1.0 / prec
+            el = E[0]
+            var = 1.0 / (E[1] + el * s)                   # diagonal of Σ in the eigenbasis
             mk = el * rr * var                            # m in the eigenbasis
             mk2 = mk * mk
-            raw = t - 2.0 * _sum(mk * rr) + _sum(s * (var + mk2))
-            np.maximum(raw, 0.0, out=stat[0, ...])
-            np.add.reduce(mk2 + var, axis=-1, out=stat[1, ...])
-            rates = rate0 + 0.5 * stat                    # [b + ½ max(E_q[R], 0); b0 + ½ (mᵀm + tr Σ)]
+            np.add(var, mk2, out=P2)
+            np.multiply(s, P2, out=P1)
+            np.multiply(mk, rr, out=P0)
+            np.add.reduce(P, axis=-1, keepdims=True, out=sums)
+            raw = tt - 2.0 * sums0 + sums1                # E_q[R]
+            np.maximum(raw, 0.0, out=sums1)
+            np.multiply(0.5, stat, out=rates)
+            np.add(rate0, rates, out=rates)               # [b + ½ max(E_q[R], 0); b0 + ½ (mᵀm + tr Σ)]
             new = shape_ / rates
             rel = np.abs(new - E) / new
-            change = np.maximum(rel[0], rel[1])
             E = new
-            converged = change < tol
-            if converged.all():
+            if np.maximum.reduce(rel, axis=None, initial=-np.inf) < tol:   # all converged (none: True)
                 break
-    if raw is not None:
-        resid_floored = raw < 0.0
-    E_lam, E_lam0 = E[0], E[1]
-    b_lam, b_lam0 = rates[0], rates[1]
+    if rel is None:   # max_iter < 1: no update
+        converged = np.zeros(batch, dtype=bool)
+        resid_floored = np.zeros(batch, dtype=bool)
+        rates = np.broadcast_to(rate0, (2,) + batch + (1,))
+    else:
+        converged = np.maximum(rel[0], rel[1])[..., 0] < tol
+        resid_floored = raw[..., 0] < 0.0
+    E_lam, E_lam0 = E[0][..., 0], E[1][..., 0]
+    b_lam, b_lam0 = rates[0][..., 0], rates[1][..., 0]
     # final q(β) consistent with the final q(λ), q(λ0)
     var = 1.0 / (E_lam0[..., None] + E_lam[..., None] * s)
     mk = E_lam[..., None] * rr * var
