@@ -128,7 +128,6 @@ def _iterate_one(s: list[float], rr: list[float], t: float, a_lam: float, a_lam0
     fraction of the cost of ~20 numpy calls on d-vectors an iteration.  Returns what the array loop leaves:
     (iterations, [E λ; E λ0], [b_λ; b_λ0], [rel λ; rel λ0] as (2, 1) arrays, the last E_q[R] as a (1,) array).
     Raises ZeroDivisionError where numpy would divide by zero (the caller then runs the array loop)."""
-    d = len(s)
     it, raw, r0, r1, rel0, rel1 = 0, 0.0, b, b0, 0.0, 0.0
     for it in range(1, max_iter + 1):
         var = [1.0 / (e1 + e0 * sk) for sk in s]                    # diagonal of Σ in the eigenbasis
