@@ -365,3 +365,26 @@ def test_laplace_rows_spends_equal_constructed_spends():
         assert list(vars(got).items()) == list(vars(ref).items())
         with pytest.raises(Exception):
             got.epsilon = 3.0   # still frozen
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("sigma", ["dp", "data"])
+@pytest.mark.parametrize("with_empty", [False, True])
+def test_naive_group_equals_per_split_naive_stats(trials, sigma, with_empty):
+    """``_naive_group``'s stacked sums and ridges equal the per-split ``_naive_stats`` to the bit, whether every
+    split released (the stacked sums returned as they are) or one has no private rows (stacked split by split)."""
+    alg = RobustPrivateLR(sigma=sigma, **EXPLICIT)
+    splits = [s for s in _splits() if s.d == 3 and (with_empty or s.X_private.shape[0] > 0)]
+    assert any(s.X_private.shape[0] == 0 for s in splits) == with_empty
+    rels = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials)
+    XX, Xy, yy, extras, ridge = alg._naive_group(splits, rels, trials)
+    assert XX.shape == (len(splits), trials, 3, 3) and Xy.shape == (len(splits), trials, 3)
+    assert yy.shape == (len(splits), trials)
+    for i, (s, r) in enumerate(zip(splits, rels)):
+        xx, xy, y_, ex, rg = alg._naive_stats(s, r, trials)
+        _same(XX[i], xx)
+        _same(Xy[i], xy)
+        _same(yy[i], y_)
+        assert extras[i] == ex
+        if rg is not None:
+            _same(ridge[i], np.broadcast_to(np.asarray(rg, dtype=float), ridge[i].shape))

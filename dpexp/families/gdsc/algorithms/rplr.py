@@ -519,6 +519,8 @@ class RobustPrivateLR(BatchedAlgorithm):
                     extras[priv[j]]["ridge"] = m
         if ridge is not None and not per_trial:   # one ridge per split: the former (items, 1) shape
             ridge = ridge[:, :1]
+        if len(priv) == len(rs):   # every split released: the sums are the stacked arrays already (no re-stacking)
+            return sXX, sXy, syy, extras, ridge
         return np.stack(XX), np.stack(Xy), np.stack(yy), extras, ridge
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
