@@ -88,12 +88,14 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
 
     The rows of ``chunk_records`` (see there), one ``Row`` per metric value.
     """
-    return [Row(*head, metric, value, key, err) for head, values, key in chunk_records(exp, chunk, root_seed)
-            for metric, value, err in values]
+    return [Row(*rec[0], metric, value, rec[2], err) for rec in chunk_records(exp, chunk, root_seed)
+            for metric, value, err in rec[1]]
 
 
 #: one cell's rows for one (epsilon, delta) target: (the fields before ``metric``, [(metric, value, error)], seed_key)
-Record = tuple[tuple[Any, ...], list[tuple[str, float, str]], str]
+#: and optionally, 4th, those fields' CSV text each followed by its comma (``_head_text``), made by ``chunk_records``
+#: from texts shared by many cells
+Record = tuple[Any, ...]
 
 
 #: predictions held for scoring at once (``chunk_records``): past this many bytes the pending cells are scored
@@ -116,36 +118,48 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     ds_key = f"{dv.name}[{dv.params_str}]"
     statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
+    # each target with the CSV text of its (epsilon, delta) fields (``_head_text``)
+    eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
     records: list[Record] = []
-    # cells computed but not yet scored: (prefix of the record, output, split, targets, seed_key) in canonical order
-    pending: list[tuple[tuple[Any, ...], Any, Any, list[tuple[Any, Any]], str]] = []
+    # cells computed but not yet scored: (the record's fields before and after (epsilon, delta), their texts,
+    # output, split, targets, seed_key) in canonical order
+    pending: list[tuple[Any, ...]] = []
     held = 0
 
     def score() -> None:
-        values = _metric_table(exp, [p[1] for p in pending], [p[2] for p in pending])
-        for (pre, _, _, targets, seed_key), vals in zip(pending, values):
-            for e, d in targets:
-                records.append(((*pre[0], e, d, *pre[1]), vals, seed_key))
+        values = _metric_table(exp, [p[4] for p in pending], [p[5] for p in pending])
+        for (before, after, before_text, after_text, _, _, targets, seed_key), vals in zip(pending, values):
+            for e, d, ed_text in targets:
+                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text))
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
     # the same by the guarantee object (most cells of a variant carry one memoised object: no dataclass hash per
-    # cell); each entry holds its guarantee, so an id is not reused while the chunk runs
-    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...]]] = {}
+    # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
+    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
     names = (exp.spec.name, dv.name, dv.params_str)
+    # each algorithm variant's (names, subset, variant) fields per subset and their texts: the same for every size
+    befores_of: dict[int, tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
-        seen = [_seen(sp) for sp in splits]
         tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
                 sizes.n_public, sizes.n_test)
+        seen = [(*_seen(sp), *tail) for sp in splits]
+        tail_text = _head_text(tail)
+        seen_texts = [_head_text(sn[:4]) + tail_text for sn in seen]
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
-            runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
+            runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
             av_names = (av.name, av.label, av.params_str)
-            for eps, delta in runs:
+            got = befores_of.get(id(av))   # the variants live in ``exp``: an id names one while the chunk runs
+            if got is None:
+                befores = [(*names, subset, *av_names) for subset in chunk.subsets]
+                got = befores_of[id(av)] = (befores, [_head_text(b) for b in befores])
+            befores, bt = got
+            for eps, delta, ed_text in runs:
                 keys, states = streams[(id(av), eps, delta)]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
                     ledgers = [PrivacyLedger(make_noise("secure")) for _ in keys]
@@ -154,23 +168,31 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                for key, state in zip(keys, states)]
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
-                targets = eps_delta if eps is None else [(eps, delta)]
-                for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
+                targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
+                for before, before_text, sn, sn_text, split, out, key in zip(befores, bt, seen, seen_texts, splits,
+                                                                              outputs, keys):
                     guarantee = cell_guarantee(av.instance, out)
                     hit = rows_by_id.get(id(guarantee))
-                    if hit is not None and hit[0] is guarantee:
-                        g = hit[1]
-                    else:
+                    if hit is None or hit[0] is not guarantee:
                         g = _guarantee_columns(rows_of, statement, guarantee)
-                        rows_by_id[id(guarantee)] = (guarantee, g)
-                    pre = ((*names, subset, *av_names), (*g, *sn, *tail))
-                    pending.append((pre, out, split, targets, "" if key is None else key[1]))
+                        hit = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
+                    pending.append((before, (*hit[1], *sn), before_text, hit[2] + sn_text, out, split, targets,
+                                    "" if key is None else key[1]))
                     held += getattr(getattr(out, "predictions", None), "nbytes", 0)
                 if held > PENDING_BYTES:
                     score()
                     held = 0
     score()
     return records
+
+
+def _head_text(fields: tuple[Any, ...]) -> bytes:
+    """The CSV text of consecutive fields of a row's head, each followed by its comma, as ``_records_to_csv``
+    writes them (``_csv_field`` of ``_fmt``), UTF-8: the texts of consecutive parts of a head concatenate into the
+    text of the whole."""
+    if all(type(x) is int for x in fields):   # sizes and counts: plain decimal
+        return ("%d," * len(fields) % fields).encode("ascii")
+    return "".join([_csv_field(_fmt(x)) + "," for x in fields]).encode("utf-8")
 
 
 def _guarantee_columns(rows_of: dict[Any, tuple[Any, ...]], statement: Any, g: Guarantee) -> tuple[Any, ...]:
@@ -440,15 +462,19 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
     append = out.append
     plain = _QUOTE_CHARS.isdisjoint
-    for head, values, key in records:
-        parts = []
-        for x in head:
-            t = texts.get(id(x))
-            if t is None:
-                t = texts[id(x)] = _csv_field(_fmt(x))
-            parts.append(t)
-        parts.append("")
-        prefix = ",".join(parts).encode("utf-8")
+    for rec in records:
+        values, key = rec[1], rec[2]
+        if len(rec) > 3:   # the head's text, made by ``chunk_records``
+            prefix = rec[3]
+        else:
+            parts = []
+            for x in rec[0]:
+                t = texts.get(id(x))
+                if t is None:
+                    t = texts[id(x)] = _csv_field(_fmt(x))
+                parts.append(t)
+            parts.append("")
+            prefix = ",".join(parts).encode("utf-8")
         key_text = f",{key if plain(key) else _csv_field(key)},"
         tails = [f"{metric_texts[m]}{v!r}{key_text}" if type(v) is float and v == v and not e
                  else _row_tail(m, v, e, key_text) for m, v, e in values]
@@ -470,7 +496,8 @@ def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
     # the same text), then merged by text in first-seen order
     by_object: dict[tuple[Any, ...], int] = {}
     failures: dict[tuple[str, ...], str] = {}
-    for head, values, _ in records:
+    for rec in records:
+        head, values = rec[0], rec[1]
         fields = _summary_fields(head)
         key = (fields, tuple(map(type, fields)))
         by_object[key] = by_object.get(key, 0) + len(values)
