@@ -93,8 +93,9 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
 
 
 #: one cell's rows for one (epsilon, delta) target: (the fields before ``metric``, [(metric, value, error)], seed_key)
-#: and optionally, 4th, those fields' CSV text each followed by its comma (``_head_text``), made by ``chunk_records``
-#: from texts shared by many cells
+#: and optionally (as ``chunk_records`` makes them) those fields' CSV text, each followed by its comma
+#: (``_head_text``, from texts shared by many cells), and their ``SUMMARY_FIELDS`` as one tuple shared by every
+#: record of equal ones
 Record = tuple[Any, ...]
 
 
@@ -122,15 +123,15 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
     records: list[Record] = []
     # cells computed but not yet scored: (the record's fields before and after (epsilon, delta), their texts,
-    # output, split, targets, seed_key) in canonical order
+    # output, split, targets, each target's summary fields, seed_key) in canonical order
     pending: list[tuple[Any, ...]] = []
     held = 0
 
     def score() -> None:
         values = _metric_table(exp, [p[4] for p in pending], [p[5] for p in pending])
-        for (before, after, before_text, after_text, _, _, targets, seed_key), vals in zip(pending, values):
-            for e, d, ed_text in targets:
-                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text))
+        for (before, after, before_text, after_text, _, _, targets, groups, seed_key), vals in zip(pending, values):
+            for (e, d, ed_text), group in zip(targets, groups):
+                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text, group))
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
@@ -169,15 +170,22 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
+                # guarantee object -> (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one
+                # tuple shared by the records of a summary key, ``_records_summary``) for this variant and budget
+                hits: dict[int, tuple[Any, ...]] = {}
                 for before, before_text, sn, sn_text, split, out, key in zip(befores, bt, seen, seen_texts, splits,
                                                                               outputs, keys):
                     guarantee = cell_guarantee(av.instance, out)
-                    hit = rows_by_id.get(id(guarantee))
+                    hit = hits.get(id(guarantee))
                     if hit is None or hit[0] is not guarantee:
-                        g = _guarantee_columns(rows_of, statement, guarantee)
-                        hit = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
+                        col = rows_by_id.get(id(guarantee))
+                        if col is None or col[0] is not guarantee:
+                            g = _guarantee_columns(rows_of, statement, guarantee)
+                            col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
+                        hit = hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
+                                                            for e, d, _ in targets])
                     pending.append((before, (*hit[1], *sn), before_text, hit[2] + sn_text, out, split, targets,
-                                    "" if key is None else key[1]))
+                                    hit[3], "" if key is None else key[1]))
                     held += getattr(getattr(out, "predictions", None), "nbytes", 0)
                 if held > PENDING_BYTES:
                     score()
@@ -494,17 +502,31 @@ def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
     text is what ``csv.reader`` reads back from ``_records_to_csv``'s line: ``_fmt`` of the value."""
     # counted by the field objects and their types first (C-level tuple building; equal objects of one type write
     # the same text), then merged by text in first-seen order
-    by_object: dict[tuple[Any, ...], int] = {}
+    # a record's summary fields as one shared tuple (5th, ``chunk_records``) are counted by that tuple's id (held by
+    # the records), others by their fields and types
+    first: dict[Any, list[Any]] = {}
     failures: dict[tuple[str, ...], str] = {}
     for rec in records:
-        head, values = rec[0], rec[1]
-        fields = _summary_fields(head)
-        key = (fields, tuple(map(type, fields)))
-        by_object[key] = by_object.get(key, 0) + len(values)
+        values = rec[1]
+        if len(rec) > 4:
+            fields = rec[4]
+            key = id(fields)
+        else:
+            fields = _summary_fields(rec[0])
+            key = (fields, tuple(map(type, fields)))
+        got = first.get(key)
+        if got is None:
+            first[key] = [fields, len(values)]
+        else:
+            got[1] += len(values)
         if any(map(_error_of, values)):   # rare: a failed cell or metric
             for _, _, err in values:
                 if err:
-                    failures.setdefault(tuple(_fmt(head[i]) for i in _CELL_INDEX), err)
+                    failures.setdefault(tuple(_fmt(rec[0][i]) for i in _CELL_INDEX), err)
+    by_object: dict[tuple[Any, ...], int] = {}
+    for fields, n in first.values():
+        key = (fields, tuple(map(type, fields)))
+        by_object[key] = by_object.get(key, 0) + n
     spent: dict[tuple[str, ...], int] = {}
     for (fields, _), n in by_object.items():
         k = tuple(map(_fmt, fields))

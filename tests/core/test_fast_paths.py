@@ -386,8 +386,10 @@ def test_head_text_equals_the_fields_written_one_by_one():
 @pytest.mark.parametrize("over", [[], ["noise=secure"]])
 def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
     """The head text ``chunk_records`` puts on each record (made from texts shared by many cells) is the text of
-    its head field by field; so the chunk's CSV is what the plain writer makes of its rows — with private and
-    non-private variants, several (ε, δ), failing cells, 'all' private rows and secure noise mode."""
+    its head field by field, and its summary fields are the head's; so the chunk's CSV is what the plain writer
+    makes of its rows, and its summary what the records' heads give — with private and non-private variants, several
+    (ε, δ), failing cells and secure noise mode."""
+    import operator
     import textwrap
 
     from dpexp import runner, spec
@@ -406,9 +408,11 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
     exp = spec.load(cfg, over, None)
     for chunk in runner.plan_chunks(exp):
         recs = runner.chunk_records(exp, chunk, 11)
-        assert recs and all(len(r) == 4 for r in recs)
-        for head, _, _, text in recs:
+        assert recs and all(len(r) == 5 for r in recs)
+        for head, _, _, text, group in recs:
             assert text == "".join(runner._csv_field(runner._fmt(x)) + "," for x in head).encode()
+            assert all(map(operator.is_, group, runner._summary_fields(head)))
+        assert runner._records_summary(recs) == runner._records_summary([r[:3] for r in recs])
         rows = [Row(*r[0], m, v, r[2], e) for r in recs for m, v, e in r[1]]
         assert runner._records_to_csv(recs) == runner._records_to_csv([r[:3] for r in recs]) == _plain(rows)
         if not over:   # seeded: the same rows again (secure mode draws other noise)
