@@ -488,7 +488,9 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
                  else _row_tail(m, v, e, key_text) for m, v, e in values]
         body = "\n".join(tails)
         if body.count("\n") == len(tails) - 1:   # no tail holds a line break (nor is there no row at all)
-            append(prefix + body.encode("utf-8").replace(b"\n", b"\n" + prefix) + b"\n")
+            append(prefix)   # the pieces are copied once, by the final join
+            append(body.encode("utf-8").replace(b"\n", b"\n" + prefix))
+            append(b"\n")
         else:
             for t in tails:
                 append(prefix + t.encode("utf-8") + b"\n")
