@@ -418,3 +418,31 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
         if not over:   # seeded: the same rows again (secure mode draws other noise)
             assert _plain(runner.run_chunk(exp, chunk, 11)) == _plain(rows)
         assert any(r.error for r in rows) and {r.delta for r in rows} == {0.0, 1e-5}
+
+
+def test_state_seed_serves_pcg64_only():
+    """A precomputed stream seed answers PCG64's request (4 uint64 words, the dtype given as ``np.uint64`` or any
+    spelling of it) and refuses any other."""
+    from dpexp.rng import _StateSeed, seed_states
+
+    st = seed_states(3, [(1, 2, 3, 4)])[0]
+    seed = _StateSeed(st)
+    for dtype in (np.uint64, "uint64", np.dtype(np.uint64)):
+        assert seed.generate_state(4, dtype) is st
+    for n, dtype in ((4, np.uint32), (8, np.uint64), (4, "u4")):
+        with pytest.raises(ValueError):
+            seed.generate_state(n, dtype)
+
+
+def test_output_keeps_float_matrices_and_converts_the_rest():
+    """``Output`` keeps a (trials, n_test) float64 array as it is and converts anything else as before: a vector to
+    one row, ints and other byte orders to native floats."""
+    from dpexp.types import Output
+
+    P = np.arange(6.0).reshape(2, 3)
+    assert Output(P).predictions is P
+    for given, shape in ((np.arange(3), (1, 3)), ([1.0, 2.0], (1, 2)), (P.astype(">f8"), (2, 3)),
+                         (P.astype(np.float32), (2, 3)), (P[:, ::2], (2, 2))):
+        got = Output(given).predictions
+        assert got.dtype == np.float64 and got.dtype.isnative and got.shape == shape
+        assert np.array_equal(got, np.atleast_2d(np.asarray(given, dtype=float)))
