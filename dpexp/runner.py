@@ -112,8 +112,10 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     (``cell_guarantee``) with the dataset's preprocessing statement.  The metrics score the cells of the whole chunk
     at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
     ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
-    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once (formatted once,
-    ``_records_to_csv``).
+    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once, their CSV text put together
+    from texts shared by many cells (a variant's names per subset once per chunk, a split's sizes once per size, a
+    guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one tuple shared
+    by the records of a variant, budget and guarantee (``_records_summary``).
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
@@ -464,7 +466,8 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
     formatted once (formatting every field of every row was a tenth of a GDSC run's time).  A record's prefix is
     encoded once and its rows' tails (metric, value, key; a plain float and no error, the common case) are joined
     and put after their prefixes in one ``bytes.replace`` (UTF-8 of a concatenation is the concatenation of the
-    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row."""
+    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row.  A record that
+    carries its head's text (``chunk_records``'s) is written with it."""
     texts: dict[int, str] = {}
     metric_texts = _MetricTexts()
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
