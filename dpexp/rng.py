@@ -129,7 +129,8 @@ class _StateSeed(ISeedSequence):
         self.state = state
 
     def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
-        if n_words != 4 or np.dtype(dtype) != np.uint64:   # only PCG64's request was precomputed
+        # only PCG64's request was precomputed (it asks with np.uint64 itself: no dtype made per stream)
+        if n_words != 4 or (dtype is not np.uint64 and np.dtype(dtype) != np.uint64):
             raise ValueError("a precomputed stream seed serves PCG64's 4 uint64 words only")
         return self.state
 

@@ -88,12 +88,15 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
 
     The rows of ``chunk_records`` (see there), one ``Row`` per metric value.
     """
-    return [Row(*head, metric, value, key, err) for head, values, key in chunk_records(exp, chunk, root_seed)
-            for metric, value, err in values]
+    return [Row(*rec[0], metric, value, rec[2], err) for rec in chunk_records(exp, chunk, root_seed)
+            for metric, value, err in rec[1]]
 
 
 #: one cell's rows for one (epsilon, delta) target: (the fields before ``metric``, [(metric, value, error)], seed_key)
-Record = tuple[tuple[Any, ...], list[tuple[str, float, str]], str]
+#: and optionally (as ``chunk_records`` makes them) those fields' CSV text, each followed by its comma
+#: (``_head_text``, from texts shared by many cells), and their ``SUMMARY_FIELDS`` as one tuple shared by every
+#: record of equal ones
+Record = tuple[Any, ...]
 
 
 #: predictions held for scoring at once (``chunk_records``): past this many bytes the pending cells are scored
@@ -109,43 +112,57 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     (``cell_guarantee``) with the dataset's preprocessing statement.  The metrics score the cells of the whole chunk
     at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
     ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
-    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once (formatted once,
-    ``_records_to_csv``).
+    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once, their CSV text put together
+    from texts shared by many cells (a variant's names per subset once per chunk, a split's sizes once per size, a
+    guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one tuple shared
+    by the records of a variant, budget and guarantee (``_records_summary``).
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
     statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
+    # each target with the CSV text of its (epsilon, delta) fields (``_head_text``)
+    eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
     records: list[Record] = []
-    # cells computed but not yet scored: (prefix of the record, output, split, targets, seed_key) in canonical order
-    pending: list[tuple[tuple[Any, ...], Any, Any, list[tuple[Any, Any]], str]] = []
+    # cells computed but not yet scored: (the record's fields before and after (epsilon, delta), their texts,
+    # output, split, targets, each target's summary fields, seed_key) in canonical order
+    pending: list[tuple[Any, ...]] = []
     held = 0
 
     def score() -> None:
-        values = _metric_table(exp, [p[1] for p in pending], [p[2] for p in pending])
-        for (pre, _, _, targets, seed_key), vals in zip(pending, values):
-            for e, d in targets:
-                records.append(((*pre[0], e, d, *pre[1]), vals, seed_key))
+        values = _metric_table(exp, [p[4] for p in pending], [p[5] for p in pending])
+        for (before, after, before_text, after_text, _, _, targets, groups, seed_key), vals in zip(pending, values):
+            for (e, d, ed_text), group in zip(targets, groups):
+                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text, group))
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
     # the same by the guarantee object (most cells of a variant carry one memoised object: no dataclass hash per
-    # cell); each entry holds its guarantee, so an id is not reused while the chunk runs
-    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...]]] = {}
+    # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
+    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
     names = (exp.spec.name, dv.name, dv.params_str)
+    # each algorithm variant's (names, subset, variant) fields per subset and their texts: the same for every size
+    befores_of: dict[int, tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
-        seen = [_seen(sp) for sp in splits]
         tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
                 sizes.n_public, sizes.n_test)
+        seen = [(*_seen(sp), *tail) for sp in splits]
+        tail_text = _head_text(tail)
+        seen_texts = [_head_text(sn[:4]) + tail_text for sn in seen]
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
-            runs = eps_delta if getattr(av.instance, "private", True) else [(None, None)]
+            runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
             av_names = (av.name, av.label, av.params_str)
-            for eps, delta in runs:
+            got = befores_of.get(id(av))   # the variants live in ``exp``: an id names one while the chunk runs
+            if got is None:
+                befores = [(*names, subset, *av_names) for subset in chunk.subsets]
+                got = befores_of[id(av)] = (befores, [_head_text(b) for b in befores])
+            befores, bt = got
+            for eps, delta, ed_text in runs:
                 keys, states = streams[(id(av), eps, delta)]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
                     ledgers = [PrivacyLedger(make_noise("secure")) for _ in keys]
@@ -154,23 +171,38 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                                for key, state in zip(keys, states)]
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
-                targets = eps_delta if eps is None else [(eps, delta)]
-                for sn, subset, split, out, key in zip(seen, chunk.subsets, splits, outputs, keys):
+                targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
+                # guarantee object -> (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one
+                # tuple shared by the records of a summary key, ``_records_summary``) for this variant and budget
+                hits: dict[int, tuple[Any, ...]] = {}
+                for before, before_text, sn, sn_text, split, out, key in zip(befores, bt, seen, seen_texts, splits,
+                                                                              outputs, keys):
                     guarantee = cell_guarantee(av.instance, out)
-                    hit = rows_by_id.get(id(guarantee))
-                    if hit is not None and hit[0] is guarantee:
-                        g = hit[1]
-                    else:
-                        g = _guarantee_columns(rows_of, statement, guarantee)
-                        rows_by_id[id(guarantee)] = (guarantee, g)
-                    pre = ((*names, subset, *av_names), (*g, *sn, *tail))
-                    pending.append((pre, out, split, targets, "" if key is None else key[1]))
+                    hit = hits.get(id(guarantee))
+                    if hit is None or hit[0] is not guarantee:
+                        col = rows_by_id.get(id(guarantee))
+                        if col is None or col[0] is not guarantee:
+                            g = _guarantee_columns(rows_of, statement, guarantee)
+                            col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
+                        hit = hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
+                                                            for e, d, _ in targets])
+                    pending.append((before, (*hit[1], *sn), before_text, hit[2] + sn_text, out, split, targets,
+                                    hit[3], "" if key is None else key[1]))
                     held += getattr(getattr(out, "predictions", None), "nbytes", 0)
                 if held > PENDING_BYTES:
                     score()
                     held = 0
     score()
     return records
+
+
+def _head_text(fields: tuple[Any, ...]) -> bytes:
+    """The CSV text of consecutive fields of a row's head, each followed by its comma, as ``_records_to_csv``
+    writes them (``_csv_field`` of ``_fmt``), UTF-8: the texts of consecutive parts of a head concatenate into the
+    text of the whole."""
+    if all(type(x) is int for x in fields):   # sizes and counts: plain decimal
+        return ("%d," * len(fields) % fields).encode("ascii")
+    return "".join([_csv_field(_fmt(x)) + "," for x in fields]).encode("utf-8")
 
 
 def _guarantee_columns(rows_of: dict[Any, tuple[Any, ...]], statement: Any, g: Guarantee) -> tuple[Any, ...]:
@@ -434,27 +466,34 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
     formatted once (formatting every field of every row was a tenth of a GDSC run's time).  A record's prefix is
     encoded once and its rows' tails (metric, value, key; a plain float and no error, the common case) are joined
     and put after their prefixes in one ``bytes.replace`` (UTF-8 of a concatenation is the concatenation of the
-    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row."""
+    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row.  A record that
+    carries its head's text (``chunk_records``'s) is written with it."""
     texts: dict[int, str] = {}
     metric_texts = _MetricTexts()
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
     append = out.append
     plain = _QUOTE_CHARS.isdisjoint
-    for head, values, key in records:
-        parts = []
-        for x in head:
-            t = texts.get(id(x))
-            if t is None:
-                t = texts[id(x)] = _csv_field(_fmt(x))
-            parts.append(t)
-        parts.append("")
-        prefix = ",".join(parts).encode("utf-8")
+    for rec in records:
+        values, key = rec[1], rec[2]
+        if len(rec) > 3:   # the head's text, made by ``chunk_records``
+            prefix = rec[3]
+        else:
+            parts = []
+            for x in rec[0]:
+                t = texts.get(id(x))
+                if t is None:
+                    t = texts[id(x)] = _csv_field(_fmt(x))
+                parts.append(t)
+            parts.append("")
+            prefix = ",".join(parts).encode("utf-8")
         key_text = f",{key if plain(key) else _csv_field(key)},"
         tails = [f"{metric_texts[m]}{v!r}{key_text}" if type(v) is float and v == v and not e
                  else _row_tail(m, v, e, key_text) for m, v, e in values]
         body = "\n".join(tails)
         if body.count("\n") == len(tails) - 1:   # no tail holds a line break (nor is there no row at all)
-            append(prefix + body.encode("utf-8").replace(b"\n", b"\n" + prefix) + b"\n")
+            append(prefix)   # the pieces are copied once, by the final join
+            append(body.encode("utf-8").replace(b"\n", b"\n" + prefix))
+            append(b"\n")
         else:
             for t in tails:
                 append(prefix + t.encode("utf-8") + b"\n")
@@ -468,16 +507,31 @@ def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
     text is what ``csv.reader`` reads back from ``_records_to_csv``'s line: ``_fmt`` of the value."""
     # counted by the field objects and their types first (C-level tuple building; equal objects of one type write
     # the same text), then merged by text in first-seen order
-    by_object: dict[tuple[Any, ...], int] = {}
+    # a record's summary fields as one shared tuple (5th, ``chunk_records``) are counted by that tuple's id (held by
+    # the records), others by their fields and types
+    first: dict[Any, list[Any]] = {}
     failures: dict[tuple[str, ...], str] = {}
-    for head, values, _ in records:
-        fields = _summary_fields(head)
-        key = (fields, tuple(map(type, fields)))
-        by_object[key] = by_object.get(key, 0) + len(values)
+    for rec in records:
+        values = rec[1]
+        if len(rec) > 4:
+            fields = rec[4]
+            key = id(fields)
+        else:
+            fields = _summary_fields(rec[0])
+            key = (fields, tuple(map(type, fields)))
+        got = first.get(key)
+        if got is None:
+            first[key] = [fields, len(values)]
+        else:
+            got[1] += len(values)
         if any(map(_error_of, values)):   # rare: a failed cell or metric
             for _, _, err in values:
                 if err:
-                    failures.setdefault(tuple(_fmt(head[i]) for i in _CELL_INDEX), err)
+                    failures.setdefault(tuple(_fmt(rec[0][i]) for i in _CELL_INDEX), err)
+    by_object: dict[tuple[Any, ...], int] = {}
+    for fields, n in first.values():
+        key = (fields, tuple(map(type, fields)))
+        by_object[key] = by_object.get(key, 0) + n
     spent: dict[tuple[str, ...], int] = {}
     for (fields, _), n in by_object.items():
         k = tuple(map(_fmt, fields))

@@ -61,6 +61,9 @@ class Split:
         return np.concatenate([self.y_public, self.y_private], axis=0)
 
 
+_FLOAT = np.dtype(float)
+
+
 @dataclass
 class Output:
     """What an algorithm returns for one cell.
@@ -88,7 +91,10 @@ class Output:
     clip_bounds: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        p = np.asarray(self.predictions, dtype=float)
+        p = self.predictions
+        if type(p) is np.ndarray and p.dtype is _FLOAT and p.ndim == 2:   # already (trials, n_test) floats
+            return
+        p = np.asarray(p, dtype=float)
         if p.ndim == 1:
             p = p[None, :]
         self.predictions = p

@@ -25,7 +25,7 @@ class PrivacyAccountingError(Exception):
     composed without a conversion δ).  A bug in the calling algorithm, never a user error."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Spend:
     """One release's cost, for one run.
 
@@ -49,18 +49,24 @@ class Spend:
     note: str = ""
     trial: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.notion not in KINDS:
-            raise PrivacyAccountingError(f"unknown notion {self.notion!r}; expected one of {KINDS}")
-        if self.notion == "pure" and not (self.epsilon >= 0):
-            raise PrivacyAccountingError(f"a pure spend needs epsilon >= 0, got {self.epsilon}")
-        if self.notion == "approx" and not (self.epsilon >= 0 and 0 <= self.delta <= 1):
+    def __init__(self, mechanism: str, notion: Notion, epsilon: float = NAN, delta: float = NAN, rho: float = NAN,
+                 sensitivity: float = NAN, scale: float = NAN, label: str = "", note: str = "",
+                 trial: int | None = None) -> None:
+        # the frozen dataclass's own __init__ (same signature, same checks), setting the fields with one update of
+        # the instance dict instead of one object.__setattr__ each: a Spend is made per release, ~1 per GDSC cell
+        if notion not in KINDS:
+            raise PrivacyAccountingError(f"unknown notion {notion!r}; expected one of {KINDS}")
+        if notion == "pure" and not (epsilon >= 0):
+            raise PrivacyAccountingError(f"a pure spend needs epsilon >= 0, got {epsilon}")
+        if notion == "approx" and not (epsilon >= 0 and 0 <= delta <= 1):
             raise PrivacyAccountingError(f"an approx spend needs epsilon >= 0, delta in [0, 1], got "
-                                         f"({self.epsilon}, {self.delta})")
-        if self.notion == "zcdp" and not (self.rho >= 0):
-            raise PrivacyAccountingError(f"a zcdp spend needs rho >= 0, got {self.rho}")
-        if self.notion == "none" and not self.note:
+                                         f"({epsilon}, {delta})")
+        if notion == "zcdp" and not (rho >= 0):
+            raise PrivacyAccountingError(f"a zcdp spend needs rho >= 0, got {rho}")
+        if notion == "none" and not note:
             raise PrivacyAccountingError("a 'none' spend needs a note saying why it is not DP")
+        self.__dict__.update(mechanism=mechanism, notion=notion, epsilon=epsilon, delta=delta, rho=rho,
+                             sensitivity=sensitivity, scale=scale, label=label, note=note, trial=trial)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}

@@ -34,7 +34,8 @@ class PrivacyLedger:
     def __init__(self, noise: Any) -> None:
         if isinstance(noise, np.random.Generator):
             noise = SeededNoise(noise)
-        self.noise = as_noise(noise)
+        # a noise source (the runner's, once per cell) is used as it is: what ``as_noise`` returns for one
+        self.noise = noise if isinstance(noise, (SeededNoise, SecureNoise)) else as_noise(noise)
         self.spends: list[Spend] = []
         self._trial: int | None = None
 

@@ -371,3 +371,78 @@ def test_metric_table_equals_the_per_cell_values():
     assert full[2][0][2] == "RuntimeError: cell failed" and len(full[2]) == 2    # a failed cell: its error
     assert full[4][1][2] == "metric mae: ValueError: three"                     # a metric failing on one cell
     assert full[5][2][0] == "y" and full[5][3][2].startswith("extra z: ValueError")
+
+
+def test_head_text_equals_the_fields_written_one_by_one():
+    """``_head_text`` (the plain-int path too) is each field's ``_csv_field(_fmt(x))`` followed by a comma."""
+    from dpexp.runner import _csv_field, _fmt, _head_text
+
+    for fields in [(0, -1, 7, 2**70), (1, True), (np.int64(3), 4), (1.0, 0), ("all", 5), ("a,\"b\"", "σ — ε", -0.0,
+                   float("nan"), None), ()]:
+        assert _head_text(fields) == "".join(_csv_field(_fmt(x)) + "," for x in fields).encode()
+    assert _head_text((1, True)) == b"1,True," and _head_text((np.int64(3), 4)) == b"3,4,"
+
+
+@pytest.mark.parametrize("over", [[], ["noise=secure"]])
+def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
+    """The head text ``chunk_records`` puts on each record (made from texts shared by many cells) is the text of
+    its head field by field, and its summary fields are the head's; so the chunk's CSV is what the plain writer
+    makes of its rows, and its summary what the records' heads give — with private and non-private variants, several
+    (ε, δ), failing cells and secure noise mode."""
+    import operator
+    import textwrap
+
+    from dpexp import runner, spec
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(textwrap.dedent("""\
+        name: s
+        seed: 11
+        repeats: 1
+        datasets: [{name: honkela_synthetic, params: {d: 3}}]
+        sizes: {n_private: [0, 20], n_public: 5, n_test: 10}
+        privacy: {epsilon: [0.5, 2.0], delta: [0.0, 1.0e-5]}
+        algorithms: [{name: lr}, {name: plr}, {name: null_model, label: "odd, \\"label\\"", params: {fail: true}}]
+        metrics: [mae]
+        """))
+    exp = spec.load(cfg, over, None)
+    for chunk in runner.plan_chunks(exp):
+        recs = runner.chunk_records(exp, chunk, 11)
+        assert recs and all(len(r) == 5 for r in recs)
+        for head, _, _, text, group in recs:
+            assert text == "".join(runner._csv_field(runner._fmt(x)) + "," for x in head).encode()
+            assert all(map(operator.is_, group, runner._summary_fields(head)))
+        assert runner._records_summary(recs) == runner._records_summary([r[:3] for r in recs])
+        rows = [Row(*r[0], m, v, r[2], e) for r in recs for m, v, e in r[1]]
+        assert runner._records_to_csv(recs) == runner._records_to_csv([r[:3] for r in recs]) == _plain(rows)
+        if not over:   # seeded: the same rows again (secure mode draws other noise)
+            assert _plain(runner.run_chunk(exp, chunk, 11)) == _plain(rows)
+        assert any(r.error for r in rows) and {r.delta for r in rows} == {0.0, 1e-5}
+
+
+def test_state_seed_serves_pcg64_only():
+    """A precomputed stream seed answers PCG64's request (4 uint64 words, the dtype given as ``np.uint64`` or any
+    spelling of it) and refuses any other."""
+    from dpexp.rng import _StateSeed, seed_states
+
+    st = seed_states(3, [(1, 2, 3, 4)])[0]
+    seed = _StateSeed(st)
+    for dtype in (np.uint64, "uint64", np.dtype(np.uint64)):
+        assert seed.generate_state(4, dtype) is st
+    for n, dtype in ((4, np.uint32), (8, np.uint64), (4, "u4")):
+        with pytest.raises(ValueError):
+            seed.generate_state(n, dtype)
+
+
+def test_output_keeps_float_matrices_and_converts_the_rest():
+    """``Output`` keeps a (trials, n_test) float64 array as it is and converts anything else as before: a vector to
+    one row, ints and other byte orders to native floats."""
+    from dpexp.types import Output
+
+    P = np.arange(6.0).reshape(2, 3)
+    assert Output(P).predictions is P
+    for given, shape in ((np.arange(3), (1, 3)), ([1.0, 2.0], (1, 2)), (P.astype(">f8"), (2, 3)),
+                         (P.astype(np.float32), (2, 3)), (P[:, ::2], (2, 2))):
+        got = Output(given).predictions
+        assert got.dtype == np.float64 and got.dtype.isnative and got.shape == shape
+        assert np.array_equal(got, np.atleast_2d(np.asarray(given, dtype=float)))

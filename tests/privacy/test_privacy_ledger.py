@@ -339,3 +339,35 @@ def test_analytic_sigma_is_the_upper_end_of_its_bracket(sens):
             s = mech.analytic_gaussian_sigma(sens, eps, delta)
             assert mech._analytic_delta(s, sens, eps) <= delta, (sens, eps, delta)     # never below the root
             assert mech._analytic_delta(s * (1 - 1e-9), sens, eps) > delta, (sens, eps, delta)  # and tight
+
+
+def test_spend_init_is_the_dataclass_one():
+    """``Spend``'s hand-written ``__init__`` (one dict update, for speed) takes the fields in order with their
+    defaults, checks what the generated one checked, and gives frozen, equal, hashable, replaceable records."""
+    import dataclasses
+    import inspect
+    import math
+
+    from dpexp.privacy.guarantee import NAN, PrivacyAccountingError, Spend
+
+    params = list(inspect.signature(Spend).parameters.values())
+    fields = dataclasses.fields(Spend)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields):
+        want = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default is want or (isinstance(want, float) and math.isnan(want) and math.isnan(p.default))
+    s = Spend("laplace", "pure", 1.0, 0.0, NAN, 2.0, 0.5, "x", "", 3)   # the default NaN object: equal fields
+    assert s == Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=2.0, scale=0.5, label="x", trial=3)
+    assert dataclasses.astuple(s)[:4] == ("laplace", "pure", 1.0, 0.0) and s.trial == 3 and s.label == "x"
+    assert hash(s) == hash(dataclasses.replace(s)) and dataclasses.replace(s, trial=None).trial is None
+    assert s.to_dict()["rho"] is None and vars(s).keys() == {f.name for f in fields}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.epsilon = 2.0
+    for bad in [dict(notion="nope"), dict(notion="pure", epsilon=-1.0), dict(notion="pure"),
+                dict(notion="approx", epsilon=1.0, delta=1.5), dict(notion="zcdp", rho=-0.1), dict(notion="zcdp"),
+                dict(notion="none")]:
+        with pytest.raises(PrivacyAccountingError):
+            Spend("m", **bad)
+    with pytest.raises(PrivacyAccountingError):
+        dataclasses.replace(s, epsilon=-1.0)
+    assert Spend("m", "none", note="why").note == "why" and Spend("m", "zcdp", rho=0.0).rho == 0.0
