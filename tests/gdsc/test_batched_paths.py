@@ -283,9 +283,9 @@ def test_plr_batched_release_equals_perturbed_stats_split_by_split(solver, trial
 
 
 def test_plr_fit_branches_equal_posterior_mean_fixed_per_branch():
-    """``plr._fit`` from one eigen-decomposition: per branch the floats of ``posterior_mean_fixed`` on that
+    """``batching.fit_fixed_many`` from one eigen-decomposition: per branch the floats of ``posterior_mean_fixed`` on that
     branch's splits (some need the floor, some not), and the plain path when the decomposition fails."""
-    from dpexp.families.gdsc.algorithms.plr import _fit, _same_floor_branch
+    from dpexp.families.gdsc.batching import fit_fixed_many as _fit, same_floor_branch as _same_floor_branch
     from dpexp.models.bayes_lr import posterior_mean_fixed
 
     rng = np.random.default_rng(3)
@@ -372,7 +372,10 @@ def test_plr_run_is_seen_by_the_audit_view():
     d = split.X_private.shape[1]
     out = released_statistics(alg).run(split, 1.0, 0.0, PrivacyLedger(np.random.default_rng(0)), 4)
     assert out.coef.shape == (4, d * (d + 1) // 2 + d)
-    got = alg._release([split, make_split(20, 4, 3, 2)], 1.0, [PrivacyLedger(np.random.default_rng(0)),
-                                                               PrivacyLedger(np.random.default_rng(1))], 4, [None] * 2)
+    from dpexp.families.gdsc.release_batch import perturbed_stats_many
+
+    got = perturbed_stats_many([split, make_split(20, 4, 3, 2)], alg.params.B_x, alg.params.B_y, 1.0,
+                               [PrivacyLedger(np.random.default_rng(0)), PrivacyLedger(np.random.default_rng(1))], 4,
+                               [None] * 2)
     iu = np.triu_indices(d)
     np.testing.assert_array_equal(out.coef, np.concatenate([got[0][0][:, iu[0], iu[1]], got[0][1]], axis=1))

@@ -14,11 +14,14 @@ per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batc
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
+from dpexp.families.gdsc.batching import each, groups
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
@@ -331,3 +334,72 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     off = _offsets(Xs)
     bad = ~(np.isfinite(np.concatenate(Xs)).all(axis=1) & np.isfinite(np.concatenate(ys)))
     return np.diff(np.concatenate([[0], np.cumsum(bad)])[off]) == 0
+
+
+def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
+                         out: list) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+    """plr's release for many splits: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy)
+    of each split's private rows plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed
+    by split index in order; a failing split gets its exception in ``out``.  None (nothing drawn or recorded): one
+    split — ``run``, whose ``perturbed_stats`` call the audit's view records — or an ε/2 or bounds that are not
+    valid floats (each split then fails in the per-split code as it must); the caller releases split by split.
+
+    The releases: XᵀX's d(d+1)/2 upper-triangle entries, mirrored, then Xᵀy, each a Laplace mechanism with
+    Δ₁ = d(d+1)B_x², 2dB_xB_y under replace-one neighbours (``stats.sensitivities``, Methods 4.2).  Each split's
+    clipping and products on its own, then per d one ``standard_laplace_rows`` row per cell holding the
+    trials·(d(d+1)/2 + d) draws of its two calls, scaled and recorded by ``laplace_rows`` (the same floats and
+    spends: tests/gdsc/test_batched_paths.py).  ``clip``, ``sensitivities`` and ``triu_indices`` are looked up in
+    ``stats`` at call time (the audit's mutants patch them there)."""
+    eps = 0.5 * epsilon
+    if len(splits) == 1 or not (type(eps) is float and 0.0 < eps < math.inf and type(B_x) is float
+                                and type(B_y) is float):
+        return None
+    exact: dict[int, tuple[np.ndarray, ...]] = {}
+    failed: dict[int, Exception] = {}
+
+    def statistics(k: int) -> None:   # the exact statistics: the clipped private rows' (if any), the public's
+        s = splits[k]
+        Xv, yv = s.X_private, s.y_private
+        if Xv.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
+            ledgers[k].public_only()
+            priv: tuple = ()
+        else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
+            Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
+            priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
+        try:
+            Xu = s.X_public
+            exact[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
+        except Exception as exc:   # as split by split: the release is made (and paid), then the split fails
+            if not priv:
+                raise
+            failed[k] = exc
+            exact[k] = (None, None) + priv
+
+    ks = each(range(len(splits)), out, statistics)
+    res: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for k in ks:
+        if len(exact[k]) == 2:   # public rows only
+            d = splits[k].d
+            res[k] = (np.zeros((trials, d, d)) + exact[k][0], np.zeros((trials, d)) + exact[k][1])
+    for d, group in groups((k for k in ks if len(exact[k]) == 5), lambda k: exact[k][4]).items():
+        lgs = [ledgers[k] for k in group]
+        S, m = len(group), d * (d + 1) // 2
+        std = standard_laplace_rows(lgs, trials * (m + d))
+        s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
+        N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m),
+                            np.full(S, s_xx), eps, lgs, label="X'X")
+        N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d),
+                            np.full(S, s_xy), eps, lgs, label="X'y")
+        iu = gdsc_stats.triu_indices(d)
+        N = np.zeros((S, trials, d, d))
+        N[..., iu[0], iu[1]] = N_up
+        N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
+        XX = np.stack([exact[k][2] for k in group])[:, None] + N_xx
+        Xy = np.stack([exact[k][3] for k in group])[:, None] + N_xy
+        for j, k in enumerate(group):
+            if k in failed:
+                out[k] = failed[k]
+            else:
+                res[k] = (XX[j] + exact[k][0], Xy[j] + exact[k][1])
+    return {k: res[k] for k in ks if k in res}
+

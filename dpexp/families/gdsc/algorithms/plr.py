@@ -6,22 +6,18 @@ XᵀX and Xᵀy of the private rows with whole-range bounds, ε split evenly, fi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.batching import each, groups, solve_stacked
+from dpexp.families.gdsc.batching import each, fit_fixed_many, groups
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
-from dpexp.families.gdsc import stats as gdsc_stats   # looked up at call time (the audit's mutants patch it)
+from dpexp.families.gdsc.release_batch import perturbed_stats_many
 from dpexp.families.gdsc.stats import perturbed_stats
-from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.privacy.ledger import as_ledger
-from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -51,93 +47,29 @@ class PrivateLR(BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Release each split's statistics through its own ledger (``perturbed_stats``' releases, as rplr; each
-        split's draws in one generator call, its spends recorded as ``laplace`` records them: ``_release``), then
-        fit every group of splits of one d in one batched call (``posterior_mean_fixed`` treats each problem on its
-        own: ``_fit``)."""
+        """Release each split's statistics through its own ledger (``perturbed_stats``, as rplr), then fit every
+        group of splits of one d in one batched call (``posterior_mean_fixed`` treats each problem on its own).
+        Many splits release as arrays (``release_batch.perturbed_stats_many``: the same draws and spends) and share
+        the eigen-decomposition of the PSD floor (``batching.fit_fixed_many``: the same floats)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        stats = self._release(splits, epsilon, ledgers, trials, out)
+        stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out)
+        if stats is None:   # one split (``run``, which the audit's view instruments) or no valid float ε
+            stats = self._release_each(splits, epsilon, ledgers, trials, out)
         for group in groups(stats, lambda k: stats[k][0].shape[-1]).values():   # one batched fit per d
             XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
-            for rows, W in _fit(XX, Xy, p.lam, p.lam0, p.solver):
+            for rows, W in fit_fixed_many(XX, Xy, p.lam, p.lam0, p.solver):
                 for k, w in zip((group[j] for j in rows), W):
                     # the guarantee is derived from the two Laplace releases, never from the config
                     out[k] = w if isinstance(w, Exception) else Output(
                         predictions=w @ splits[k].X_test.T, coef=w, guarantee=ledgers[k].guarantee())
         return out
 
-    def _release(self, splits: list[Split], epsilon: float, ledgers: list, trials: int, out: list
-                 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """The noisy private statistics plus the exact public ones of each split that does not fail, (trials, d, d)
-        and (trials, d), keyed by split index in order; a failing split gets its exception in ``out``.
-
-        The private releases are ``perturbed_stats``' (B_x, B_y, ε/2 each, no yᵀy): XᵀX's d(d+1)/2 upper-triangle
-        entries, mirrored, then Xᵀy, each a Laplace mechanism with Δ₁ = d(d+1)B_x², 2dB_xB_y (``stats``).
-        Batched: each split's clipping and products on its own (``clipped_stats``'), then per d one
-        ``standard_laplace_rows`` row per cell holding the trials·(d(d+1)/2 + d) draws of its two calls, scaled and
-        recorded by ``laplace_rows`` (the same floats and spends: tests/gdsc/test_batched_paths.py).
-        One split (``run``: the audit's view records what ``perturbed_stats`` returns) or an ε/2 that is not a
-        valid float ε (each split then fails as it must) take the split-by-split path."""
-        p = self.params
-        eps = 0.5 * epsilon
-        if len(splits) == 1 or not (type(eps) is float and 0.0 < eps < math.inf and type(p.B_x) is float
-                                    and type(p.B_y) is float):
-            return self._release_each(splits, epsilon, ledgers, trials, out)
-        B_x, B_y = p.B_x, p.B_y
-        exact: dict[int, tuple[np.ndarray, ...]] = {}
-        failed: dict[int, Exception] = {}
-
-        def statistics(k: int) -> None:   # the exact statistics: the clipped private rows' (if any), the public's
-            s = splits[k]
-            Xv, yv = s.X_private, s.y_private
-            if Xv.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
-                ledgers[k].public_only()
-                priv: tuple = ()
-            else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
-                Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
-                priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
-            try:
-                Xu = s.X_public
-                exact[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
-            except Exception as exc:   # as split by split: the release is made (and paid), then the split fails
-                if not priv:
-                    raise
-                failed[k] = exc
-                exact[k] = (None, None) + priv
-
-        ks = each(range(len(splits)), out, statistics)
-        res: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for k in ks:
-            if len(exact[k]) == 2:   # public rows only
-                d = splits[k].d
-                res[k] = (np.zeros((trials, d, d)) + exact[k][0], np.zeros((trials, d)) + exact[k][1])
-        for d, group in groups((k for k in ks if len(exact[k]) == 5), lambda k: exact[k][4]).items():
-            lgs = [ledgers[k] for k in group]
-            S, m = len(group), d * (d + 1) // 2
-            std = standard_laplace_rows(lgs, trials * (m + d))
-            s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
-            N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m),
-                                np.full(S, s_xx), eps, lgs, label="X'X")
-            N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d),
-                                np.full(S, s_xy), eps, lgs, label="X'y")
-            iu = gdsc_stats.triu_indices(d)
-            N = np.zeros((S, trials, d, d))
-            N[..., iu[0], iu[1]] = N_up
-            N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-            XX = np.stack([exact[k][2] for k in group])[:, None] + N_xx
-            Xy = np.stack([exact[k][3] for k in group])[:, None] + N_xy
-            for j, k in enumerate(group):
-                if k in failed:
-                    out[k] = failed[k]
-                else:
-                    res[k] = (XX[j] + exact[k][0], Xy[j] + exact[k][1])
-        return {k: res[k] for k in ks if k in res}
-
     def _release_each(self, splits: list[Split], epsilon: float, ledgers: list, trials: int, out: list
                       ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """``_release`` split by split through ``perturbed_stats`` (the reference of the batched release)."""
+        """Each split's noisy private statistics plus its exact public ones, (trials, d, d) and (trials, d),
+        keyed by split index; a failing split gets its exception in ``out``."""
         p = self.params
         stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -155,49 +87,3 @@ class PrivateLR(BatchedAlgorithm):
 
         ks = each(range(len(splits)), out, release)
         return {k: stats[k] for k in ks}
-
-
-def _fit(XX: np.ndarray, Xy: np.ndarray, lam: float, lam0: float, solver: str
-         ) -> list[tuple[np.ndarray, list[np.ndarray | Exception]]]:
-    """``solve_stacked(posterior_mean_fixed, …)`` of the splits (leading axis of XX (splits, trials, d, d)) in
-    groups ``rows`` that one call may fit with the results of separate calls (``_same_floor_branch``); returns
-    (rows, weights) pairs.  With ``solver="psd_floor"`` the eigen-decomposition that decides the branch is the one
-    ``symmetric_psd_floor`` would compute again on each group (numpy decomposes each matrix of a stack on its own:
-    the same floats), so it is computed once and the floor applied from it — anything failing on the way takes the
-    plain path."""
-    if solver == "psd_floor":
-        try:
-            A = 0.5 * (XX + np.swapaxes(XX, -1, -2))
-            w, V = np.linalg.eigh(A)
-            unfloored = np.all(w >= 0.0, axis=(-2, -1))
-            got = []
-            eye = np.eye(XX.shape[-1])
-            for rows, floored in ((np.flatnonzero(unfloored), False), (np.flatnonzero(~unfloored), True)):
-                if not rows.size:
-                    continue
-                if floored:   # symmetric_psd_floor's rebuild from the eigen-decomposition, on this group
-                    Vr = V[rows]
-                    XXs = (Vr * np.maximum(w[rows], 0.0)[..., None, :]) @ np.swapaxes(Vr, -1, -2)
-                else:
-                    XXs = A[rows]
-                prec = lam0 * eye + lam * XXs
-                W = np.linalg.solve(prec, lam * Xy[rows][..., None])[..., 0]
-                got.append((rows, [W[j] for j in range(len(W))]))
-            return got
-        except Exception:   # e.g. a singular or non-finite problem: each group solved as posterior_mean_fixed does
-            pass
-    return [(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], lam, lam0, solver))
-            for rows in _same_floor_branch(XX, solver)]
-
-
-def _same_floor_branch(XX: np.ndarray, solver: str) -> list[np.ndarray]:
-    """The splits (leading axis of XX, (splits, trials, d, d)) in groups that ``posterior_mean_fixed`` may fit in one
-    call with the results of separate calls: with ``solver="psd_floor"``, ``symmetric_psd_floor`` rebuilds a whole
-    batch from its eigen-decomposition as soon as one matrix has an eigenvalue below the floor (0), which moves the
-    others in their last bits — so the splits whose (symmetrised) matrices need no floor are fitted apart from the
-    others, as each would be alone."""
-    if solver != "psd_floor":
-        return [np.arange(len(XX))]
-    w = np.linalg.eigh(0.5 * (XX + np.swapaxes(XX, -1, -2)))[0]
-    unfloored = np.all(w >= 0.0, axis=(-2, -1))
-    return [rows for rows in (np.flatnonzero(unfloored), np.flatnonzero(~unfloored)) if rows.size]
