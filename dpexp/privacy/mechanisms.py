@@ -603,6 +603,18 @@ def gamma_norm(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     return v + g * np.asarray(r)[..., None]
 
 
+def _vector_per_cell(mechanism: str, values: Any, sources: Sequence[Any], label: str) -> tuple[np.ndarray, int, int]:
+    """The (S, d) values of a ``*_rows`` mechanism that releases one vector per cell, with S and d; ValueError,
+    before anything is drawn or recorded, unless ``values`` is 2-D with one row per source."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"{mechanism} releases one vector per cell ((S, d) values), got shape {v.shape}")
+    S, d = v.shape
+    if len(sources) != S:
+        raise ValueError(f"{mechanism} {label!r}: {len(sources)} sources for {S} cells")
+    return v, S, d
+
+
 def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Sequence[Any],
                     size: int | Sequence[int] | None = None, *, scales: Any = None, label: str = "") -> np.ndarray:
     """``gamma_norm`` of one vector of each of S cells at once: values[i] + b_i, ‖b_i‖ ~ Gamma(d, Δ₂ᵢ/ε) in a
@@ -613,12 +625,7 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     cell draws from its own source the calls ``gamma_norm`` makes (N(0, 1) of shape ``size + (d,)``, then Gamma(d,
     1) of shape ``size``); the normalisation and scaling, row-wise and element-wise, are done once for all cells
     (the same floats: ``tests/privacy``).  Returns (S,) + size + (d,)."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 2:
-        raise ValueError(f"gamma_norm_rows releases one vector per cell ((S, d) values), got shape {v.shape}")
-    S, d = v.shape
-    if len(sources) != S:
-        raise ValueError(f"gamma_norm_rows {label!r}: {len(sources)} sources for {S} cells")
+    v, S, d = _vector_per_cell("gamma_norm_rows", values, sources, label)
     _check_eps(epsilon)
     eps = float(epsilon)
     sens = np.asarray(sensitivities, dtype=float).reshape(S).tolist()
@@ -685,12 +692,7 @@ def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
     ``heuristic_gamma_norm`` makes (Uniform(−½, ½) of shape ``size + (d,)``, then Gamma(d, 1) of shape ``size``);
     the normalisation and scaling, element- and row-wise, are done once for all cells (the same floats:
     ``tests/gdsc/test_batched_paths.py``).  Returns (S,) + size + (d,)."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 2:
-        raise ValueError(f"heuristic_gamma_norm_rows releases one vector per cell ((S, d) values), got shape {v.shape}")
-    S, d = v.shape
-    if len(sources) != S:
-        raise ValueError(f"heuristic_gamma_norm_rows {label!r}: {len(sources)} sources for {S} cells")
+    v, S, d = _vector_per_cell("heuristic_gamma_norm_rows", values, sources, label)
     sc = np.asarray(scales, dtype=float).reshape(S)
     for x in sc.tolist():
         _check_nonneg(x, "scale")

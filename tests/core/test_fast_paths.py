@@ -158,22 +158,11 @@ def test_seed_states_equal_numpy_seed_sequence(root):
 def test_chunk_streams_are_the_cells_named_streams(tmp_path):
     """The runner's precomputed seeds (``_cell_streams``) give each cell the stream of its names, for every variant
     and budget of a chunk; secure mode makes none."""
-    import textwrap
-
     from dpexp import runner, spec
     from dpexp.rng import noise_stream
 
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(textwrap.dedent("""\
-        name: s
-        seed: 11
-        repeats: 2
-        datasets: [{name: honkela_synthetic, params: {d: 3}}]
-        sizes: {n_private: [20], n_public: 5, n_test: 10}
-        privacy: {epsilon: [0.5, 2.0]}
-        algorithms: [{name: lr}, {name: plr}]
-        metrics: [mae]
-        """))
+    cfg = _small_config(tmp_path, repeats=2, n_private=[20], privacy={"epsilon": [0.5, 2.0]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"}])
     exp = spec.load(cfg, [], None)
     chunk = runner.plan_chunks(exp)[1]
     dv = exp.datasets[chunk.dataset]
@@ -390,21 +379,12 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
     makes of its rows, and its summary what the records' heads give — with private and non-private variants, several
     (ε, δ), failing cells and secure noise mode."""
     import operator
-    import textwrap
 
     from dpexp import runner, spec
 
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text(textwrap.dedent("""\
-        name: s
-        seed: 11
-        repeats: 1
-        datasets: [{name: honkela_synthetic, params: {d: 3}}]
-        sizes: {n_private: [0, 20], n_public: 5, n_test: 10}
-        privacy: {epsilon: [0.5, 2.0], delta: [0.0, 1.0e-5]}
-        algorithms: [{name: lr}, {name: plr}, {name: null_model, label: "odd, \\"label\\"", params: {fail: true}}]
-        metrics: [mae]
-        """))
+    cfg = _small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [0.5, 2.0], "delta": [0.0, 1.0e-5]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"},
+                                    {"name": "null_model", "label": 'odd, "label"', "params": {"fail": True}}])
     exp = spec.load(cfg, over, None)
     for chunk in runner.plan_chunks(exp):
         recs = runner.chunk_records(exp, chunk, 11)
@@ -446,3 +426,16 @@ def test_output_keeps_float_matrices_and_converts_the_rest():
         got = Output(given).predictions
         assert got.dtype == np.float64 and got.dtype.isnative and got.shape == shape
         assert np.array_equal(got, np.atleast_2d(np.asarray(given, dtype=float)))
+
+
+def _small_config(tmp_path, repeats: int, n_private: list, privacy: dict, algorithms: list):
+    """A small honkela_synthetic (d = 3) experiment written as YAML into ``tmp_path``; returns its path."""
+    import yaml
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "s", "seed": 11, "repeats": repeats,
+        "datasets": [{"name": "honkela_synthetic", "params": {"d": 3}}],
+        "sizes": {"n_private": n_private, "n_public": 5, "n_test": 10},
+        "privacy": privacy, "algorithms": algorithms, "metrics": ["mae"]}, sort_keys=False))
+    return cfg

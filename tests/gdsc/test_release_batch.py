@@ -143,16 +143,8 @@ def test_run_many_equals_run_per_split(cls, params, trials):
     """A batch of splits (varying n and d, one without private rows) gives each split what ``run`` gives it: the
     same release, bounds and guarantee to the bit; the batched fits iterate until the whole batch converges (as
     before this batching), so the fitted numbers agree to rounding."""
-    alg = cls(**params)
-    splits = _splits()
-    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
-    many = alg.run_many(splits, 1.5, 0.0, lb, trials)
-    for s, lg, o in zip(splits, la, many):
-        one = alg.run(s, 1.5, 0.0, lg, trials)
-        _same(one.clip_bounds, o.clip_bounds)
-        assert repr(one.guarantee) == repr(o.guarantee)
+    for one, o in _many_and_each(cls(**params), trials):
         assert list(one.extras) == list(o.extras)
-        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
         for lv in one.pred_interval:
             np.testing.assert_allclose(one.pred_interval[lv][1], o.pred_interval[lv][1], rtol=1e-6, atol=1e-9)
 
@@ -256,14 +248,7 @@ def test_narplr_run_many_equals_run_per_split_with_clipped_public_rows(trials):
     what ``run`` gives it (release, bounds, guarantee to the bit; the fit to rounding, as above)."""
     alg = NoiseAwareRPLR(sigma="dp", **EXPLICIT)
     assert alg.params.clip_public
-    splits = _splits()
-    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
-    many = alg.run_many(splits, 1.5, 0.0, lb, trials)
-    for s, lg, o in zip(splits, la, many):
-        one = alg.run(s, 1.5, 0.0, lg, trials)
-        _same(one.clip_bounds, o.clip_bounds)
-        assert repr(one.guarantee) == repr(o.guarantee)
-        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
+    for one, o in _many_and_each(alg, trials):
         for lv in one.coef_interval:
             np.testing.assert_allclose(one.coef_interval[lv][0], o.coef_interval[lv][0], rtol=1e-6, atol=1e-9)
 
@@ -388,3 +373,19 @@ def test_naive_group_equals_per_split_naive_stats(trials, sigma, with_empty):
         assert extras[i] == ex
         if rg is not None:
             _same(ridge[i], np.broadcast_to(np.asarray(rg, dtype=float), ridge[i].shape))
+
+
+def _many_and_each(alg, trials: int) -> list:
+    """(``run`` of each of ``_splits()``, ``run_many``'s output for it) pairs, after checking that they share the
+    release's bounds and the guarantee to the bit and the predictions to rounding (the batched fits iterate until
+    the whole batch converges)."""
+    splits = _splits()
+    la, lb = _ledgers(len(splits)), _ledgers(len(splits))
+    pairs = []
+    for s, lg, o in zip(splits, la, alg.run_many(splits, 1.5, 0.0, lb, trials)):
+        one = alg.run(s, 1.5, 0.0, lg, trials)
+        _same(one.clip_bounds, o.clip_bounds)
+        assert repr(one.guarantee) == repr(o.guarantee)
+        np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
+        pairs.append((one, o))
+    return pairs
