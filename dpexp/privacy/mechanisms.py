@@ -34,6 +34,7 @@ from scipy import optimize, special
 from dpexp import cache
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import PrivacyAccountingError, Spend
+from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import as_noise
 
 #: relative slack allowed between a declared ε (or ρ) and the one implied by the scale drawn (rounding only)
@@ -156,16 +157,8 @@ def _pure_scale(mechanism: str, sens: np.ndarray, epsilon: float | None, scale: 
     return b, float(epsilon) if epsilon is not None else implied
 
 
-def _ledger_of(source: Any):
-    global _LEDGER
-    if _LEDGER is None:   # imported on first use (the ledger module builds on this one's neighbours)
-        from dpexp.privacy.ledger import PrivacyLedger
-
-        _LEDGER = PrivacyLedger
-    return source if isinstance(source, _LEDGER) else None
-
-
-_LEDGER: Any = None
+def _ledger_of(source: Any) -> PrivacyLedger | None:
+    return source if isinstance(source, PrivacyLedger) else None
 
 
 def _record(source: Any, spend: Spend) -> None:
