@@ -272,6 +272,9 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     if standard.shape != v.shape:   # a mis-sliced draw array would broadcast: one draw reused across trials/cells
         raise ValueError(f"laplace_rows {label!r}: standard draws of shape {standard.shape} for a value of shape "
                          f"{v.shape} (one draw per released number, each used once)")
+    if v.ndim < 2:   # (S,) values: the (S, 1) scales would broadcast every cell's draws into every cell's row
+        raise ValueError(f"laplace_rows {label!r}: values of shape {v.shape}; expected (S, T, ...), a leading axis of "
+                         "cells then the trials")
     S = v.shape[0]
     if len(sources) != S:
         raise ValueError(f"laplace_rows {label!r}: {len(sources)} sources for {S} cells")

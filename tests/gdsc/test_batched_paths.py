@@ -379,3 +379,16 @@ def test_plr_run_is_seen_by_the_audit_view():
                                [None] * 2)
     iu = np.triu_indices(d)
     np.testing.assert_array_equal(out.coef, np.concatenate([got[0][0][:, iu[0], iu[1]], got[0][1]], axis=1))
+
+
+def test_plr_batched_release_checks_its_sensitivities_before_drawing():
+    """Bounds whose sensitivities overflow: nothing is drawn as arrays (``perturbed_stats_many`` declines), and
+    each split fails on its own as split by split — an error per cell, not one for the whole call."""
+    from dpexp.families.gdsc.release_batch import perturbed_stats_many
+
+    splits = [make_split(20, 4, 3, 1), make_split(30, 4, 3, 2)]
+    lgs = [PrivacyLedger(np.random.default_rng(k)) for k in range(2)]
+    assert perturbed_stats_many(splits, 1.0, 1e300, 1.0, lgs, 1, [None] * 2) is None
+    assert all(not lg.spends for lg in lgs)
+    out = registry.get("algorithm", "plr")(B_y=1e300).run_many(splits, 1.0, 0.0, lgs, 1)
+    assert len(out) == 2 and all(isinstance(o, Exception) for o in out)

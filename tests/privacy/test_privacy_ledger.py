@@ -3,6 +3,7 @@ values for every rule), trials counted once, bad input rejected, analytic Gaussi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -371,3 +372,33 @@ def test_spend_init_is_the_dataclass_one():
     with pytest.raises(PrivacyAccountingError):
         dataclasses.replace(s, epsilon=-1.0)
     assert Spend("m", "none", note="why").note == "why" and Spend("m", "zcdp", rho=0.0).rho == 0.0
+
+
+def test_guarantee_memo_keeps_ledgers_apart_that_differ_in_one_composed_field():
+    """The guarantee memo's key holds every field composition reads: ledgers that differ only in a spend's note,
+    ρ, trial, δ, or in approx_delta get their own guarantee (composed in one process, after each other)."""
+    def ledger(*spends):
+        lg = PrivacyLedger(np.random.default_rng(0))
+        for sp in spends:
+            lg.record(sp)
+        return lg
+
+    base = Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=1.0, scale=1.0)
+    none = Spend("heuristic", "none", note="a reason")
+    assert ledger(none).guarantee().note != ledger(Spend("heuristic", "none", note="another")).guarantee().note
+    two = [Spend("gaussian", "approx", epsilon=1.0, delta=d, sensitivity=1.0, scale=1.0) for d in (1e-6, 1e-5)]
+    assert ledger(two[0]).guarantee().delta != ledger(two[1]).guarantee().delta
+    z = [Spend("gaussian", "zcdp", rho=r, sensitivity=1.0, scale=1.0) for r in (0.1, 0.2)]
+    assert ledger(z[0]).guarantee().rho != ledger(z[1]).guarantee().rho
+    assert ledger(z[0]).guarantee(1e-6).epsilon != ledger(z[0]).guarantee(1e-5).epsilon
+    t0, t1 = dataclasses.replace(base, trial=0), dataclasses.replace(base, trial=1)
+    same_trial, per_trial = ledger(t0, t0).guarantee(), ledger(t0, t1).guarantee()   # composed per trial, worst
+    assert same_trial.epsilon == 2.0 and per_trial.epsilon == 1.0
+
+
+def test_laplace_rows_refuses_values_without_a_trials_axis():
+    """(S,) values would broadcast each cell's draw into every cell's row: refused before anything is recorded."""
+    lgs = [PrivacyLedger(np.random.default_rng(k)) for k in range(3)]
+    with pytest.raises(ValueError, match="expected"):
+        mech.laplace_rows(np.zeros(3), np.ones(3), np.ones(3), 1.0, lgs)
+    assert all(not lg.spends for lg in lgs)

@@ -354,6 +354,11 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
     if len(splits) == 1 or not (type(eps) is float and 0.0 < eps < math.inf and type(B_x) is float
                                 and type(B_y) is float):
         return None
+    try:   # checked before anything is drawn or recorded: a sensitivity that overflows fails cell by cell there
+        if not all(math.isfinite(x) for d in {s.d for s in splits} for x in gdsc_stats.sensitivities(d, B_x, B_y)[:2]):
+            return None
+    except ArithmeticError:
+        return None
     exact: dict[int, tuple[np.ndarray, ...]] = {}
     failed: dict[int, Exception] = {}
 
