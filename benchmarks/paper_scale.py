@@ -212,20 +212,27 @@ def fit_floor(exp) -> tuple[float, list[tuple[str, int, int, float]], dict[str, 
     return sum(n * t for _, _, n, t in terms), terms, other
 
 
-def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float]]:
-    """CPU per cell and its split over the runner's stages, from ``k`` chunks of each dataset variant (spread over
-    the repeats) run in this process after one warm-up chunk each; the stages are timed by wrapping the runner's
-    functions (algorithms = ``run_many``, metrics = ``_metric_table``, ...), the rest is 'other'.  The warm-up
-    chunk is of another repeat than the measured ones: what is shared per repeat (the permutation, a drug's rows)
-    is then computed in the measured chunks as in a run, while data and tuning look-ups are warm."""
+def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float], dict[str, tuple[float, float]]]:
+    """CPU per cell of the run and its split over the runner's stages, from ``k`` chunks of each dataset variant
+    (spread over the repeats) run in this process after one warm-up chunk each; the stages are timed by wrapping the
+    runner's functions (algorithms = ``run_many``, metrics = ``_metric_table``, ...), the rest is 'other'.  The
+    warm-up chunk is of another repeat than the measured ones: what is shared per repeat (the permutation, a drug's
+    rows) is then computed in the measured chunks as in a run, while data and tuning look-ups are warm.
+
+    Each dataset variant's CPU per cell (and per stage) is weighted by its share of the run's cells, so the total
+    estimates the run's average (the data paths differ in cost per cell and in cells: gdsc_eps2's ``ours`` path
+    holds 12 of its 20 curves).  Returns (CPU s per cell, seconds per cell by stage, {dataset label: (its share of
+    the cells, its CPU s per cell)})."""
     from dpexp import runner
 
     chunks = runner.plan_chunks(exp)
     by: dict[int, list] = {}
     for c in chunks:
         by.setdefault(c.dataset, []).append(c)
-    pick = [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for cs in by.values() for i in range(k)]
-    picked_repeats = {c.repeat for c in pick}
+    run_cells = {ds: sum(runner._chunk_cells(exp, c) for c in cs) for ds, cs in by.items()}
+    total_cells = sum(run_cells.values())
+    picks = {ds: [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for i in range(k)] for ds, cs in by.items()}
+    picked_repeats = {c.repeat for cs in picks.values() for c in cs}
     for cs in by.values():
         warm = next((c for c in cs if c.repeat not in picked_repeats), cs[0])
         runner.compute_chunk(exp, warm, exp.spec.seed)          # warm: data, tuning look-ups
@@ -245,27 +252,38 @@ def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float]]:
 
     for stage, name in wrapped.items():
         setattr(runner, name, timed(stage, saved[name]))
+    weighted: dict[str, float] = {}
+    paths: dict[str, tuple[float, float]] = {}
     try:
-        t0 = time.process_time()
-        cells = 0
-        for c in pick:
-            runner.compute_chunk(exp, c, exp.spec.seed)
-            cells += runner._chunk_cells(exp, c)
-        total = time.process_time() - t0
+        for ds, pick in picks.items():
+            spent.clear()
+            t0 = time.process_time()
+            cells = 0
+            for c in pick:
+                runner.compute_chunk(exp, c, exp.spec.seed)
+                cells += runner._chunk_cells(exp, c)
+            total = time.process_time() - t0
+            spent["algorithms"] = spent.get("algorithms", 0.0) - spent.get("noise streams", 0.0)   # drawn there
+            spent["rows, tuning look-ups, other"] = total - sum(spent.values())
+            share = run_cells[ds] / total_cells
+            for stage, v in spent.items():
+                weighted[stage] = weighted.get(stage, 0.0) + share * v / cells
+            dv = exp.datasets[ds]
+            paths[exp.spec.datasets[dv.index].label or f"{dv.name}[{dv.params_str}]"] = (share, total / cells)
     finally:
         for name, fn in saved.items():
             setattr(runner, name, fn)
-    spent["algorithms"] = spent.get("algorithms", 0.0) - spent.get("noise streams", 0.0)   # streams are drawn there
-    spent["rows, tuning look-ups, other"] = total - sum(spent.values())
-    return total / cells, spent
+    return sum(weighted.values()), weighted, paths
 
 
 def print_breakdown(name: str, exp, k: int = 2) -> None:
-    per_cell, spent = stage_breakdown(exp, k)
+    per_cell, spent, paths = stage_breakdown(exp, k)
     total = sum(spent.values())
-    print(f"  where a cell's CPU goes ({name}, {k} chunks per dataset variant in this process): "
-          f"{per_cell * 1e6:.0f} us per cell = " + ", ".join(
+    print(f"  where a cell's CPU goes ({name}, {k} chunks per dataset variant in this process, each data path "
+          f"weighted by its share of the run's cells): {per_cell * 1e6:.0f} us per cell = " + ", ".join(
               f"{stage} {v / total:.0%}" for stage, v in sorted(spent.items(), key=lambda kv: -kv[1])), flush=True)
+    print("    per data path: " + ", ".join(f"{label} {share:.0%} of the cells at {cpu * 1e6:.0f} us"
+                                            for label, (share, cpu) in paths.items()), flush=True)
 
 
 class PeakMemory:
