@@ -76,6 +76,11 @@ EXPR_FILE = "gdsc/gdsc_v17_expression_64genes.csv.gz"
 IC50_FILE = "gdsc/IC50_v17.csv.gz"
 DOWNLOAD_HINT = "dpexp data download gdsc"
 N_GENES = 64
+#: bound of the per-drug memos (a drug's rows of one repeat: ``gdsc.drug_rows``, ``gdsc.protocol_drug``).  An entry
+#: serves the sizes and algorithms of one chunk only (its key holds the repeat's permutation), so the bound need only
+#: hold every drug of a chunk (GDSC has 265); a larger one kept dead entries alive: 1024 held 130 MB in a gdsc_eps2
+#: worker, enough for loky to restart its workers as leaking (> 300 MB growth; a restart costs ~3 s of CPU)
+DRUG_MEMO = 320
 
 #: The 64 most mutated of the GDSC cancer genes, in COSMIC mutation-count order (SOURCE.md, "Column names").
 GENES_64: tuple[str, ...] = (
@@ -524,7 +529,7 @@ class Gdsc(Dataset):
         T, P = p.test_pool, p.public_pool
         # the drug's rows, centring and σ are the same for every size of the repeat: memoised per (repeat, drug)
         key = (raw.source, p.d, p.evidence, p.centre, p.missing, T, P, N, dig, j)
-        dr = cache.memo("gdsc.drug_rows", key, lambda: self._drug_rows(raw, prep, j, pools), maxsize=1024)
+        dr = cache.memo("gdsc.drug_rows", key, lambda: self._drug_rows(raw, prep, j, pools), maxsize=DRUG_MEMO)
         X, y, sx, sy, ref = dr.X, dr.y, dr.sx, dr.sy, dr.ref
         after = p.missing == "after_split"
         # after_split: the tested lines among the pool's first n; before_split: the pool's first n tested lines
@@ -579,7 +584,7 @@ class Gdsc(Dataset):
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
         key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
         fd = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
-                        maxsize=1024)
+                        maxsize=DRUG_MEMO)
         (ht, pt, lt), (hu, pu, lu), (hv, pv, lv) = fd.seqs
         nt, nu = sizes.n_test, sizes.n_public
         (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
