@@ -649,9 +649,15 @@ _fewer_collections = _FewerCollections()
 
 
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
-    """Compute one chunk into its CSV bytes (the unit of work of every executor)."""
+    """Compute one chunk into its CSV bytes (the unit of work of every executor).  Its records are made, written
+    and freed while collections are fewer (``_chunk_done``): the objects of the chunk are gone before the threshold
+    is put back, so no pass over them follows (one per chunk was ~1 % of a GDSC cell's CPU)."""
     with _fewer_collections():
-        records = chunk_records(exp, chunk, seed)
+        return _chunk_done(exp, chunk, seed)
+
+
+def _chunk_done(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
+    records = chunk_records(exp, chunk, seed)
     data, summary = _records_to_csv(records), _records_summary(records)
     if not compress_parts(exp):
         return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)
