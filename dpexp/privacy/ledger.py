@@ -28,16 +28,19 @@ class PrivacyLedger:
     """Spends of one run, and the noise source its mechanisms draw from.
 
     ``noise``: a ``SeededNoise``/``SecureNoise`` (or anything with the ``NoiseSource`` API); a
-    ``numpy.random.Generator`` is wrapped in ``SeededNoise``.
+    ``numpy.random.Generator`` is wrapped in ``SeededNoise``.  ``composed``: a dict shared by ledgers composed in
+    one thread (the runner's, per chunk) where ``guarantee`` keeps the guarantees it found by their composition key,
+    so most cells look theirs up there (one dict look-up) instead of in the process-wide memo.
     """
 
-    def __init__(self, noise: Any) -> None:
+    def __init__(self, noise: Any, composed: dict[tuple[Any, ...], Guarantee] | None = None) -> None:
         if isinstance(noise, np.random.Generator):
             noise = SeededNoise(noise)
         # a noise source (the runner's, once per cell) is used as it is: what ``as_noise`` returns for one
         self.noise = noise if isinstance(noise, (SeededNoise, SecureNoise)) else as_noise(noise)
         self.spends: list[Spend] = []
         self._trial: int | None = None
+        self._composed = composed
 
     # ---- recording
     def record(self, spend: Spend) -> Spend:
@@ -76,14 +79,22 @@ class PrivacyLedger:
         """
         # a pure function of what composition reads of each spend: memoised (a run asks once per cell, and the
         # cells of a variant mostly spend alike); the key's fields read in C (``_COMPOSED``), the spends copied only
-        # when composed
+        # when composed; found first in the ledger's ``composed`` dict, if it has one (no lock, no LRU upkeep)
         spends = self.spends
-        key = (approx_delta, tuple(map(_COMPOSED, spends)))
+        key = (approx_delta, *map(_COMPOSED, spends))
+        known = self._composed
         try:
-            return cache.memo("privacy.ledger_guarantee", key, lambda: _compose(list(spends), approx_delta),
-                              maxsize=4096)
+            if known is not None:
+                got = known.get(key)
+                if got is not None:
+                    return got
+            got = cache.memo("privacy.ledger_guarantee", key, lambda: _compose(list(spends), approx_delta),
+                             maxsize=4096)
         except TypeError:   # an unhashable field (never recorded by dpexp's mechanisms): composed directly
             return _compose(list(spends), approx_delta)
+        if known is not None:
+            known[key] = got
+        return got
 
     @property
     def secure(self) -> bool:

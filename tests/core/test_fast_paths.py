@@ -277,6 +277,49 @@ def test_chunk_runs_with_fewer_collections_and_restores_the_threshold(monkeypatc
     assert seen == [max(50_000, before[0])] and gc.get_threshold() == before
 
 
+def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path):
+    """The chunk's CSV and summary are made while the threshold is raised too, and the records are freed before it
+    is put back (no pass over a chunk's objects after it); the chunk's bytes are those of its records."""
+    import gc
+    import weakref
+
+    from dpexp import runner, spec
+
+    exp = spec.load(_small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [1.0]},
+                                  algorithms=[{"name": "lr"}, {"name": "plr"}]), [], None)
+    chunk = runner.plan_chunks(exp)[0]
+    want = runner._records_to_csv(runner.chunk_records(exp, chunk, 11))
+    seen, held = [], []
+
+    class Records(list):   # a list that can be watched (weak reference) while the chunk is written
+        pass
+
+    real_records, real_csv = runner.chunk_records, runner._records_to_csv
+
+    def records(*a):
+        recs = Records(real_records(*a))
+        held.append(weakref.ref(recs))
+        return recs
+
+    def to_csv(recs, header=False):
+        seen.append(gc.get_threshold()[0])
+        return real_csv(recs, header)
+
+    def restored(*a):
+        if held:   # putting the threshold back (not raising it): the records are gone
+            seen.append(held[0]() is None)
+        return real_set(*a)
+
+    real_set = gc.set_threshold
+    monkeypatch.setattr(runner, "chunk_records", records)
+    monkeypatch.setattr(runner, "_records_to_csv", to_csv)
+    before = gc.get_threshold()
+    monkeypatch.setattr(runner.gc, "set_threshold", restored)
+    done = runner.compute_chunk(exp, chunk, 11)
+    monkeypatch.undo()
+    assert done.data == want and seen == [max(50_000, before[0]), True] and gc.get_threshold() == before
+
+
 def test_fewer_collections_nests_across_threads():
     """Chunks in threads of one process share the raised threshold; the caller's comes back when the last ends,
     whatever the order they end in."""

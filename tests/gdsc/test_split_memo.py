@@ -178,6 +178,10 @@ def test_sizes_of_a_repeat_share_the_test_and_public_rows(kw):
     ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
     a, b = (ds.split("Drug_5", Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)) for n in (2, 9))
     assert a.y_test is b.y_test and a.X_public is b.X_public and a.X_private is not b.X_private
+    if kw.get("protocol", "ours") == "ours":   # the private rows: read-only prefixes of the drug's, taken once
+        assert len(a.y_private) and np.shares_memory(a.X_private, b.X_private)
+        assert np.shares_memory(a.y_private, b.y_private) and a.X_private.flags.c_contiguous
+        assert not (a.X_private.flags.writeable or b.y_private.flags.writeable)
 
 
 def _split_fields(sp):

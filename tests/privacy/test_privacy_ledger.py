@@ -402,3 +402,34 @@ def test_laplace_rows_refuses_values_without_a_trials_axis():
     with pytest.raises(ValueError, match="expected"):
         mech.laplace_rows(np.zeros(3), np.ones(3), np.ones(3), 1.0, lgs)
     assert all(not lg.spends for lg in lgs)
+
+
+def test_guarantee_found_in_a_shared_composed_dict_is_the_memos():
+    """Ledgers sharing a ``composed`` dict (the runner's, per chunk) return the guarantee the memo gives a ledger
+    without one — the same object — keep keys apart that differ in one composed field, and compose an unhashable
+    spend directly."""
+    shared: dict = {}
+
+    def with_dict(*spends, approx_delta=None):
+        lg = PrivacyLedger(np.random.default_rng(0), shared)
+        for sp in spends:
+            lg.record(sp)
+        return lg.guarantee(approx_delta)
+
+    def plain(*spends, approx_delta=None):
+        lg = ledger()
+        for sp in spends:
+            lg.record(sp)
+        return lg.guarantee(approx_delta)
+
+    cases = [(), (pure(1.0),), (pure(1.0), pure(0.5)), (pure(1.0, note="n"),), (approx(1.0, 1e-6),),
+             (Spend("g", "zcdp", rho=0.1),), (dataclasses.replace(pure(1.0), trial=1),),
+             (Spend("h", "none", note="why"),)]
+    for spends in cases * 2:   # the second round is served from the dict
+        assert with_dict(*spends) is plain(*spends)
+    assert with_dict(Spend("g", "zcdp", rho=0.1), approx_delta=1e-6) is plain(Spend("g", "zcdp", rho=0.1),
+                                                                              approx_delta=1e-6)
+    assert with_dict(Spend("g", "zcdp", rho=0.1), approx_delta=1e-6) != with_dict(Spend("g", "zcdp", rho=0.1))
+    assert len(shared) == len(cases) + 1
+    odd = pure(np.array(1.0))   # unhashable: composed directly, nothing kept
+    assert with_dict(odd) == plain(odd) == Guarantee.pure(1.0) and len(shared) == len(cases) + 1

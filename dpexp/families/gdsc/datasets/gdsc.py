@@ -279,6 +279,8 @@ class _DrugRows:
     # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public): the same for every
     # n_private, one array each shared by the sizes' splits (inputs, never written)
     test_public: dict = field(default_factory=dict, compare=False)
+    # the rows of all the drug's private lines (X, y; read-only): each size's private rows are a prefix of them
+    private: list = field(default_factory=list, compare=False)
 
 
 @dataclass
@@ -542,8 +544,14 @@ class Gdsc(Dataset):
             tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
                                                                    X.take(iu, axis=0), y.take(iu))
         it, iu, Xt, yt, Xu, yu = tp
-        tested, pos = dr.tested[2], dr.pos[2]
-        iv = tested[:pos.searchsorted(n_priv)] if after else tested[:n_priv]
+        # the private rows: a prefix of the drug's private lines (after_split: those among the pool's first n; else
+        # its first n), i.e. of their rows, taken once per (repeat, drug) and shared read-only by the sizes' splits
+        pv = dr.private
+        if not pv:
+            pv += (X.take(dr.tested[2], axis=0), y.take(dr.tested[2]))
+            for a in pv:
+                a.flags.writeable = False
+        m = int(dr.pos[2].searchsorted(n_priv)) if after else min(n_priv, len(dr.tested[2]))
         meta = {
             "drug": subset,
             "sigma_x": sx,
@@ -554,8 +562,7 @@ class Gdsc(Dataset):
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
             "view": GdscView(e, i, p.evidence, iu, it, ref, views),
         }
-        # take: the rows X[iv] selects, with less overhead
-        return Split(X.take(iv, axis=0), y.take(iv), Xu, yu, Xt, yt, meta)
+        return Split(pv[0][:m], pv[1][:m], Xu, yu, Xt, yt, meta)
 
     def _drug_rows(self, raw: _Raw, prep: _Prepared, j: int, pools: tuple) -> _DrugRows:
         """Drug ``j``'s rows in the repeat of ``pools`` (test, public, private): centred on the test + public
