@@ -102,6 +102,12 @@ def _w_op_cov_eye(T: np.ndarray, Tdiag: np.ndarray, w: np.ndarray, eye: np.ndarr
     return out + (diag[..., :, None] * eye + 0.0)
 
 
+def _diag(M: np.ndarray) -> np.ndarray:
+    """The writable diagonal (…, d) of a C-contiguous stack of d×d matrices (a strided view)."""
+    d = M.shape[-1]
+    return M.reshape(M.shape[:-2] + (d * d,))[..., ::d + 1]
+
+
 def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
                  prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
                  max_iter: int = 500) -> GaussianPosterior:
@@ -146,46 +152,97 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
     q_lam = a + 0.5 * (n + n_p)
     q_lam0 = a0 + 0.5 * d
-    E_lam = np.broadcast_to(a / b, batch).copy()
-    E_lam0 = np.broadcast_to(a0 / b0, batch).copy()
+    E = np.empty((2,) + batch)                                   # [E λ; E λ0], at the prior means
+    E[0, ...], E[1, ...] = a / b, a0 / b0
+    E_lam, E_lam0 = E[0, ...], E[1, ...]
     m = np.zeros(batch + (d,))
     S = eye / E_lam0[..., None, None]
     converged = np.zeros(batch, dtype=bool)
     S_prev = np.broadcast_to(S, batch + (d, d))
     alpha, prev_step = np.ones(batch), np.zeros(batch)
     it = 0
-    VxyI = Vxy[..., :, None] * eye                                # loop-invariant terms, computed once
+    # the loop's numpy calls are its cost besides the two batched LAPACK calls (tens of problems, ~20 iterations):
+    # the d×d terms go to buffers allocated once (their diagonals are views taken once), the vector sums
+    # Σ m kz, Σ m c_p, Σ m², tr S of an iteration are one reduction of a (4, …, d) buffer and the two d×d sums one
+    # of a (2, …, d, d) buffer (each row's sum the reduction of that row alone); every value the float of the
+    # plain updates (tests/models/test_noise_aware_fast.py compares them bit for bit)
+    out, TS, C, Sig, H, X, elAp, Prec, Eww2 = (np.empty(batch + (d, d)) for _ in range(9))
+    out_d, TS_d, C_d, Sig_d, X_d, elAp_d, Prec_d = (_diag(x) for x in (out, TS, C, Sig, X, elAp, Prec))
+    Vxy = Vxy + np.zeros(d)                                      # 2b_xy² per diagonal entry of Σ̄ (…, d)
+    V = np.empty((4,) + batch + (d,))
+    W = np.empty((2,) + batch + (d, d))
+    ZT = np.stack([zyy, tp])                                     # [z_yy; t_p]
+    NEW = np.empty((2,) + batch)                                 # [new E λ; new E λ0]
+    D = np.empty((2,) + batch + (d,))
+    mm = m[..., :, None] * m[..., None, :]                        # m mᵀ of the current m
     for it in range(1, max_iter + 1):
-        Sd = np.diagonal(S, axis1=-2, axis2=-1)
-        ewtw = (_w_op_cov_eye(T, Tdiag, m, eye) + T * S
-                + ((T @ Sd[..., None])[..., 0] - Tdiag * Sd)[..., :, None] * eye)
+        # Σ̄ = K/E[λ] + 2b_xy² I + E[WTWᵀ] (``_w_op_cov_eye`` + T∘S + diag(T diag S − diag T ∘ diag S)), assembled
+        # without d×d products with I: off the diagonal the I-terms only add zeros (for finite b_xy, E[λ0]), i.e.
+        # turn −0 into +0 (one ``+ 0.0``); the diagonal is summed from its own terms in the plain form's order and
+        # written in place
+        Sd = S.diagonal(0, -2, -1)
+        w2 = m * m
+        np.multiply(T, mm, out=out)
+        np.multiply(T, S, out=TS)
         el = E_lam[..., None, None]
-        Sig = K / el + VxyI + ewtw
-        G = np.linalg.solve(_sym(Sig), muA)                       # Σ̄⁻¹ μ_A
-        Prec = E_lam0[..., None, None] * eye + muAT @ G + el * Ap
-        S = _sym(np.linalg.inv(_sym(Prec)))
+        np.divide(K, el, out=C)
+        np.add(out, TS, out=Sig)
+        np.add(C, Sig, out=Sig)
+        np.add(Sig, 0.0, out=Sig)
+        dW = (T @ w2[..., None])[..., 0] - Tdiag * w2
+        e2 = (T @ Sd[..., None])[..., 0] - Tdiag * Sd
+        Sig_d[...] = (C_d + Vxy) + (((out_d + (dW + 0.0)) + TS_d) + e2)
+        np.add(Sig, np.swapaxes(Sig, -1, -2), out=H)
+        np.multiply(0.5, H, out=H)                                # _sym(Σ̄)
+        G = np.linalg.solve(H, muA)                               # Σ̄⁻¹ μ_A
+        # Prec = E[λ0] I + μ_Aᵀ G + E[λ] A_p, the same way
+        np.matmul(muAT, G, out=X)
+        np.multiply(el, Ap, out=elAp)
+        np.add(X, elAp, out=Prec)
+        np.add(Prec, 0.0, out=Prec)
+        Prec_d[...] = (E_lam0[..., None] + X_d) + elAp_d
+        np.add(Prec, np.swapaxes(Prec, -1, -2), out=H)
+        np.multiply(0.5, H, out=H)
+        S = _sym(np.linalg.inv(H))
         h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
         m_new = (S @ h[..., None])[..., 0]
-        Eww = S + m_new[..., :, None] * m_new[..., None, :]
-        R_hat = zyy - 2.0 * _add(m_new * kz, axis=-1) + _add(EAKA * Eww, axis=(-1, -2))
-        R_hat = np.maximum(R_hat, R_min)
-        pub = tp - 2.0 * _add(m_new * cp, axis=-1) + _add(Ap * Eww, axis=(-1, -2))
+        mm_new = m_new[..., :, None] * m_new[..., None, :]
+        np.add(S, mm_new, out=Eww2)                               # E[wwᵀ]
+        np.multiply(m_new, kz, out=V[0])
+        np.multiply(m_new, cp, out=V[1])
+        np.multiply(m_new, m_new, out=V[2])
+        np.copyto(V[3], S.diagonal(0, -2, -1))
+        sv = _add(V, axis=-1)                                     # [Σ m kz; Σ m c_p; mᵀm; tr S]
+        np.multiply(EAKA, Eww2, out=W[0])
+        np.multiply(Ap, Eww2, out=W[1])
+        rp = ZT - 2.0 * sv[:2] + _add(W, axis=(-1, -2))           # [R̂ before its floor; public residual]
+        R_hat = np.maximum(rp[0], R_min)
         # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
         # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
-        step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
+        step = np.log(q_lam / (b + 0.5 * (R_hat + rp[1]))) - np.log(E_lam)
         alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
         prev_step = step
-        new_lam = E_lam * np.exp(alpha * step)
-        new_lam0 = q_lam0 / (b0 + 0.5 * (_add(m_new * m_new, axis=-1) + np.trace(S, axis1=-2, axis2=-1)))
-        change = np.maximum(np.maximum(np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0),
-                            _max(np.abs(m_new - m), axis=-1) / (_max(np.abs(m_new), axis=-1) + 1e-300))
+        np.multiply(E_lam, np.exp(alpha * step), out=NEW[0, ...])
+        np.divide(q_lam0, b0 + 0.5 * (sv[2] + sv[3]), out=NEW[1, ...])
+        rel = np.abs(NEW - E) / NEW
+        np.subtract(m_new, m, out=D[0])
+        np.copyto(D[1], m_new)
+        mx = _max(np.abs(D, out=D), axis=-1)                      # [max |Δm|; max |m|]
+        change = np.maximum(np.maximum(rel[0], rel[1]), mx[0] / (mx[1] + 1e-300))
         # a converged problem is frozen: its result depends on its own iterations only, not on the batch it is in
-        act = ~converged
-        m = np.where(act[..., None], m_new, m)
-        S = np.where(act[..., None, None], S, S_prev)
-        E_lam, E_lam0 = np.where(act, new_lam, E_lam), np.where(act, new_lam0, E_lam0)
+        if converged.any():
+            act = ~converged
+            m = np.where(act[..., None], m_new, m)
+            S = np.where(act[..., None, None], S, S_prev)
+            E = np.where(act, NEW, E)
+            mm = m[..., :, None] * m[..., None, :]
+        else:   # none frozen yet: the new values as they are (np.where would copy them)
+            m, mm = m_new, mm_new
+            E = NEW.copy()
+        E_lam, E_lam0 = E[0, ...], E[1, ...]
         converged = converged | (change < tol)
         if converged.all():
             break
         S_prev = S
+    E_lam, E_lam0 = E[0, ...].copy(), E[1, ...].copy()
     return GaussianPosterior(mean=m, cov=S, E_lam=E_lam, E_lam0=E_lam0, n_iter=it, converged=converged)

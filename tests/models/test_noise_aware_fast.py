@@ -122,3 +122,130 @@ def test_w_op_cov_with_eye_equals_w_op_cov_to_the_bit():
         ref = _w_op_cov(T, w)
         got = _w_op_cov_eye(T, np.diagonal(T, axis1=-2, axis2=-1), w, np.eye(d))
         assert ref.shape == got.shape and ref.tobytes() == got.tobytes()
+
+
+def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500):
+    """``fit_gaussian``'s coordinate updates in their plain form (d×d products with I, one reduction per sum, the
+    frozen problems masked every iteration): the reference the loop's buffered form must equal bit for bit."""
+    from dpexp.models.noise_aware import _sym, plugin_gram
+    from dpexp.models.noise_aware_fast import _w_op_cov_eye
+    from dpexp.models.gram_prior import GramPrior
+
+    Z = _sym(np.asarray(stats.XX, dtype=float))
+    d = Z.shape[-1]
+    zxy = np.asarray(stats.Xy, float)
+    batch = np.broadcast_shapes(Z.shape[:-2], zxy.shape[:-1], np.shape(stats.yy), np.shape(stats.n),
+                                np.shape(stats.b_xx), np.shape(stats.b_xy), np.shape(public.XX)[:-2],
+                                np.shape(gram_prior.mean)[:-2], *(np.shape(p) for p in prior))
+
+    def bc(x, core):
+        x = np.asarray(x, dtype=float)
+        return np.broadcast_to(x, batch + x.shape[x.ndim - core:] if core else batch)
+
+    Z, zxy, zyy, n = bc(Z, 2), bc(zxy, 1), bc(stats.yy, 0), bc(stats.n, 0)
+    bxx, bxy = bc(stats.b_xx, 0), bc(stats.b_xy, 0)
+    Ap, cp, tp, n_p = bc(_sym(np.asarray(public.XX, float)), 2), bc(public.Xy, 1), bc(public.yy, 0), bc(public.n, 0)
+    m0, s2 = bc(gram_prior.mean, 2), bc(gram_prior.var, 2)
+    a, b, a0, b0 = (bc(p, 0) for p in prior)
+    v = 2.0 * bxx[..., None, None] ** 2
+    ip = 1.0 / s2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        T = np.where(v > 0, 1.0 / (ip + 1.0 / np.where(v > 0, v, 1.0)), 0.0)
+        muA = np.where(v > 0, T * (ip * m0 + Z / np.where(v > 0, v, 1.0)), Z)
+    K = plugin_gram(Z, GramPrior(m0, s2), bxx)
+    Kinv = np.linalg.inv(K)
+    EAKA = _expected_AKA(muA, T, Kinv)
+    kz = ((muA @ Kinv) @ zxy[..., None])[..., 0]
+    muAT = np.swapaxes(muA, -1, -2)
+    Tdiag = np.diagonal(T, axis1=-2, axis2=-1)
+    eye = np.eye(d)
+    VxyI = (2.0 * bxy[..., None] ** 2)[..., :, None] * eye
+    R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
+    q_lam, q_lam0 = a + 0.5 * (n + n_p), a0 + 0.5 * d
+    E_lam, E_lam0 = np.broadcast_to(a / b, batch).copy(), np.broadcast_to(a0 / b0, batch).copy()
+    m = np.zeros(batch + (d,))
+    S = eye / E_lam0[..., None, None]
+    converged = np.zeros(batch, dtype=bool)
+    S_prev = np.broadcast_to(S, batch + (d, d))
+    alpha, prev_step = np.ones(batch), np.zeros(batch)
+    it = 0
+    for it in range(1, max_iter + 1):
+        Sd = np.diagonal(S, axis1=-2, axis2=-1)
+        ewtw = (_w_op_cov_eye(T, Tdiag, m, eye) + T * S
+                + ((T @ Sd[..., None])[..., 0] - Tdiag * Sd)[..., :, None] * eye)
+        el = E_lam[..., None, None]
+        G = np.linalg.solve(_sym(K / el + VxyI + ewtw), muA)
+        S = _sym(np.linalg.inv(_sym(E_lam0[..., None, None] * eye + muAT @ G + el * Ap)))
+        h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
+        m_new = (S @ h[..., None])[..., 0]
+        Eww = S + m_new[..., :, None] * m_new[..., None, :]
+        R_hat = np.maximum(zyy - 2.0 * np.sum(m_new * kz, axis=-1) + np.sum(EAKA * Eww, axis=(-1, -2)), R_min)
+        pub = tp - 2.0 * np.sum(m_new * cp, axis=-1) + np.sum(Ap * Eww, axis=(-1, -2))
+        step = np.log(q_lam / (b + 0.5 * (R_hat + pub))) - np.log(E_lam)
+        alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
+        prev_step = step
+        new_lam = E_lam * np.exp(alpha * step)
+        new_lam0 = q_lam0 / (b0 + 0.5 * (np.sum(m_new * m_new, axis=-1) + np.trace(S, axis1=-2, axis2=-1)))
+        change = np.maximum(np.maximum(np.abs(new_lam - E_lam) / new_lam, np.abs(new_lam0 - E_lam0) / new_lam0),
+                            np.max(np.abs(m_new - m), axis=-1) / (np.max(np.abs(m_new), axis=-1) + 1e-300))
+        act = ~converged
+        m = np.where(act[..., None], m_new, m)
+        S = np.where(act[..., None, None], S, S_prev)
+        E_lam, E_lam0 = np.where(act, new_lam, E_lam), np.where(act, new_lam0, E_lam0)
+        converged = converged | (change < tol)
+        if converged.all():
+            break
+        S_prev = S
+    return m, S, E_lam, E_lam0, it, converged
+
+
+def _same(x, y):
+    x, y = np.asarray(x), np.asarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("case", ["rplr", "trials", "noise_free", "flat_one"])
+def test_loop_equals_the_plain_updates_to_the_bit(case):
+    """The buffered loop (diagonals written in place, fused reductions, no masking before the first problem
+    converges) gives every float of the plain updates: on rplr's releases with public rows (problems converging at
+    different iterations, so frozen ones ride along), a (splits, trials) batch, the noise-free limit (T = 0, signed
+    zeros in the products) and one problem with a flat design prior."""
+    from dpexp.models.gram_prior import flat_gram_prior
+
+    prior = (2.0, 2.0, 2.0, 2.0)
+    if case == "rplr":
+        stats, gram, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=40, seed=7, n_pub=10)
+    elif case == "trials":
+        stats, gram, public = _rplr_release(60, 4, 2.0, (0.35, 0.6, 0.05), 0.5, 0.5, B=12, seed=9, n_pub=5)
+        r = lambda x, core: np.asarray(x).reshape((3, 4) + np.shape(x)[1:]) if np.ndim(x) > core else x
+        stats = NoisyStats(r(stats.XX, 2), r(stats.Xy, 1), r(stats.yy, 0), stats.n, r(stats.b_xx, 0),
+                           r(stats.b_xy, 0), r(stats.b_yy, 0))
+        public = ExactStats(r(public.XX, 2), r(public.Xy, 1), r(public.yy, 0), public.n)
+        gram = type(gram)(r(gram.mean, 2), r(gram.var, 2))
+        prior = tuple(np.linspace(1.5, 3.0, 4) + np.zeros((3, 4)) for _ in range(4))
+    elif case == "noise_free":
+        rng = np.random.default_rng(2)
+        X, Xp = rng.normal(size=(5, 40, 3)), rng.normal(size=(5, 6, 3))
+        X[:, :, 0] = 0.0                                   # a zero column: exact (signed) zeros in the products
+        y, yp = X.sum(-1) + rng.normal(size=(5, 40)), Xp.sum(-1) + rng.normal(size=(5, 6))
+        stats = NoisyStats(X.swapaxes(-1, -2) @ X, np.einsum("bnd,bn->bd", X, y), (y * y).sum(-1), 40, 0.0, 0.0, 0.0)
+        public, gram = ExactStats.of(Xp, yp), clipped_gaussian_gram_prior(40, 3, 2.0)
+    else:
+        stats, _ = _rplr_release(80, 3, 2.0, (0.35, 0.6, 0.05), 0.5, 0.5, B=1, seed=11)
+        stats = NoisyStats(stats.XX[0], stats.Xy[0], stats.yy[0], stats.n, stats.b_xx[0], stats.b_xy[0],
+                           stats.b_yy[0])
+        public, gram = ExactStats.empty(3), flat_gram_prior(3)
+    ref = _plain_fit_gaussian(stats, public, gram, prior)
+    got = fit_gaussian(stats, public, gram, prior)
+    assert got.n_iter == ref[4]
+    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
+        assert _same(x, y), name
+    assert _same(got.converged, ref[5])
+    if case == "rplr":   # frozen problems rode along
+        assert len({fit_gaussian(*_take(stats, public, gram, i), prior).n_iter for i in range(8)}) > 1
+
+
+def _take(stats, public, gram, i):
+    s = slice(i, i + 1)
+    return (NoisyStats(stats.XX[s], stats.Xy[s], stats.yy[s], stats.n, stats.b_xx[s], stats.b_xy[s], stats.b_yy[s]),
+            ExactStats(public.XX[s], public.Xy[s], public.yy[s], public.n), type(gram)(gram.mean[s], gram.var[s]))
