@@ -128,7 +128,8 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
 
     def bc(x, core):
         x = np.asarray(x, dtype=float)
-        return np.broadcast_to(x, batch + x.shape[x.ndim - core:] if core else batch)
+        shape = batch + x.shape[x.ndim - core:] if core else batch
+        return x if x.shape == shape else np.broadcast_to(x, shape)   # (already that shape: the same values)
 
     Z, zxy, zyy, n = bc(Z, 2), bc(zxy, 1), bc(stats.yy, 0), bc(stats.n, 0)
     bxx, bxy = bc(stats.b_xx, 0), bc(stats.b_xy, 0)
