@@ -28,6 +28,7 @@ from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.model import exact_gamma_weights
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -212,7 +213,10 @@ class RobustLR(Reference):
                 Xy = np.stack([Xk.T @ yk for Xk, yk in zip(Xs, ys)])
                 yy = np.array([yk @ yk for yk in ys])
                 n = np.array([float(len(yk)) for yk in ys])
-                W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
+                if ref.params.prior == "gamma" and all(bounds[k][0] == bounds[k][1] == np.inf for k in group):
+                    W = exact_gamma_weights(XX, Xy, yy, n)   # nothing clipped: lr's statistics (its fit memoised)
+                else:
+                    W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
             except Exception as exc:
                 for k in group:
                     out[k] = exc

@@ -9,8 +9,9 @@ import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
-from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -44,8 +45,13 @@ class BayesLR(Reference, BatchedAlgorithm):
             X = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
             y = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
             st = [sufficient_stats(Xk, yk) for Xk, yk in zip(X.split(X.stack), y.split(y.stack))]
-            W = fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
-                            y.counts.astype(float), p.prior, p.lam, p.lam0)
+            XX, Xy, yy = np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st])
+            if p.prior == "fixed":   # fit_weights' solve; exact Gram matrices: the floor's decision certified
+                W = posterior_mean_fixed(XX, Xy, p.lam, p.lam0, "psd_floor", certify=True)
+            elif all(splits[k].X_private.shape[0] == 0 for k in ks):   # public rows only: rlr fits the same
+                W = exact_gamma_weights(XX, Xy, yy, y.counts.astype(float))
+            else:
+                W = fit_weights(XX, Xy, yy, y.counts.astype(float), p.prior, p.lam, p.lam0)
             res.update(zip(ks, W))
         for k, s in enumerate(splits):
             w = res[k]

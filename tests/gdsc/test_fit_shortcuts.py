@@ -1,0 +1,135 @@
+"""The fast paths of the GDSC fits against their plain twins, to the bit: the fixed-precision fit with its
+covariance (one floor, not two), the Cholesky certificate that skips the floor's eigen-decomposition for exact Gram
+matrices, the split-by-split clipping of release_batch, and the memoised Gamma-prior fit that lr and rlr share
+where rlr clips nothing (n_private = 0)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexp import cache
+from dpexp.families.gdsc.algorithms.baselines import RobustLR
+from dpexp.families.gdsc.algorithms.lr import BayesLR
+from dpexp.families.gdsc.model import exact_gamma_weights, fit_posterior, fit_weights
+from dpexp.families.gdsc.release_batch import _Blocks
+from dpexp.models.bayes_lr import certified_psd, posterior_mean_fixed, symmetric_psd_floor
+from dpexp.models.vb import fit_vb
+from dpexp.privacy.ledger import PrivacyLedger
+from gdsc_bitwise import same, split
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+
+def _stack(seed: int, n: int, d: int = 4, k: int = 5, noise: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """k Gram matrices of n rows (plus symmetric noise of that scale: indefinite ones) and their X'y."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(k, n, d))
+    XX = np.swapaxes(X, -1, -2) @ X
+    E = rng.normal(scale=noise, size=(k, d, d))
+    return XX + E + np.swapaxes(E, -1, -2), np.einsum("knd,kn->kd", X, rng.normal(size=(k, n)))
+
+
+@pytest.mark.parametrize("solver", ["psd_floor", "direct"])
+@pytest.mark.parametrize("noise", [0.0, 3.0])
+def test_fixed_fit_with_covariance_equals_its_two_floors(solver, noise):
+    """fit_posterior(prior='fixed') = posterior_mean_fixed and inv(λ0 I + λ floor(XX)), each floor its own call."""
+    XX, Xy = _stack(1, 6, noise=noise)
+    XX = XX[:, None].repeat(2, axis=1)   # (splits, trials, d, d), as rplr fits them
+    Xy = Xy[:, None].repeat(2, axis=1)
+    mean, cov = fit_posterior(XX, Xy, np.ones((5, 2)), np.full((5, 1), 6.0), "fixed", 0.7, 1.3, solver=solver)
+    S = symmetric_psd_floor(XX) if solver == "psd_floor" else 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    same(mean, posterior_mean_fixed(XX, Xy, 0.7, 1.3, solver))
+    same(cov, np.linalg.inv(1.3 * np.eye(4) + 0.7 * S))
+    assert fit_posterior(XX, Xy, None, None, "fixed", 0.7, 1.3, solver=solver, with_cov=False)[1] is None
+    with pytest.raises(ValueError, match="solver"):
+        fit_posterior(XX, Xy, None, None, "fixed", 0.7, 1.3, solver="qr")
+
+
+@pytest.mark.parametrize("case", ["gram", "rank_deficient", "indefinite", "nan", "zero", "one_bad"])
+def test_certified_floor_equals_the_eigen_decomposition(case):
+    """symmetric_psd_floor(certify=True) returns the same floats as without; the certificate holds for clear
+    Gram matrices only (never for a matrix whose eigh has an eigenvalue below 0)."""
+    n = {"rank_deficient": 3, "indefinite": 2}.get(case, 30)
+    XX, _ = _stack(2, n, noise=2.0 if case == "indefinite" else 0.0)
+    if case == "nan":
+        XX[1, 0, 0] = np.nan
+    if case == "zero":
+        XX[2] = 0.0
+    if case == "one_bad":   # one rank-deficient matrix among clear ones: the whole stack is decomposed
+        XX[3] = _stack(3, 2)[0][0]
+    assert certified_psd(XX) == (case == "gram")
+    if case == "gram":
+        assert np.all(np.linalg.eigh(XX)[0] > 0)
+    if case == "nan":   # eigh raises, certified or not
+        for certify in (True, False):
+            with pytest.raises(np.linalg.LinAlgError):
+                symmetric_psd_floor(XX, certify=certify)
+        return
+    same(symmetric_psd_floor(XX, certify=True), symmetric_psd_floor(XX))
+    Xy = np.ones(XX.shape[:-1])
+    same(posterior_mean_fixed(XX, Xy, certify=True), posterior_mean_fixed(XX, Xy))
+
+
+@pytest.mark.parametrize("T", [1, 3])
+def test_splitwise_clip_equals_the_broadcast_clip(T):
+    """_Blocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
+    it; float32 rows and infinite bounds take the broadcast call."""
+    rng = np.random.default_rng(4)
+    counts = [50, 0, 45, 40, 64, 1]
+    Xs = [rng.normal(size=(c, 3)) for c in counts]
+    ys = [rng.normal(scale=2.0, size=c) for c in counts]
+    B = _Blocks(Xs, ys)
+    bx, by = rng.uniform(0.2, 0.6, (6, T)), rng.uniform(0.5, 1.5, (6, T))
+    assert B.X.shape[0] >= B.CLIP_SPLITWISE_ROWS * 6 * T or T > 1
+    fast = B._clipped_rows(bx, by)
+    B.CLIP_SPLITWISE_ROWS = 10**9
+    plain = B._clipped_rows(bx, by)
+    same(list(fast), list(plain))
+    stats_plain = B.clipped_stats(bx, by, True, T), B.clipped_stats(bx[:, 0], by[:, 0], False, T)
+    B.CLIP_SPLITWISE_ROWS = 0
+    same(list(B._clipped_rows(bx, by)), list(plain))
+    same([B.clipped_stats(bx, by, True, T), B.clipped_stats(bx[:, 0], by[:, 0], False, T)], list(stats_plain))
+    bx[2, 0] = np.inf   # not finite: the broadcast call
+    same(list(B._clipped_rows(bx, by)), [np.clip(B.X[None], -B._per_row(bx).T[:, :, None], B._per_row(bx).T[:, :, None]),
+                                         np.clip(B.y[None], -B._per_row(by).T, B._per_row(by).T)])
+    B32 = _Blocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
+    B32.CLIP_SPLITWISE_ROWS = 0
+    b3 = np.full((6, 1), 0.3)
+    rb = B32._per_row(b3).T[:, :, None]
+    same(B32._clipped_rows(b3, by[:, :1])[0], np.clip(B32.X[None], -rb, rb))
+
+
+def test_exact_gamma_weights_memo_equals_the_plain_fit():
+    XX, Xy = _stack(5, 8)
+    yy, n = np.full(5, 9.0), np.full(5, 8.0)
+    w = exact_gamma_weights(XX, Xy, yy, n)
+    same(w, fit_vb(XX, Xy, yy, n).mean)
+    same(w, fit_weights(XX, Xy, yy, n, "gamma", 1.0, 1.0))
+    assert not w.flags.writeable
+    assert exact_gamma_weights(XX.copy(), Xy.copy(), yy, n) is w   # equal values: the memo's entry
+    assert exact_gamma_weights(XX, Xy, yy + 1.0, n) is not w
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_lr_and_rlr_without_private_rows_share_the_plain_fit(trials):
+    """At n_private = 0 lr (prior: gamma) and rlr fit equal statistics: the second's fit is the first's memo entry,
+    and both equal their fits with the memo cleared (each alone)."""
+    splits = [split(k, n=0) for k in range(4)]
+    lr, rlr = BayesLR(prior="gamma"), RobustLR(p1=0.35, p2=0.6, p3=0.05)
+
+    def run(alg):
+        lgs = [PrivacyLedger(np.random.default_rng(k)) for k in range(4)]
+        return alg.run_many(splits, 2.0, 0.0, lgs, trials)
+
+    a, b = run(lr), run(rlr)
+    cache.clear()
+    b_alone = run(rlr)
+    cache.clear()
+    a_alone = run(lr)
+    for x, y, x1, y1 in zip(a, b, a_alone, b_alone):
+        same(x.coef, y.coef)
+        same(x.coef, x1.coef)
+        same(y.coef, y1.coef)
+        same(y.predictions, y1.predictions)
+        same(y.extras, y1.extras)
