@@ -76,7 +76,7 @@ def test_splitwise_clip_equals_the_broadcast_clip(T):
     """_Blocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
     it; float32 rows and infinite bounds take the broadcast call."""
     rng = np.random.default_rng(4)
-    counts = [50, 0, 45, 40, 64, 1]
+    counts = [300, 0, 280, 260, 700, 1]
     Xs = [rng.normal(size=(c, 3)) for c in counts]
     ys = [rng.normal(scale=2.0, size=c) for c in counts]
     B = _Blocks(Xs, ys)
