@@ -202,7 +202,9 @@ class _Blocks:
     def sigma_sums(self, bx: float, by: float) -> np.ndarray:
         """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
         over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
-        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
+        qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
+        np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
+        np.multiply(qy, qy, out=qy)
         out = np.empty((self.S, 2))
         for n, members, a in self.blocks:
             G = len(members)
