@@ -29,6 +29,7 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.model import exact_gamma_weights
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -169,8 +170,9 @@ class RobustLR(Reference):
         """Clip the rows of all splits of equal d in one call (each row at its split's thresholds: ``_clipped``
         split by split), then fit them in one batched call (the model of ``_fit``)."""
         ledgers = [as_ledger(lg) for lg in ledgers]
+        not_dp = Spend("not DP", "none", note="non-private baseline")   # what ``ledger.not_dp`` records (immutable)
         for lg in ledgers:
-            lg.not_dp("non-private baseline")
+            lg.record(not_dp)
         kw = self.params.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = RobustPrivateLR(**kw)
         clip_public = ref.params.clip_public

@@ -12,6 +12,7 @@ from dpexp.families.gdsc.batching import Rows, repeat_trials
 from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -53,10 +54,11 @@ class BayesLR(Reference, BatchedAlgorithm):
             else:
                 W = fit_weights(XX, Xy, yy, y.counts.astype(float), p.prior, p.lam, p.lam0)
             res.update(zip(ks, W))
+        not_dp = Spend("not DP", "none", note="non-private baseline")   # what ``ledger.not_dp`` records (immutable)
         for k, s in enumerate(splits):
             w = res[k]
             ledger = as_ledger(ledgers[k])
-            ledger.not_dp("non-private baseline")
+            ledger.record(not_dp)
             out.append(Output(predictions=repeat_trials(s.X_test @ w, trials), coef=repeat_trials(w, trials),
                               guarantee=ledger.guarantee()))
         return out
