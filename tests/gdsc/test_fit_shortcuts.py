@@ -12,7 +12,7 @@ from dpexp import cache
 from dpexp.families.gdsc.algorithms.baselines import RobustLR
 from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.model import exact_gamma_weights, fit_posterior, fit_weights
-from dpexp.families.gdsc.release_batch import _Blocks
+from dpexp.families.gdsc.release_batch import Blocks
 from dpexp.models.bayes_lr import certified_psd, posterior_mean_fixed, symmetric_psd_floor
 from dpexp.models.vb import fit_vb
 from dpexp.privacy.ledger import PrivacyLedger
@@ -73,13 +73,13 @@ def test_certified_floor_equals_the_eigen_decomposition(case):
 
 @pytest.mark.parametrize("T", [1, 3])
 def test_splitwise_clip_equals_the_broadcast_clip(T):
-    """_Blocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
+    """Blocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
     it; float32 rows and infinite bounds take the broadcast call."""
     rng = np.random.default_rng(4)
     counts = [300, 0, 280, 260, 700, 1]
     Xs = [rng.normal(size=(c, 3)) for c in counts]
     ys = [rng.normal(scale=2.0, size=c) for c in counts]
-    B = _Blocks(Xs, ys)
+    B = Blocks(Xs, ys)
     bx, by = rng.uniform(0.2, 0.6, (6, T)), rng.uniform(0.5, 1.5, (6, T))
     assert B.X.shape[0] >= B.CLIP_SPLITWISE_ROWS * 6 * T or T > 1
     fast = B._clipped_rows(bx, by)
@@ -93,7 +93,7 @@ def test_splitwise_clip_equals_the_broadcast_clip(T):
     bx[2, 0] = np.inf   # not finite: the broadcast call
     same(list(B._clipped_rows(bx, by)), [np.clip(B.X[None], -B._per_row(bx).T[:, :, None], B._per_row(bx).T[:, :, None]),
                                          np.clip(B.y[None], -B._per_row(by).T, B._per_row(by).T)])
-    B32 = _Blocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
+    B32 = Blocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
     B32.CLIP_SPLITWISE_ROWS = 0
     b3 = np.full((6, 1), 0.3)
     rb = B32._per_row(b3).T[:, :, None]
@@ -133,3 +133,53 @@ def test_lr_and_rlr_without_private_rows_share_the_plain_fit(trials):
         same(y.coef, y1.coef)
         same(y.predictions, y1.predictions)
         same(y.extras, y1.extras)
+
+
+def _equal_n_splits():
+    """Splits of repeated sizes (stacked products per n), one alone of its n, two without private rows, and a
+    d = 4 group beside the d = 3 one."""
+    ss = [split(k, n=n) for k, n in enumerate([30, 30, 12, 30, 12, 0, 0, 7, 30])]
+    ss += [split(20, n=25, d=4), split(21, n=25, d=4)]
+    for s in ss[5:]:
+        s.meta.update(sigma_x=0.3, sigma_y=1.4)
+    return ss
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("prior", ["fixed", "gamma"])
+def test_lr_block_statistics_equal_the_per_split_code(prior, trials):
+    from test_reference_batch import check, old_lr
+    alg = BayesLR(prior=prior)
+    splits = _equal_n_splits()
+    ln = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(splits))]
+    lo = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(splits))]
+    check(alg.run_many(splits, 2.0, 0.0, ln, trials), old_lr(alg, splits, lo, trials), ln, lo)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05, prior="fixed"),
+                                    dict(omega_x=0.8, omega_y=0.3, p1=0.35, p2=0.6, p3=0.05, clip_public=True),
+                                    dict(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05)])
+def test_rlr_block_statistics_equal_the_per_split_code(params, trials, monkeypatch):
+    """Blocks of equal n = the per-split reference = the split-by-split path (``_row_stats``, which float32
+    rows take)."""
+    from test_reference_batch import check, old_rlr
+    alg = RobustLR(**params)
+    splits = _equal_n_splits()
+
+    def run(f):
+        lg = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(splits))]
+        return f(splits, lg), lg
+
+    (new, ln), (old, lo) = run(lambda s, lg: alg.run_many(s, 2.0, 0.0, lg, trials)), \
+        run(lambda s, lg: old_rlr(alg, s, lg, trials))
+    check(new, old, ln, lo)
+    monkeypatch.setattr(RobustLR, "_block_stats", staticmethod(lambda *a: None))
+    rows, lr_ = run(lambda s, lg: alg.run_many(s, 2.0, 0.0, lg, trials))
+    check(new, rows, ln, lr_)
+    monkeypatch.undo()
+    f32 = [type(s)(s.X_private.astype(np.float32), s.y_private, s.X_public.astype(np.float32), s.y_public,
+                   s.X_test, s.y_test, s.meta) for s in splits]
+    assert RobustLR._block_stats(f32, list(range(9)), {k: (1.0, 1.0) for k in range(9)}, False) is None
+    lg32 = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(f32))]
+    assert not any(isinstance(o, Exception) for o in alg.run_many(f32, 2.0, 0.0, lg32, trials))
