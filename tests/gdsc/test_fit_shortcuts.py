@@ -91,8 +91,8 @@ def test_splitwise_clip_equals_the_broadcast_clip(T):
     same(list(B._clipped_rows(bx, by)), list(plain))
     same([B.clipped_stats(bx, by, True, T), B.clipped_stats(bx[:, 0], by[:, 0], False, T)], list(stats_plain))
     bx[2, 0] = np.inf   # not finite: the broadcast call
-    same(list(B._clipped_rows(bx, by)), [np.clip(B.X[None], -B._per_row(bx).T[:, :, None], B._per_row(bx).T[:, :, None]),
-                                         np.clip(B.y[None], -B._per_row(by).T, B._per_row(by).T)])
+    rbx, rby = B._per_row(bx).T[:, :, None], B._per_row(by).T
+    same(list(B._clipped_rows(bx, by)), [np.clip(B.X[None], -rbx, rbx), np.clip(B.y[None], -rby, rby)])
     B32 = Blocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
     B32.CLIP_SPLITWISE_ROWS = 0
     b3 = np.full((6, 1), 0.3)
@@ -183,3 +183,28 @@ def test_rlr_block_statistics_equal_the_per_split_code(params, trials, monkeypat
     assert RobustLR._block_stats(f32, list(range(9)), {k: (1.0, 1.0) for k in range(9)}, False) is None
     lg32 = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(f32))]
     assert not any(isinstance(o, Exception) for o in alg.run_many(f32, 2.0, 0.0, lg32, trials))
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(sigma="dp"), dict(sigma="data", clip_public=True), dict(prior="fixed"),
+                                    dict(sigma="data")])
+def test_rplr_naive_group_from_the_batch_arrays_equals_restacking(params, trials, monkeypatch):
+    """rplr's run_many sums a batched release's group arrays (``_whole_batch``) = stacking its rows back, and a
+    batch with a split without private rows mixed in takes the stacking path."""
+    from dpexp.families.gdsc.algorithms import rplr as rplr_mod
+    alg = rplr_mod.RobustPrivateLR(p1=0.35, p2=0.6, p3=0.05, omega_x=1.3, omega_y=0.9, **params)
+    for splits in ([split(k, n=n) for k, n in enumerate([30, 30, 12, 25])],
+                   [split(k, n=n) for k, n in enumerate([30, 0, 12, 25])]):
+        def run():
+            lg = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(splits))]
+            return alg.run_many(splits, 2.0, 0.0, lg, trials), lg
+        (a, la) = run()
+        monkeypatch.setattr(rplr_mod, "_whole_batch", lambda rs: None)
+        (b, lb) = run()
+        monkeypatch.undo()
+        for x, y, l1, l2 in zip(a, b, la, lb):
+            same(x.predictions, y.predictions)
+            same(x.coef, y.coef)
+            same(x.extras, y.extras)
+            same(x.coef_interval, y.coef_interval)
+            assert repr(l1.spends) == repr(l2.spends)

@@ -217,6 +217,7 @@ class Release:
     B_y: Any
     sigma_x: Any
     sigma_y: Any
+    batch: Any = None   # (token, row): a batched release's row of its group's stacked arrays (``_naive_group``)
 
     def clip_bounds(self, trials: int) -> np.ndarray | None:
         """(trials, 2) array of the (B_x, B_y) of every trial (``Output.clip_bounds``); None without a release."""
@@ -438,6 +439,8 @@ class RobustPrivateLR(BatchedAlgorithm):
             bounds_of = list(zip(list(g.B_x), list(g.B_y), list(g.sigma_x), list(g.sigma_y)))
         else:
             bounds_of = list(zip(g.B_x.tolist(), g.B_y.tolist(), g.sigma_x.tolist(), g.sigma_y.tolist()))
+        # the group's stacked arrays, for ``_naive_group`` (which then need not stack the rows back)
+        token = (g, (XXp, Xyp, yyp) if public_stats and p.clip_public else None)
         if public_stats and p.clip_public:
             publics = list(zip(list(XXp), list(Xyp), list(yyp) if per_trial else yyp.tolist()))
         sig = p.sigma == "dp"
@@ -458,7 +461,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                 public = publics[i]
             else:
                 public = pubs[i]
-            out[k] = Release(XXi, Xyi, yyi, public, extras, spt, eps, *bounds_of[i])
+            out[k] = Release(XXi, Xyi, yyi, public, extras, spt, eps, *bounds_of[i], batch=(token, i))
 
     def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
@@ -504,12 +507,20 @@ class RobustPrivateLR(BatchedAlgorithm):
                 XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], r, trials)
         if priv:
             pr = [rs[i] for i in priv]
-            PX = np.stack([r.public[0] for r in pr])
-            PXy = np.stack([r.public[1] for r in pr])
-            Pyy = np.array([r.public[2] for r in pr], dtype=float)
-            sXX = np.stack([r.XX for r in pr]) + (PX[:, None] if PX.ndim == 3 else PX)
-            sXy = np.stack([r.Xy for r in pr]) + (PXy[:, None] if PXy.ndim == 2 else PXy)
-            syy = np.stack([r.yy for r in pr]) + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
+            tok = _whole_batch(pr)   # all rows of one batched release, in order: its arrays are the stacks
+            if tok is not None and tok[1] is not None:
+                PX, PXy, Pyy = tok[1]
+            else:
+                PX = np.stack([r.public[0] for r in pr])
+                PXy = np.stack([r.public[1] for r in pr])
+                Pyy = np.array([r.public[2] for r in pr], dtype=float)
+            if tok is not None:
+                rXX, rXy, ryy = tok[0].XX, tok[0].Xy, tok[0].yy
+            else:
+                rXX, rXy, ryy = np.stack([r.XX for r in pr]), np.stack([r.Xy for r in pr]), np.stack([r.yy for r in pr])
+            sXX = rXX + (PX[:, None] if PX.ndim == 3 else PX)
+            sXy = rXy + (PXy[:, None] if PXy.ndim == 2 else PXy)
+            syy = ryy + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
             for j, i in enumerate(priv):
                 XX[i], Xy[i], yy[i] = sXX[j], sXy[j], syy[j]
             if with_ridge:
@@ -576,6 +587,18 @@ class RobustPrivateLR(BatchedAlgorithm):
                 out[k] = Output(predictions=pred, coef=w, extras=ex, guarantee=ledgers[k].guarantee(),
                                 coef_interval=ci, pred_interval=pi, clip_bounds=bounds[j])
         return out
+
+
+def _whole_batch(rs: list[Release]) -> tuple | None:
+    """The token of the batched release whose rows ``rs`` are, all of them in order (``Release.batch``; none
+    failed): its group's arrays equal the stacks of the releases' rows.  None otherwise."""
+    tok = rs[0].batch[0] if rs[0].batch is not None else None
+    if tok is None or tok[0].XX.shape[0] != len(rs):
+        return None
+    for j, r in enumerate(rs):
+        if r.batch is None or r.batch[0] is not tok or r.batch[1] != j:
+            return None
+    return tok
 
 
 def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]:
