@@ -211,31 +211,50 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
         shape_ = np.stack([np.broadcast_to(a_lam, batch), a_lam0])[..., None]    # [a + n/2; a0 + d/2]
         rate0 = np.array([b, b0]).reshape((2,) + (1,) * (nb + 1))                # [b; b0]
         E = np.stack([np.full(batch, a / b), np.full(batch, a0 / b0)])[..., None]  # [E λ; E λ0], at the prior means
-        P = np.empty((3,) + batch + (d,))
-        P0, P1, P2 = P[0], P[1], P[2]
+        # buffers, each view taken once: SR = [s; rr] (E λ times both in one call), Q = [m; rr] (m times both: m²
+        # and m∘rr in one call), Z = [m²; m∘rr; s∘(var + m²); var + m²] whose last three rows are the three sums'
+        # terms (one reduction), E and the next E in two buffers swapped each iteration
+        SR = np.stack([s, rr])
+        A = np.empty_like(SR)
+        A0, A1 = A[0], A[1]
+        var = np.empty(batch + (d,))
+        Q = np.empty((2,) + batch + (d,))
+        Q[1] = rr
+        Q0 = Q[0]
+        Z = np.empty((4,) + batch + (d,))
+        Z0, Z01, Z2, Z3, P = Z[0], Z[:2], Z[2], Z[3], Z[1:]
         sums = np.empty((3,) + batch + (1,))
         sums0, sums1 = sums[0], sums[1]
         stat = sums[1:]                                       # [max(E_q[R], 0); mᵀm + tr Σ] once sums1 is floored
         rates = np.empty((2,) + batch + (1,))
         tt = t[..., None]
+        cur = (E, E[0], E[1])
+        En = np.empty_like(E)
+        nxt = (En, En[0], En[1])
+        dE = np.empty_like(E)
         rel = raw = None
         it = 0
         with np.errstate(divide="ignore", invalid="ignore"):
             for it in range(1, max_iter + 1):
-                el = E[0]
-                var = 1.0 / (E[1] + el * s)                   # diagonal of Σ in the eigenbasis
-                mk = el * rr * var                            # m in the eigenbasis
-                mk2 = mk * mk
-                np.add(var, mk2, out=P2)
-                np.multiply(s, P2, out=P1)
-                np.multiply(mk, rr, out=P0)
-                np.add.reduce(P, axis=-1, keepdims=True, out=sums)
+                E, el, e1 = cur
+                np.multiply(el, SR, out=A)                    # [E λ s; E λ rr]
+                np.add(e1, A0, out=var)
+                np.divide(1.0, var, out=var)                  # diagonal of Σ in the eigenbasis
+                np.multiply(A1, var, out=Q0)                  # m in the eigenbasis: (E λ rr) var
+                np.multiply(Q0, Q, out=Z01)                   # [m m; m rr]
+                np.add(var, Z0, out=Z3)
+                np.multiply(s, Z3, out=Z2)
+                np.add.reduce(P, axis=-1, keepdims=True, out=sums)   # [Σ m rr; Σ s (var + m²); Σ (var + m²)]
                 raw = tt - 2.0 * sums0 + sums1                # E_q[R]
                 np.maximum(raw, 0.0, out=sums1)
                 np.multiply(0.5, stat, out=rates)
                 np.add(rate0, rates, out=rates)               # [b + ½ max(E_q[R], 0); b0 + ½ (mᵀm + tr Σ)]
-                new = shape_ / rates
-                rel = np.abs(new - E) / new
+                new = nxt[0]
+                np.divide(shape_, rates, out=new)
+                np.subtract(new, E, out=dE)
+                np.absolute(dE, out=dE)
+                rel = np.divide(dE, new, out=dE)
+                cur, nxt = nxt, cur
                 E = new
                 if np.maximum.reduce(rel, axis=None, initial=-np.inf) < tol:   # all converged (none: True)
                     break

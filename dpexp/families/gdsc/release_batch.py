@@ -7,7 +7,7 @@ ledger and noise stream: its standard Laplace draws are one call (``privacy.mech
 the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
 ``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
 sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
-C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``_Blocks``,
+C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``Blocks``,
 ``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
 per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
 """
@@ -24,6 +24,11 @@ from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, tri
 from dpexp.families.gdsc.batching import each, groups
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
+
+
+#: numpy's clip ufunc, which ``np.clip`` reaches through two Python layers (a few µs a call); np.clip if absent
+_clip = getattr(getattr(np, "_core", None), "umath", None)
+_clip = getattr(_clip, "clip", np.clip) if isinstance(getattr(_clip, "clip", None), np.ufunc) else np.clip
 
 
 class NotBatchable(Exception):
@@ -76,7 +81,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    rows = _Blocks(Xs, ys)
+    rows = Blocks(Xs, ys)
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
@@ -144,36 +149,94 @@ def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarra
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
-    return _Blocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
+    return Blocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
 
 
-class _Blocks:
+class Blocks:
     """The rows of S splits laid out group by group of equal n (``equal_n``'s order): one concatenation, after
     which a group's rows are one contiguous block (G·n rows from ``start``), so that stacking a group's rows is a
-    reshape of that block rather than a gather.  ``counts`` (S,) the splits' n, in their own order."""
+    reshape of that block rather than a gather.  ``counts`` (S,) the splits' n, in their own order.  A split's
+    rows may be given as a tuple of arrays whose rows follow each other (e.g. its public then private rows,
+    ``Split.X_train``); ``part_rows`` the rows of every part in the layout's order."""
 
-    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
-        self.counts = np.array([X.shape[0] for X in Xs])
+    def __init__(self, Xs: list, ys: list) -> None:
+        self.counts = np.array([sum(a.shape[0] for a in X) if isinstance(X, tuple) else X.shape[0] for X in Xs])
         self.blocks, order = _layout(self.counts.tolist())   # [(n, members, first row of the block)]
         self.order = np.array(order, dtype=np.intp)
-        self.X = np.concatenate([Xs[i] for i in order])
-        self.y = np.concatenate([ys[i] for i in order])
+        Xp = [a for i in order for a in (Xs[i] if isinstance(Xs[i], tuple) else (Xs[i],))]
+        self.part_rows = [a.shape[0] for a in Xp]
+        self.X = np.concatenate(Xp)
+        self.y = np.concatenate([a for i in order for a in (ys[i] if isinstance(ys[i], tuple) else (ys[i],))])
         self.S = len(Xs)
 
     def _per_row(self, B: np.ndarray) -> np.ndarray:
         """Each row's value of the per-split array B (S,) or (S, T), in the blocks' row order: (N,) or (N, T)."""
         return np.repeat(B[self.order], self.counts[self.order], axis=0)
 
+    #: mean rows per split from which ``_clipped_rows`` clips split by split (scalar bounds: numpy's fast clip
+    #: loop) rather than in one call with per-row bounds (a broadcast clip, ~3x slower per element)
+    CLIP_SPLITWISE_ROWS = 256
+
+    def _clipped_rows(self, B_x: np.ndarray, B_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows clipped at their split's bounds B_x, B_y (S, T): X (T, N, d), y (T, N) in the blocks' row
+        order — ``np.clip(X[None], -b, b)`` with b each row's bound.  Clipping is exact (a min and a max), so
+        clipping each split's rows with its bounds as Python floats gives the same floats as the one broadcast
+        call; done so when the splits are long, the rows float64 (a float32 array would be clipped in float32) and
+        the bounds finite (else the broadcast call)."""
+        S, T = B_x.shape
+        N = self.X.shape[0]
+        if N >= self.CLIP_SPLITWISE_ROWS * max(S, 1) * T and self.X.dtype == self.y.dtype == np.float64 \
+                and bool(np.all(np.isfinite(B_x))) and bool(np.all(np.isfinite(B_y))):
+            Xc, yc = np.empty((T,) + self.X.shape), np.empty((T, N))
+            X, y = self.X, self.y
+            stops = np.cumsum(self.counts[self.order]).tolist()
+            bxs, bys = B_x[self.order].tolist(), B_y[self.order].tolist()
+            a = 0
+            for b, bx, by in zip(stops, bxs, bys):
+                if b > a:
+                    for t in range(T):
+                        _clip(X[a:b], -bx[t], bx[t], out=Xc[t, a:b])
+                        _clip(y[a:b], -by[t], by[t], out=yc[t, a:b])
+                a = b
+            return Xc, yc
+        rb = self._per_row(B_x).T[:, :, None]                               # (T, N, 1)
+        ry = self._per_row(B_y).T                                           # (T, N)
+        return np.clip(self.X[None], -rb, rb), np.clip(self.y[None], -ry, ry)
+
     def sigma_sums(self, bx: float, by: float) -> np.ndarray:
         """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
         over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
-        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
+        qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
+        np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
+        np.multiply(qy, qy, out=qy)
         out = np.empty((self.S, 2))
         for n, members, a in self.blocks:
             G = len(members)
             out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
             out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
         return out
+
+    def stats(self, X: np.ndarray | None = None, y: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``stats.sufficient_stats`` of every split's rows (of ``X``, ``y`` in the layout's row order; default
+        the rows as given), stacked (S, d, d), (S, d), (S,) in the splits' order: a group of equal n one stacked
+        call on its block (each split's products summed as by its own call: equal to the bit), a split alone of its
+        n its own calls.  Float64 rows (the results are stored as float64)."""
+        X = self.X if X is None else X
+        y = self.y if y is None else y
+        S, d = self.S, X.shape[1]
+        XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
+        for n, members, a in self.blocks:
+            G = len(members)
+            if G == 1:
+                Xi, yi = X[a:a + n], y[a:a + n]
+                XX[members[0]], Xy[members[0]], yy[members[0]] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
+                continue
+            Xg, yg = X[a:a + G * n].reshape(G, n, d), y[a:a + G * n].reshape(G, n)
+            XgT = np.swapaxes(Xg, -1, -2)
+            XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+            yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+        return XX, Xy, yy
 
     def clipped_stats(self, B_x: np.ndarray, B_y: np.ndarray, per_trial: bool, T: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,24 +246,9 @@ class _Blocks:
         split's products in the order of its own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
         S, d = self.S, self.X.shape[1]
         if not per_trial:
-            rb, ry = self._per_row(B_x), self._per_row(B_y)
-            Xc, yc = np.clip(self.X, -rb[:, None], rb[:, None]), np.clip(self.y, -ry, ry)
-            XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
-            for n, members, a in self.blocks:
-                G = len(members)
-                if G == 1:
-                    Xi, yi = Xc[a:a + n], yc[a:a + n]
-                    XX[members[0]], Xy[members[0]], yy[members[0]] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
-                    continue
-                Xg, yg = Xc[a:a + G * n].reshape(G, n, d), yc[a:a + G * n].reshape(G, n)
-                XgT = np.swapaxes(Xg, -1, -2)
-                XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
-                yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
-            return XX, Xy, yy
-        rb = self._per_row(B_x).T[:, :, None]                               # (T, N, 1)
-        ry = self._per_row(B_y).T                                           # (T, N)
-        Xc = np.clip(self.X[None], -rb, rb)
-        yc = np.clip(self.y[None], -ry, ry)
+            Xc, yc = self._clipped_rows(B_x[:, None], B_y[:, None])
+            return self.stats(Xc[0], yc[0])
+        Xc, yc = self._clipped_rows(B_x, B_y)
         XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
         for n, members, a in self.blocks:
             G = len(members)
@@ -222,7 +270,7 @@ class _Blocks:
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
-    stacked product (equal to the bit to their own calls, as ``_Blocks.clipped_stats``); any other set its own call."""
+    stacked product (equal to the bit to their own calls, as ``Blocks.clipped_stats``); any other set its own call."""
     out: list[Any] = [None] * len(Xs)
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, (X, y) in enumerate(zip(Xs, ys)):

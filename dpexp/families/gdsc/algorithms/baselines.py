@@ -28,6 +28,9 @@ from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.model import exact_gamma_weights
+from dpexp.families.gdsc.release_batch import Blocks
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -157,6 +160,45 @@ class RobustLR(Reference):
             Xu, yu = np.clip(Xu, -B_x, B_x), np.clip(yu, -B_y, B_y)
         return np.concatenate([Xu, Xc]), np.concatenate([yu, yc]), B_x, B_y
 
+    @staticmethod
+    def _block_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``run_many``'s statistics of a group from its rows laid out with splits of equal n adjacent
+        (``release_batch.Blocks``), each part clipped in place as ``run_many`` clips it, and their products one
+        stacked call per n (each split's summed as by its own calls: the same floats); (XX, Xy, yy, n), or None
+        (rows not float64, or y parts not as long as the X parts: the split-by-split path)."""
+        rows = Blocks([(splits[k].X_public, splits[k].X_private) for k in group],
+                      [(splits[k].y_public, splits[k].y_private) for k in group])
+        order = [group[i] for i in rows.order.tolist()]
+        if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1
+                and [len(a) for k in order for a in (splits[k].y_public, splits[k].y_private)] == rows.part_rows):
+            return None
+        for j, A in ((0, rows.X), (1, rows.y)):
+            _clip_parts(A, rows.part_rows, [b for k in order for b in (bounds[k][j] if clip_public else np.inf,
+                                                                          bounds[k][j])])
+        return (*rows.stats(), rows.counts.astype(float))
+
+    @staticmethod
+    def _row_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``_block_stats`` split by split (any rows): public then private rows of every split stacked, clipped in
+        place at their split's bounds (none for public rows without clip_public: the same element-wise clip as
+        split by split), each split's products its own calls."""
+        X = Rows([(splits[k].X_public, splits[k].X_private) for k in group])
+        y = Rows([(splits[k].y_public, splits[k].y_private) for k in group])
+        for j, rows in ((0, X), (1, y)):
+            if rows.stack.dtype != np.float64:   # clipped values are floats (as np.clip's result)
+                rows.stack = rows.stack.astype(np.float64)
+            parts = ((splits[k].X_public, splits[k].X_private) if j == 0 else
+                     (splits[k].y_public, splits[k].y_private) for k in group)
+            _clip_parts(rows.stack, [len(a) for pair in parts for a in pair],
+                        [b for k in group for b in (bounds[k][j] if clip_public else np.inf, bounds[k][j])])
+        Xs, ys = X.split(X.stack), y.split(y.stack)
+        XX = np.stack([Xk.T @ Xk for Xk in Xs])
+        Xy = np.stack([Xk.T @ yk for Xk, yk in zip(Xs, ys)])
+        yy = np.array([yk @ yk for yk in ys])
+        return XX, Xy, yy, np.array([float(len(yk)) for yk in ys])
+
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
         out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
         if isinstance(out, Exception):
@@ -168,8 +210,9 @@ class RobustLR(Reference):
         """Clip the rows of all splits of equal d in one call (each row at its split's thresholds: ``_clipped``
         split by split), then fit them in one batched call (the model of ``_fit``)."""
         ledgers = [as_ledger(lg) for lg in ledgers]
+        not_dp = Spend("not DP", "none", note="non-private baseline")   # what ``ledger.not_dp`` records (immutable)
         for lg in ledgers:
-            lg.not_dp("non-private baseline")
+            lg.record(not_dp)
         kw = self.params.model_dump(exclude={"tune_epsilon"}, exclude_unset=True)
         ref = RobustPrivateLR(**kw)
         clip_public = ref.params.clip_public
@@ -196,23 +239,12 @@ class RobustLR(Reference):
         ks = each(range(len(splits)), out, thresholds)
         for d, group in groups(ks, lambda k: splits[k].X_private.shape[1]).items():
             try:
-                # public then private rows of every split stacked, then clipped in place at their split's bounds
-                # (none for public rows without clip_public): the same element-wise clip as split by split
-                X = Rows([(splits[k].X_public, splits[k].X_private) for k in group])
-                y = Rows([(splits[k].y_public, splits[k].y_private) for k in group])
-                for j, rows in ((0, X), (1, y)):
-                    if rows.stack.dtype != np.float64:   # clipped values are floats (as np.clip's result)
-                        rows.stack = rows.stack.astype(np.float64)
-                    parts = ((splits[k].X_public, splits[k].X_private) if j == 0 else
-                             (splits[k].y_public, splits[k].y_private) for k in group)
-                    _clip_parts(rows.stack, [len(a) for pair in parts for a in pair],
-                                [b for k in group for b in (bounds[k][j] if clip_public else np.inf, bounds[k][j])])
-                Xs, ys = X.split(X.stack), y.split(y.stack)
-                XX = np.stack([Xk.T @ Xk for Xk in Xs])
-                Xy = np.stack([Xk.T @ yk for Xk, yk in zip(Xs, ys)])
-                yy = np.array([yk @ yk for yk in ys])
-                n = np.array([float(len(yk)) for yk in ys])
-                W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
+                XX, Xy, yy, n = (self._block_stats(splits, group, bounds, clip_public)
+                                 or self._row_stats(splits, group, bounds, clip_public))
+                if ref.params.prior == "gamma" and all(bounds[k][0] == bounds[k][1] == np.inf for k in group):
+                    W = exact_gamma_weights(XX, Xy, yy, n)   # nothing clipped: lr's statistics (its fit memoised)
+                else:
+                    W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
             except Exception as exc:
                 for k in group:
                     out[k] = exc

@@ -9,8 +9,11 @@ import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
-from dpexp.families.gdsc.model import FixedPrecisionParams, fit_weights
+from dpexp.families.gdsc.release_batch import Blocks
+from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -40,17 +43,32 @@ class BayesLR(Reference, BatchedAlgorithm):
             by_d.setdefault(s.d, []).append(k)
         res: dict[int, np.ndarray] = {}
         for d, ks in by_d.items():
-            # every split's training rows (public then private: ``Split.X_train``) stacked once and cut back (views)
-            X = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
-            y = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
-            st = [sufficient_stats(Xk, yk) for Xk, yk in zip(X.split(X.stack), y.split(y.stack))]
-            W = fit_weights(np.stack([a[0] for a in st]), np.stack([a[1] for a in st]), np.array([a[2] for a in st]),
-                            y.counts.astype(float), p.prior, p.lam, p.lam0)
+            # every split's training rows (public then private: ``Split.X_train``) stacked once, splits of equal n
+            # adjacent: their statistics one stacked call per n (``release_batch.Blocks``; each split's products
+            # summed as by its own ``sufficient_stats``)
+            rows = Blocks([(splits[k].X_public, splits[k].X_private) for k in ks],
+                          [(splits[k].y_public, splits[k].y_private) for k in ks])
+            if rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1:
+                XX, Xy, yy = rows.stats()
+            else:   # other rows: split by split
+                X = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
+                y = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
+                st = [sufficient_stats(Xk, yk) for Xk, yk in zip(X.split(X.stack), y.split(y.stack))]
+                XX, Xy = np.stack([a[0] for a in st]), np.stack([a[1] for a in st])
+                yy = np.array([a[2] for a in st])
+            n = rows.counts.astype(float)
+            if p.prior == "fixed":   # fit_weights' solve; exact Gram matrices: the floor's decision certified
+                W = posterior_mean_fixed(XX, Xy, p.lam, p.lam0, "psd_floor", certify=True)
+            elif all(splits[k].X_private.shape[0] == 0 for k in ks):   # public rows only: rlr fits the same
+                W = exact_gamma_weights(XX, Xy, yy, n)
+            else:
+                W = fit_weights(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
             res.update(zip(ks, W))
+        not_dp = Spend("not DP", "none", note="non-private baseline")   # what ``ledger.not_dp`` records (immutable)
         for k, s in enumerate(splits):
             w = res[k]
             ledger = as_ledger(ledgers[k])
-            ledger.not_dp("non-private baseline")
+            ledger.record(not_dp)
             out.append(Output(predictions=repeat_trials(s.X_test @ w, trials), coef=repeat_trials(w, trials),
                               guarantee=ledger.guarantee()))
         return out

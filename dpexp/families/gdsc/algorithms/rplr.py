@@ -217,6 +217,7 @@ class Release:
     B_y: Any
     sigma_x: Any
     sigma_y: Any
+    batch: Any = None   # (token, row): a batched release's row of its group's stacked arrays (``_naive_group``)
 
     def clip_bounds(self, trials: int) -> np.ndarray | None:
         """(trials, 2) array of the (B_x, B_y) of every trial (``Output.clip_bounds``); None without a release."""
@@ -367,13 +368,13 @@ class RobustPrivateLR(BatchedAlgorithm):
             try:
                 d, tn = s.d, self._tune_n(s)
                 c = choices.get((tn, d))
-                if c is None:
+                if c is None:   # with whether the split, thresholds and ε let a batch release at all
                     sp = self.budget_split(tn, d, eps)
-                    c = choices[(tn, d)] = (sp, *self.omegas(tn, d, eps, sp))
-                sp, wx, wy = c
-                if s.X_private.shape[0] == 0 or not (ok_eps and min(sp) > 0 and wx > 0 and wy > 0
-                                                     and math.isfinite(wx) and math.isfinite(wy)
-                                                     and self._batchable_sigma(s, d, wx, wy)):
+                    wx, wy = self.omegas(tn, d, eps, sp)
+                    c = choices[(tn, d)] = (sp, wx, wy, ok_eps and min(sp) > 0 and wx > 0 and wy > 0
+                                            and math.isfinite(wx) and math.isfinite(wy))
+                sp, wx, wy, valid = c
+                if s.X_private.shape[0] == 0 or not (valid and self._batchable_sigma(s, d, wx, wy)):
                     out[k] = self.release(s, epsilon, ledger, trials)
                     continue
                 groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
@@ -431,28 +432,36 @@ class RobustPrivateLR(BatchedAlgorithm):
             pubs = sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss])
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
+        Bxm, Bym = Bxm.tolist(), Bym.tolist()   # Python floats (what float(Bxm[i]) gives)
         if per_trial:
             sxm, sym = g.sigma_x.mean(axis=1).tolist(), g.sigma_y.mean(axis=1).tolist()
-        for i, (k, s, _, spi, wx, wy) in enumerate(items):
+            # each split's rows (views, as g.B_x[i] gives them), taken in one pass
+            bounds_of = list(zip(list(g.B_x), list(g.B_y), list(g.sigma_x), list(g.sigma_y)))
+        else:
+            bounds_of = list(zip(g.B_x.tolist(), g.B_y.tolist(), g.sigma_x.tolist(), g.sigma_y.tolist()))
+        # the group's stacked arrays, for ``_naive_group`` (which then need not stack the rows back)
+        token = (g, (XXp, Xyp, yyp) if public_stats and p.clip_public else None)
+        if public_stats and p.clip_public:
+            publics = list(zip(list(XXp), list(Xyp), list(yyp) if per_trial else yyp.tolist()))
+        sig = p.sigma == "dp"
+        for i, (k, s, _, spt, wx, wy), XXi, Xyi, yyi in zip(range(len(items)), items, list(g.XX), list(g.Xy),
+                                                          list(g.yy)):
             if i in g.failed:   # its release failed after the σ̂ draws, as the per-split release fails
                 out[k] = g.failed[i]
                 continue
-            spt = spi   # the budget_split tuple of floats (extras keep Python floats)
+            # spt: the budget_split tuple of floats (extras keep Python floats)
             extras = {"p1": spt[0], "p2": spt[1], "p3": spt[2], "omega_x": wx, "omega_y": wy,
-                      "B_x": float(Bxm[i]), "B_y": float(Bym[i])}
-            if p.sigma == "dp":
-                extras.update({"sigma_x_dp": sxm[i], "sigma_y_dp": sym[i]})
+                      "B_x": Bxm[i], "B_y": Bym[i]}
+            if sig:
+                extras["sigma_x_dp"] = sxm[i]
+                extras["sigma_y_dp"] = sym[i]
             if not public_stats:
                 public = None
             elif p.clip_public:
-                public = (XXp[i], Xyp[i], yyp[i] if per_trial else float(yyp[i]))
+                public = publics[i]
             else:
                 public = pubs[i]
-            if per_trial:
-                bounds = (g.B_x[i], g.B_y[i], g.sigma_x[i], g.sigma_y[i])
-            else:
-                bounds = (float(g.B_x[i]), float(g.B_y[i]), float(g.sigma_x[i]), float(g.sigma_y[i]))
-            out[k] = Release(g.XX[i], g.Xy[i], g.yy[i], public, extras, spt, eps, *bounds)
+            out[k] = Release(XXi, Xyi, yyi, public, extras, spt, eps, *bounds_of[i], batch=(token, i))
 
     def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
@@ -498,12 +507,20 @@ class RobustPrivateLR(BatchedAlgorithm):
                 XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], r, trials)
         if priv:
             pr = [rs[i] for i in priv]
-            PX = np.stack([r.public[0] for r in pr])
-            PXy = np.stack([r.public[1] for r in pr])
-            Pyy = np.array([r.public[2] for r in pr], dtype=float)
-            sXX = np.stack([r.XX for r in pr]) + (PX[:, None] if PX.ndim == 3 else PX)
-            sXy = np.stack([r.Xy for r in pr]) + (PXy[:, None] if PXy.ndim == 2 else PXy)
-            syy = np.stack([r.yy for r in pr]) + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
+            tok = _whole_batch(pr)   # all rows of one batched release, in order: its arrays are the stacks
+            if tok is not None and tok[1] is not None:
+                PX, PXy, Pyy = tok[1]
+            else:
+                PX = np.stack([r.public[0] for r in pr])
+                PXy = np.stack([r.public[1] for r in pr])
+                Pyy = np.array([r.public[2] for r in pr], dtype=float)
+            if tok is not None:
+                rXX, rXy, ryy = tok[0].XX, tok[0].Xy, tok[0].yy
+            else:
+                rXX, rXy, ryy = np.stack([r.XX for r in pr]), np.stack([r.Xy for r in pr]), np.stack([r.yy for r in pr])
+            sXX = rXX + (PX[:, None] if PX.ndim == 3 else PX)
+            sXy = rXy + (PXy[:, None] if PXy.ndim == 2 else PXy)
+            syy = ryy + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
             for j, i in enumerate(priv):
                 XX[i], Xy[i], yy[i] = sXX[j], sXy[j], syy[j]
             if with_ridge:
@@ -570,6 +587,18 @@ class RobustPrivateLR(BatchedAlgorithm):
                 out[k] = Output(predictions=pred, coef=w, extras=ex, guarantee=ledgers[k].guarantee(),
                                 coef_interval=ci, pred_interval=pi, clip_bounds=bounds[j])
         return out
+
+
+def _whole_batch(rs: list[Release]) -> tuple | None:
+    """The token of the batched release whose rows ``rs`` are, all of them in order (``Release.batch``; none
+    failed): its group's arrays equal the stacks of the releases' rows.  None otherwise."""
+    tok = rs[0].batch[0] if rs[0].batch is not None else None
+    if tok is None or tok[0].XX.shape[0] != len(rs):
+        return None
+    for j, r in enumerate(rs):
+        if r.batch is None or r.batch[0] is not tok or r.batch[1] != j:
+            return None
+    return tok
 
 
 def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]:
