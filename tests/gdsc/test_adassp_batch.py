@@ -210,27 +210,3 @@ def test_a_group_failing_after_its_draws_leaves_set_aside_splits_to_run(monkeypa
         assert repr(la[k].spends) == repr(lb[k].spends)
     set_aside = ["LinAlgError", "LinAlgError"] + (["OverflowError"] if params else [])   # run's errors for them
     assert [type(o).__name__ for k, o in enumerate(many) if k not in released] == set_aside
-
-
-@pytest.mark.parametrize("d", list(range(1, 41)) + [63, 64, 65, 127, 128, 129, 130])
-def test_row_norms_equal_numpy_norm(d):
-    """``row_norms`` makes numpy's pairwise additions column by column: equal to ``np.linalg.norm(axis=-1)`` to the
-    bit for every d (the d > 128 fallback included), on rows of widely different magnitudes, zeros and a
-    non-finite entry, and on the broadcast (T, m, d) rows ``run`` takes the norm of."""
-    from dpexp.families.gdsc.algorithms.adassp import row_norms
-
-    rng = np.random.default_rng(d)
-    X = rng.normal(size=(301, d)) * 10.0 ** rng.uniform(-150, 150, size=(301, 1))
-    X[::7] *= 10.0 ** rng.uniform(-8, 8, size=(len(X[::7]), d))
-    X[3] = 0.0
-    X[5, d // 2] = np.inf
-    X[6, 0] = np.nan
-    with np.errstate(over="ignore", invalid="ignore"):
-        got = row_norms(X)
-        _same(np.linalg.norm(X, axis=-1), got)
-        _same(np.linalg.norm(np.broadcast_to(X, (2,) + X.shape), axis=-1)[1], got)
-    _same(np.linalg.norm(X[:0], axis=-1), row_norms(X[:0]))
-    X0 = X.copy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        row_norms(X)
-    _same(X0, X)   # the rows are not touched

@@ -38,6 +38,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
+from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior
 from dpexp.families.gdsc.release_batch import NotBatchable, finite_rows, float_square, release_sigmas
 from dpexp.models import adassp as core
@@ -360,33 +361,6 @@ class _Blocked:
             out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
             out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
         return out
-
-
-def row_norms(X: np.ndarray) -> np.ndarray:
-    """``np.linalg.norm(X, axis=-1)`` of an (N, d) float array, to the bit, at a fraction of its cost: numpy sums
-    each row's squares (a reduction over a short contiguous axis: one inner-loop call per row) by its pairwise
-    summation — for d ≤ 128 eight running sums r_j = Σ_k x²_{j+8k} over the first d − d mod 8 entries, combined as
-    ((r₀ + r₁) + (r₂ + r₃)) + ((r₄ + r₅) + (r₆ + r₇)), then the rest added in order (d < 8: added in order from
-    0).  The same additions are made here column by column for all rows at once (tests/gdsc/test_adassp_batch.py
-    holds it to ``np.linalg.norm`` for d = 1…130).  Any other input: ``np.linalg.norm``."""
-    N, d = X.shape if X.ndim == 2 else (0, 0)
-    if X.ndim != 2 or X.dtype != np.float64 or not 1 <= d <= 128 or N == 0:
-        return np.linalg.norm(X, axis=-1)
-    C = np.multiply(X.T, X.T, out=np.empty((d, N)))   # the squares, column by column (a new array: X untouched)
-    if d < 8:
-        res = np.zeros(N)
-        for i in range(d):
-            res += C[i]
-        return np.sqrt(res, out=res)
-    r = C[:8].copy()
-    i = 8
-    while i < d - d % 8:
-        r += C[i:i + 8]
-        i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    for k in range(i, d):
-        res += C[k]
-    return np.sqrt(res, out=res)
 
 
 #: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)
