@@ -50,27 +50,33 @@ class Blocks:
 
     def gram(self, Z: np.ndarray, y: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """ZᵀZ (S, D, D) and Zᵀy (S, D) (None without ``y``) of each set's rows of ``Z`` (N, D) and ``y`` (N,),
-        both C-contiguous and laid out as ``cat``'s result: one stacked product per group of equal n."""
+        laid out as ``cat``'s result: one stacked product per group of equal n."""
         Z = np.ascontiguousarray(Z)
         S, D = len(self.counts), Z.shape[1]
         ZZ = np.empty((S, D, D))
-        Zy = None if y is None else np.empty((S, D))
-        if y is not None:
-            y = np.ascontiguousarray(y)
         for n, members, a in self.blocks:
             G = len(members)
             if G == 1:
                 Zi = Z[a:a + n]
                 ZZ[members[0]] = Zi.T @ Zi
-                if Zy is not None:
-                    Zy[members[0]] = Zi.T @ y[a:a + n]
                 continue
             Zg = Z[a:a + G * n].reshape(G, n, D)
-            ZgT = np.swapaxes(Zg, -1, -2)
-            ZZ[members] = ZgT @ Zg
-            if Zy is not None:
-                Zy[members] = (ZgT @ y[a:a + G * n].reshape(G, n, 1))[..., 0]
-        return ZZ, Zy
+            ZZ[members] = np.swapaxes(Zg, -1, -2) @ Zg
+        return ZZ, None if y is None else self.matvec(Z, y)
+
+    def matvec(self, Z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Zᵀy (S, D) of each set's rows of ``Z`` (N, D) and ``y`` (N,), laid out as ``cat``'s result."""
+        Z, y = np.ascontiguousarray(Z), np.ascontiguousarray(y)
+        S, D = len(self.counts), Z.shape[1]
+        Zy = np.empty((S, D))
+        for n, members, a in self.blocks:
+            G = len(members)
+            if G == 1:
+                Zy[members[0]] = Z[a:a + n].T @ y[a:a + n]
+                continue
+            Zg = Z[a:a + G * n].reshape(G, n, D)
+            Zy[members] = (np.swapaxes(Zg, -1, -2) @ y[a:a + G * n].reshape(G, n, 1))[..., 0]
+        return Zy
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:

@@ -332,8 +332,26 @@ class FunctionalMechanismPaper(_PaperLR):
 
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:
-    """``with_bias(_minmax(part, lo, hi))`` (or ``_minmax(part, lo, hi)``) of every part, computed in place on one
-    stack: each part's range repeated for its rows, unless all parts share one (the Matlab path's x ranges)."""
+    """``with_bias(_minmax(part, lo, hi))`` (or ``_minmax(part, lo, hi)``) of every part, computed in place on
+    stacks of consecutive parts of about ``_CHUNK_ROWS`` rows (``_scaled_stack``; the element-wise steps of a
+    stack then run on data in cache, and a part's rows are a contiguous slice of its stack as before)."""
+    out: list[np.ndarray] = []
+    i, rows = 0, 0
+    for j, p in enumerate(parts):
+        rows += len(p)
+        if rows >= _CHUNK_ROWS or j == len(parts) - 1:
+            out += _scaled_stack(parts[i:j + 1], lo[i:j + 1], hi[i:j + 1], bias)
+            i, rows = j + 1, 0
+    return out
+
+
+#: rows of one stack of ``_scaled_rows`` (≈ 330 kB of 10 float columns: the four element-wise passes in cache)
+_CHUNK_ROWS = 4096
+
+
+def _scaled_stack(parts: list[np.ndarray], lo: list, hi: list, bias: bool) -> list[np.ndarray]:
+    """``_scaled_rows`` of some parts on one stack: each part's range repeated for its rows, unless all parts share
+    one (the Matlab path's x ranges)."""
     rows = Rows(parts)
     into = rows.stack if rows.stack.dtype == np.float64 else None
     if all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi):
