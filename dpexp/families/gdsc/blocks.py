@@ -84,23 +84,22 @@ def row_norms(X: np.ndarray) -> np.ndarray:
     each row's squares (a reduction over a short contiguous axis: one inner-loop call per row) by its pairwise
     summation — for d ≤ 128 eight running sums r_j = Σ_k x²_{j+8k} over the first d − d mod 8 entries, combined as
     ((r₀ + r₁) + (r₂ + r₃)) + ((r₄ + r₅) + (r₆ + r₇)), then the rest added in order (d < 8: added in order from
-    0).  The same additions are made here column by column for all rows at once (tests/gdsc/test_blocks.py
-    holds it to ``np.linalg.norm`` for d = 1…130).  Any other input: ``np.linalg.norm``."""
+    0).  The same additions are made here column by column for all rows at once (tests/gdsc/test_blocks.py holds
+    it to ``np.linalg.norm`` for d = 1…130).  Any other input: ``np.linalg.norm``."""
     N, d = X.shape if X.ndim == 2 else (0, 0)
     if X.ndim != 2 or X.dtype != np.float64 or not 1 <= d <= 128 or N == 0:
         return np.linalg.norm(X, axis=-1)
-    C = np.multiply(X.T, X.T, out=np.empty((d, N)))   # the squares, column by column (a new array: X untouched)
+    Q = X * X   # the squares (a new array: X untouched); its columns are the running sums below
     if d < 8:
         res = np.zeros(N)
         for i in range(d):
-            res += C[i]
+            res += Q[:, i]
         return np.sqrt(res, out=res)
-    r = C[:8].copy()
     i = 8
     while i < d - d % 8:
-        r += C[i:i + 8]
+        Q[:, :8] += Q[:, i:i + 8]
         i += 8
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    res = ((Q[:, 0] + Q[:, 1]) + (Q[:, 2] + Q[:, 3])) + ((Q[:, 4] + Q[:, 5]) + (Q[:, 6] + Q[:, 7]))
     for k in range(i, d):
-        res += C[k]
+        res += Q[:, k]
     return np.sqrt(res, out=res)
