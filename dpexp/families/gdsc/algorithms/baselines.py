@@ -27,7 +27,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
+from dpexp.families.gdsc.batching import Rows, each, groups, record_each, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
@@ -123,11 +123,10 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
                     w.setflags(write=False)   # shared by the cells of this drug at every size
                     w = cache.memo(_NS, keys[k], lambda w=w: w, maxsize=_MAXSIZE)
                 W[k] = w
-        for k in ks:
-            if k not in W:
-                continue
+        done = [k for k in ks if k in W]
+        record_each((ledgers[k] for k in done), lambda lg: lg.public_only("public rows only"))
+        for k in done:
             w = W[k]
-            ledgers[k].public_only("public rows only")
             out[k] = Output(predictions=repeat_trials(rows[k][2] @ w, trials), coef=repeat_trials(w, trials),
                             guarantee=ledgers[k].guarantee())
         return out

@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
 from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, unit_box_rows, unit_box_y
 from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
@@ -117,9 +117,7 @@ class FunctionalMechanismLR(UnitBoxLR):
         if not ks:
             return
         priv = [j for j, k in enumerate(ks) if splits[k].X_private.shape[0] > 0]
-        for k in ks:
-            if splits[k].X_private.shape[0] == 0:
-                ledgers[k].public_only()
+        record_each((ledgers[k] for k in ks if splits[k].X_private.shape[0] == 0), lambda lg: lg.public_only())
         Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
         As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
         if priv:
