@@ -392,3 +392,27 @@ def test_plr_batched_release_checks_its_sensitivities_before_drawing():
     assert all(not lg.spends for lg in lgs)
     out = registry.get("algorithm", "plr")(B_y=1e300).run_many(splits, 1.0, 0.0, lgs, 1)
     assert len(out) == 2 and all(isinstance(o, Exception) for o in out)
+
+
+def test_record_each_records_what_each_call_records():
+    """``batching.record_each``: every ledger gets the Spend its own call records (one shared frozen value), the
+    guarantee follows; inside ``for_trial`` each ledger's call makes its own trial-tagged Spend."""
+    from dpexp.families.gdsc.batching import record_each
+
+    for call in (lambda lg: lg.public_only(), lambda lg: lg.not_dp("a reason"), lambda lg: lg.public_only("x")):
+        la, lb = ledgers(4), ledgers(4)
+        la[2].public_only("earlier")
+        lb[2].public_only("earlier")
+        record_each(la, call)
+        for lg in lb:
+            call(lg)
+        for a, b in zip(la, lb):
+            assert repr(a.spends) == repr(b.spends) and a.guarantee() == b.guarantee()
+    la, lb = ledgers(3), ledgers(3)
+    with la[0].for_trial(1), lb[0].for_trial(1):
+        record_each(la, lambda lg: lg.public_only())
+        for lg in lb:
+            lg.public_only()
+    assert [repr(a.spends) for a in la] == [repr(b.spends) for b in lb]
+    assert la[0].spends[0].trial == 1 and la[1].spends[0].trial is None
+    record_each([], lambda lg: lg.public_only())

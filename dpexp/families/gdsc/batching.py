@@ -154,3 +154,16 @@ def same_floor_branch(XX: np.ndarray, solver: str) -> list[np.ndarray]:
     w = np.linalg.eigh(0.5 * (XX + np.swapaxes(XX, -1, -2)))[0]
     unfloored = np.all(w >= 0.0, axis=(-2, -1))
     return [rows for rows in (np.flatnonzero(unfloored), np.flatnonzero(~unfloored)) if rows.size]
+
+
+def record_each(ledgers: Iterable[Any], record: Callable[[Any], Any]) -> None:
+    """``record(ledger)`` for every ledger — a call that records one fixed ``Spend`` and returns it, e.g.
+    ``lambda lg: lg.public_only()`` — with the Spend the first call returns recorded as it is in the others: the same
+    record (a frozen value), without building and validating it per cell.  A Spend tagged with a trial (a ledger
+    inside ``for_trial``) is not shared: each ledger then makes its own."""
+    spend = None
+    for lg in ledgers:
+        if spend is None or spend.trial is not None:
+            spend = record(lg)
+        else:
+            lg.record(spend)

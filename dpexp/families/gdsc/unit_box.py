@@ -11,6 +11,7 @@ from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import UNIT_BOX
 from dpexp.families.gdsc.batching import run_grouped
+from dpexp.families.gdsc.blocks import row_norms
 from dpexp.types import Output, Split
 
 
@@ -43,13 +44,16 @@ def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_b
     Xs = X / B_x   # a new array: clipped and projected in place (the same floats as new arrays)
     np.clip(Xs, -1.0, 1.0, out=Xs)
     if l2_ball and Xs.size:
-        nrm = np.linalg.norm(Xs, axis=1, keepdims=True)
+        nrm = row_norms(Xs)[:, None]   # np.linalg.norm(Xs, axis=1, keepdims=True), to the bit
         Xs /= np.maximum(nrm, 1.0)
-    ys = None
-    if y is not None:
-        ys = y / B_y
-        np.clip(ys, -1.0, 1.0, out=ys)
-    return Xs, ys
+    return Xs, None if y is None else unit_box_y(y, B_y)
+
+
+def unit_box_y(y: np.ndarray, B_y: float) -> np.ndarray:
+    """y ← clip(y/B_y, −1, 1) (a new array)."""
+    ys = y / B_y
+    np.clip(ys, -1.0, 1.0, out=ys)
+    return ys
 
 
 def public_bounds(split: Split, bound_x: float | None, bound_y: float, who: str) -> tuple[float, float]:
@@ -58,3 +62,13 @@ def public_bounds(split: Split, bound_x: float | None, bound_y: float, who: str)
     if B_x is None:
         raise UserError(f"{who}: params.bound_x must be given (the dataset declares no meta['x_bound']), got None")
     return float(B_x), float(bound_y)
+
+
+def unit_box_rows(X: np.ndarray, B_x: float, bias: bool) -> np.ndarray:
+    """``scale_unit``'s x ← clip(x/B_x, −1, 1) of rows (N, d), after a bias column of ones if ``bias``
+    (``with_bias`` of the scaled rows): (N, d + 1) or (N, d), a new array."""
+    Xs = X / B_x
+    np.clip(Xs, -1.0, 1.0, out=Xs)
+    return np.concatenate([np.ones((Xs.shape[0], 1)), Xs], axis=1) if bias else Xs
+
+

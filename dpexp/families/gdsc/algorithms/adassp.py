@@ -38,9 +38,9 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
+from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior
-from dpexp.families.gdsc.release_batch import (NotBatchable, block_order, finite_rows, float_square,
-                                                release_sigmas, sigma_sums)
+from dpexp.families.gdsc.release_batch import NotBatchable, finite_rows, float_square, release_sigmas
 from dpexp.models import adassp as core
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import standard_laplace_rows
@@ -176,10 +176,12 @@ class AdaSSP(Algorithm):
     def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list) -> None:
         """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
         ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error; None for a split set
-        aside before any of its draws (it takes ``run``)."""
+        aside before any of its draws (it takes ``run``).  The private rows are concatenated once, group by group
+        of equal n (``_Blocked``): the finiteness check, the σ sums and the clipped products read that one array."""
         p = self.params
         d = ss[0].d
-        keep = finite_rows([s.X_private for s in ss], [s.y_private for s in ss])
+        rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
+        keep = rows.finite()
         if p.public:
             keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
         eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
@@ -198,15 +200,14 @@ class AdaSSP(Algorithm):
             raise NotBatchable("fewer than two splits")
         for i in idx.tolist():   # from here on these cells' ledgers are used: an error is theirs, not run's
             out[i] = _RELEASED
-        ss, lgs = [ss[i] for i in idx], [lgs[i] for i in idx]
-        Xs, ys = [s.X_private for s in ss], [s.y_private for s in ss]
-        off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])])
-        X, y = np.concatenate(Xs), np.concatenate(ys)
+        if idx.size < len(ss):
+            ss, lgs = [ss[i] for i in idx], [lgs[i] for i in idx]
+            rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
         m = d * (d + 1) // 2
         if p.sigma == "dp":
-            sums = sigma_sums(X, y, off, bx, by)
+            sums = rows.sigma_sums(bx, by)
             L = standard_laplace_rows(lgs, 2 * T + T * (1 + m + d))
-            sx, sy = release_sigmas(sums, np.diff(off), d, bx, by, sh, L[:, :2 * T], lgs)
+            sx, sy = release_sigmas(sums, rows.counts, d, bx, by, sh, L[:, :2 * T], lgs)
             L = L[:, 2 * T:]
         else:
             sx, sy = sx[idx], sy[idx]
@@ -224,15 +225,13 @@ class AdaSSP(Algorithm):
             return
         if g.size < len(ss):
             ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
-            Xs, ys, sx, sy, B_X, B_x, B_Y = ([Xs[i] for i in g], [ys[i] for i in g], sx[g], sy[g], B_X[g], B_x[g],
-                                             B_Y[g])
-            off = np.concatenate([[0], np.cumsum([X.shape[0] for X in Xs])])
-            X, y = np.concatenate(Xs), np.concatenate(ys)
+            sx, sy, B_X, B_x, B_Y = sx[g], sy[g], B_X[g], B_x[g], B_Y[g]
+            rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
         sq = float_square if p.sigma == "data" else np.square
         s_min = sq(B_X)
         sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
         cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
-        XX, Xy = self._clip_products(X, y, off, B_X, B_x, B_Y, T)
+        XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
         try:
             lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
         except np.linalg.LinAlgError:   # a split whose λ_min fails: run's error for it, the others released
@@ -258,10 +257,8 @@ class AdaSSP(Algorithm):
         if p.public:
             pub = [i for i, s in enumerate(ss) if s.X_public.shape[0]]
             if pub:
-                Ps, ps = [ss[i].X_public for i in pub], [ss[i].y_public for i in pub]
-                offp = np.concatenate([[0], np.cumsum([P.shape[0] for P in Ps])])
-                XXp, Xyp = self._clip_products(np.concatenate(Ps), np.concatenate(ps), offp, B_X[pub], B_x[pub],
-                                               B_Y[pub], T)
+                prow = _Blocked([ss[i].X_public for i in pub], [ss[i].y_public for i in pub])
+                XXp, Xyp = self._clip_products(prow, B_X[pub], B_x[pub], B_Y[pub], T)
                 XXn[pub] = XXn[pub] + XXp
                 Xyn[pub] = Xyn[pub] + Xyp
                 lam_t[pub] = lam_t[pub] + np.linalg.eigvalsh(XXp)[..., 0]
@@ -287,34 +284,83 @@ class AdaSSP(Algorithm):
                 parts += [np.isfinite(s), np.isfinite(s / e)]
         return np.all(np.logical_and.reduce(parts), axis=1)
 
-    def _clip_products(self, X: np.ndarray, y: np.ndarray, off: np.ndarray, B_X: np.ndarray, B_x: np.ndarray,
-                       B_Y: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
-        """``run``'s XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (off[i]:off[i+1] of X, y) clipped by
-        ``_clip`` at its bounds (S, T) or (S, 1): one stacked clip, then the products of the splits of equal n as
-        one stacked matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid
-        out as ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
-        counts = np.diff(off)
-        blocks, o, perm = block_order(off)     # the rows laid out group by group of equal n: a group is a block
-        X, y = X[perm], y[perm]
-        rep = lambda b: np.repeat(b[o], counts[o], axis=0).T   # noqa: E731  (T or 1, N): each row's bound
+    def _clip_products(self, rows: "_Blocked", B_X: np.ndarray, B_x: np.ndarray, B_Y: np.ndarray, T: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """``run``'s XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (``rows``) clipped by ``_clip`` at
+        its bounds (S, T) or (S, 1): one stacked clip, then the products of the splits of equal n as one stacked
+        matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid out as
+        ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
+        X, y, rep = rows.X, rows.y, rows.per_row    # rep: (T or 1, N), each row's bound
         if self.params.clip == "norm":
-            norms = np.linalg.norm(X, axis=-1)
+            norms = row_norms(X)
             Xc = X[None] * np.minimum(1.0, rep(B_X) / np.maximum(norms, 1e-300))[..., None]
         else:
             b = rep(B_x)[..., None]
             Xc = np.clip(np.broadcast_to(X, (T,) + X.shape), -b, b)
         bY = rep(B_Y)
         yc = np.clip(np.broadcast_to(y, (T,) + y.shape), -bY, bY)
-        S, d = counts.size, X.shape[1]
+        S, d = rows.counts.size, X.shape[1]
         XX, Xy = np.empty((S, T, d, d)), np.empty((S, T, d))
-        for n, members, a in blocks:
+        one = T == 1 and Xc.shape[0] == 1 and yc.shape[0] == 1
+        for n, members, a in rows.blocks:
             G = len(members)
-            Xg = np.broadcast_to(Xc[:, a:a + G * n], (T, G * n, d)).reshape(T, G, n, d).transpose(1, 0, 2, 3)
-            yg = np.broadcast_to(yc[:, a:a + G * n], (T, G * n)).reshape(T, G, n).transpose(1, 0, 2)
-            Xg, yg = np.ascontiguousarray(Xg), np.ascontiguousarray(yg)
+            if one:   # (1, G·n, d) rows: the group's (G, 1, n, d) stack is a reshape of its block
+                Xg, yg = Xc[0, a:a + G * n].reshape(G, 1, n, d), yc[0, a:a + G * n].reshape(G, 1, n)
+            else:
+                Xg = np.broadcast_to(Xc[:, a:a + G * n], (T, G * n, d)).reshape(T, G, n, d).transpose(1, 0, 2, 3)
+                yg = np.broadcast_to(yc[:, a:a + G * n], (T, G * n)).reshape(T, G, n).transpose(1, 0, 2)
+                Xg, yg = np.ascontiguousarray(Xg), np.ascontiguousarray(yg)
             XX[members] = np.swapaxes(Xg, -1, -2) @ Xg
             Xy[members] = np.einsum("stnd,stn->std", Xg, yg)
         return XX, Xy
+
+
+class _Blocked:
+    """The rows of S splits (``Xs[i]`` (n_i, d), ``ys[i]``) concatenated once, group by group of equal n in order
+    of first appearance (the layout of ``release_batch.block_order``): a group's rows are then one block, and
+    stacking them a reshape.  ``X`` (N, d), ``y`` (N,), ``blocks`` [(n, members, first row)], ``counts`` (S,) the
+    splits' n in their own order."""
+
+    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
+        self._Xs, self._ys = Xs, ys
+        counts = [X.shape[0] for X in Xs]
+        self.counts = np.array(counts, dtype=np.intp)
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(counts):
+            groups.setdefault(n, []).append(i)
+        self.blocks: list[tuple[int, list[int], int]] = []
+        order: list[int] = []
+        start = 0
+        for n, members in groups.items():
+            self.blocks.append((n, members, start))
+            order += members
+            start += n * len(members)
+        self.order = np.array(order, dtype=np.intp)
+        self.X = np.concatenate([Xs[i] for i in order])
+        self.y = np.concatenate([ys[i] for i in order])
+
+    def finite(self) -> np.ndarray:
+        """(S,) bool: each split's rows all finite (``release_batch.finite_rows``); one sum over all rows when that
+        is finite (a non-finite entry makes it NaN or ±inf; a finite overflow only sends the check to the rows)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            if math.isfinite(float(self.X.sum())) and math.isfinite(float(self.y.sum())):
+                return np.ones(self.counts.size, dtype=bool)
+        return finite_rows(self._Xs, self._ys)
+
+    def per_row(self, B: np.ndarray) -> np.ndarray:
+        """Each row's value of the per-split array B (S, T) or (S, 1), in the blocks' row order: (T or 1, N)."""
+        return np.repeat(B[self.order], self.counts[self.order], axis=0).T
+
+    def sigma_sums(self, bx: float, by: float) -> np.ndarray:
+        """``release_batch.sigma_sums`` of the splits (S, 2) from these rows (the same rows in the same layout, so
+        the same row-wise reductions: equal to the bit)."""
+        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
+        out = np.empty((self.counts.size, 2))
+        for n, members, a in self.blocks:
+            G = len(members)
+            out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
+            out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
+        return out
 
 
 #: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)

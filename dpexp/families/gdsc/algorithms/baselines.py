@@ -24,9 +24,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
-from dpexp.families.gdsc.batching import Rows, each, groups, repeat_trials
+from dpexp.families.gdsc.batching import Rows, each, groups, record_each, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.model import exact_gamma_weights
 from dpexp.families.gdsc.release_batch import Blocks
@@ -76,18 +77,38 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
+        """Every split's fit of its public rows, one batched solve per d.  ``prior: fixed``: the weights are a pure
+        function of the public rows and responses (and λ, λ0), the same for every size of the grid (a run's
+        ``run_many`` calls of one chunk hold the same drugs at each n_private): memoised by their bytes, so a
+        drug's public fit is solved once per chunk (each problem of a batched solve is solved on its own: the
+        same floats as in any batch)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
+        rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        W: dict[int, np.ndarray] = {}
+        keys: dict[int, tuple] = {}
+
+        def take(k: int) -> None:   # the public and test rows (of the view with d genes), the public responses
+            Xu, Xt = self._rows(splits[k])
+            yu = splits[k].y_public
+            rows[k] = (Xu, yu, Xt)
+            if p.prior == "fixed":
+                keys[k] = _public_key(Xu, yu, p.lam, p.lam0)
+                try:
+                    W[k] = cache.memo(_NS, keys[k], _not_memoised, maxsize=_MAXSIZE)
+                except _NotMemoised:
+                    pass
+
+        ks = each(range(len(splits)), out, take)
         stats: dict[int, tuple[np.ndarray, ...]] = {}
 
         def statistics(k: int) -> None:   # the public rows' XᵀX (zeros when there are none), Xᵀy, y'y, n
-            Xu, Xt = self._rows(splits[k])
-            yu = splits[k].y_public
-            stats[k] = (Xu.T @ Xu, Xu.T @ yu, yu, float(Xu.shape[0]), Xt)
+            Xu, yu, _ = rows[k]
+            stats[k] = (Xu.T @ Xu, Xu.T @ yu, yu, float(Xu.shape[0]))
 
-        ks = each(range(len(splits)), out, statistics)
-        for group in groups(ks, lambda k: stats[k][0].shape[-1]).values():
+        fit = each([k for k in ks if k not in W], out, statistics)
+        for group in groups(fit, lambda k: stats[k][0].shape[-1]).values():
             XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
             if p.prior == "fixed":   # y'y and n enter the Gamma-prior fit only
                 yy = n = None
@@ -95,16 +116,43 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
                 yy = np.array([float(stats[k][2] @ stats[k][2]) for k in group])
                 n = np.array([stats[k][3] for k in group])
             try:
-                W = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
+                Wg = _fit(XX, Xy, yy, n, p.prior, p.lam, p.lam0)
             except Exception as exc:  # recorded for each cell of the group
                 for k in group:
                     out[k] = exc
                 continue
-            for k, w in zip(group, W):
-                ledgers[k].public_only("public rows only")
-                out[k] = Output(predictions=repeat_trials(stats[k][4] @ w, trials), coef=repeat_trials(w, trials),
-                                guarantee=ledgers[k].guarantee())
+            for k, w in zip(group, Wg):
+                if p.prior == "fixed":
+                    w.setflags(write=False)   # shared by the cells of this drug at every size
+                    w = cache.memo(_NS, keys[k], lambda w=w: w, maxsize=_MAXSIZE)
+                W[k] = w
+        done = [k for k in ks if k in W]
+        record_each((ledgers[k] for k in done), lambda lg: lg.public_only("public rows only"))
+        for k in done:
+            w = W[k]
+            out[k] = Output(predictions=repeat_trials(rows[k][2] @ w, trials), coef=repeat_trials(w, trials),
+                            guarantee=ledgers[k].guarantee())
         return out
+
+
+#: the memo of lr_public's fixed-precision weights (``PublicOnlyLR.run_many``): namespace and bound (a chunk's drugs)
+_NS, _MAXSIZE = "gdsc.lr_public_weights", 1024
+
+
+class _NotMemoised(Exception):
+    """Raised by ``_not_memoised``: a look-up of the memo that must not compute (the weights are fitted in a
+    batch, then stored)."""
+
+
+def _not_memoised() -> np.ndarray:
+    raise _NotMemoised
+
+
+def _public_key(Xu: np.ndarray, yu: np.ndarray, lam: float, lam0: float) -> tuple:
+    """The memo key of a fixed-precision fit: λ, λ0 and the public rows' and responses' shapes, dtypes and bytes
+    (exact: equal keys are equal inputs)."""
+    Xu, yu = np.asarray(Xu), np.asarray(yu)
+    return (float(lam), float(lam0), Xu.shape, Xu.dtype.str, Xu.tobytes(), yu.shape, yu.dtype.str, yu.tobytes())
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -29,8 +29,9 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import Params
-from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
-from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
+from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.blocks import Blocks
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, unit_box_rows, unit_box_y
 from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -109,45 +110,66 @@ class FunctionalMechanismLR(UnitBoxLR):
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
         D = d + 1
-        # every split's private, public and test rows scaled into the unit box (with the bias column) in one call each
-        (Zv, yv), (Zu, yu) = (self._scaled(ks, splits, rows, B_x, B_y) for rows in ("private", "public"))
         test = Rows([splits[k].X_test for k in ks])
         Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
-        M, a = {}, {}
-
-        def objective(k: int) -> None:   # the exact coefficients of all rows
-            M[k] = Zv[k].T @ Zv[k] + Zu[k].T @ Zu[k]
-            a[k] = -2.0 * (Zv[k].T @ yv[k] + Zu[k].T @ yu[k])
-
-        ks = each(ks, out, objective)
+        M, a = self._objectives(ks, splits, B_x, B_y, out)
+        ks = [k for k in ks if k in M]
         if not ks:
             return
-        priv = [k for k in ks if Zv[k].shape[0] > 0]
-        for k in ks:
-            if Zv[k].shape[0] == 0:
-                ledgers[k].public_only()
-        # the private rows' M and α released together under one budget: one Laplace mechanism per split, through
-        # its ledger (b = Δ₁/ε = noise_scale(d, ε))
-        noise = {}
-        if priv:
-            NM, NA = objective_noise_rows(D, trials, fm_sensitivity(D), epsilon, [ledgers[k] for k in priv])
-            noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
+        priv = [j for j, k in enumerate(ks) if splits[k].X_private.shape[0] > 0]
+        record_each((ledgers[k] for k in ks if splits[k].X_private.shape[0] == 0), lambda lg: lg.public_only())
         Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
         As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
-        rows = [j for j, k in enumerate(ks) if k in noise]
-        if rows:
-            Ms[rows] += np.stack([noise[ks[j]][0] for j in rows])
-            As[rows] += np.stack([noise[ks[j]][1] for j in rows])
+        if priv:
+            # the private rows' M and α released together under one budget: one Laplace mechanism per split,
+            # through its ledger (b = Δ₁/ε = noise_scale(d, ε))
+            NM, NA = objective_noise_rows(D, trials, fm_sensitivity(D), epsilon, [ledgers[ks[j]] for j in priv])
+            Ms[priv] += NM
+            As[priv] += NA
         W = solve_stacked(trimmed_minimiser, Ms, As, self.params.reg)
         for k, w in zip(ks, W):
             out[k] = w if isinstance(w, Exception) else Output(
                 predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
 
-    @staticmethod
-    def _scaled(ks: list[int], splits: list[Split], rows: str, B_x: float, B_y: float
-                ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-        """Each split's ``rows`` ("private" or "public") scaled into the unit box, x with the bias column."""
-        X = Rows([getattr(splits[k], f"X_{rows}") for k in ks])
-        y = Rows([getattr(splits[k], f"y_{rows}") for k in ks])
-        Xs, ys = scale_unit(X.stack, y.stack, B_x, B_y, l2_ball=False)
-        return dict(zip(ks, X.split(with_bias(Xs)))), dict(zip(ks, y.split(ys)))
+    def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float, out: list
+                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        """The exact coefficients M = ZᵀZ and α = −2Zᵀỹ of every split's private plus public rows, scaled into the
+        unit box with the bias column, keyed by split; a split whose step fails gets its exception in ``out``.
+        Float rows whose responses match them: each kind of rows concatenated once in blocks of equal n and their
+        products stacked (``blocks.Blocks``: each the split's own ``Z.T @ Z``, ``Z.T @ y``); any other split (and
+        all, if private and public rows differ in columns) split by split."""
+        M: dict[int, np.ndarray] = {}
+        a: dict[int, np.ndarray] = {}
+
+        def rows_ok(k: int) -> bool:
+            s = splits[k]
+            return all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
+                       for X, y in ((s.X_private, s.y_private), (s.X_public, s.y_public)))
+
+        even = [k for k in ks if rows_ok(k)]
+        if even:
+            parts = []
+            for rows in ("private", "public"):
+                b = Blocks([getattr(splits[k], f"X_{rows}").shape[0] for k in even])
+                Z = unit_box_rows(b.cat([getattr(splits[k], f"X_{rows}") for k in even]), B_x, bias=True)
+                y = unit_box_y(b.cat([getattr(splits[k], f"y_{rows}") for k in even]), B_y)
+                parts.append((b, Z, y))
+            if parts[0][1].shape[1] == parts[1][1].shape[1]:
+                (Mv, av), (Mu, au) = (b.gram(Z, y) for b, Z, y in parts)
+                Ms, As = Mv + Mu, -2.0 * (av + au)
+                for j, k in enumerate(even):
+                    M[k], a[k] = Ms[j], As[j]
+            else:   # the columns disagree: each split fails in its own step below
+                even = []
+        done = set(even)
+
+        def objective(k: int) -> None:   # the exact coefficients of all rows, split by split
+            s = splits[k]
+            (Zv, yv), (Zu, yu) = ((with_bias(X), y) for X, y in (scale_unit(s.X_private, s.y_private, B_x, B_y, False),
+                                                                  scale_unit(s.X_public, s.y_public, B_x, B_y, False)))
+            Mk = Zv.T @ Zv + Zu.T @ Zu
+            a[k] = -2.0 * (Zv.T @ yv + Zu.T @ yu)
+            M[k] = Mk
+
+        each([k for k in ks if k not in done], out, objective)
+        return M, a

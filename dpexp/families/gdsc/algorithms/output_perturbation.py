@@ -36,6 +36,7 @@ from pydantic import Field
 from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
+from dpexp.families.gdsc.blocks import Blocks
 from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
 from dpexp.privacy.mechanisms import gamma_norm, gamma_norm_rows
 from dpexp.registry import register_algorithm
@@ -107,22 +108,40 @@ class OutputPerturbationLR(UnitBoxLR):
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
         R = self.params.R
-        # every split's training rows (public, then private: ``Split.X_train``) and test rows, scaled in one call
-        train = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
-        y_train = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
         test = Rows([splits[k].X_test for k in ks])
-        Xs, ys = scale_unit(train.stack, y_train.stack, B_x, B_y, l2_ball=True)
-        X, y = dict(zip(ks, train.split(Xs))), dict(zip(ks, y_train.split(ys)))
         Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
         scales: dict[int, tuple[float, float]] = {}
         stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        n_train = {k: splits[k].X_public.shape[0] + splits[k].X_private.shape[0] for k in ks}
+
+        def fits(k: int) -> bool:   # training rows of floats with one response each: the stacked statistics
+            s = splits[k]
+            return n_train[k] > 0 and all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
+                                          for X, y in ((s.X_public, s.y_public), (s.X_private, s.y_private)))
+
+        even = [k for k in ks if fits(k)]
+        if even:   # every split's training rows (public, then private: ``Split.X_train``) in blocks of equal n, scaled
+            # in one call, XᵀX and Xᵀy one stacked product per block (``blocks.Blocks``: each the split's own)
+            b = Blocks([n_train[k] for k in even])
+            Xs, ys = scale_unit(b.cat([(splits[k].X_public, splits[k].X_private) for k in even]),
+                                b.cat([(splits[k].y_public, splits[k].y_private) for k in even]), B_x, B_y,
+                                l2_ball=True)
+            XX, Xy = b.gram(Xs, ys)
+            n = np.array([n_train[k] for k in even])
+            XX, Xy = XX / n[:, None, None], Xy / n[:, None]
+            for j, k in enumerate(even):
+                stats[k] = (XX[j], Xy[j])
 
         def statistics(k: int) -> None:   # (λ_reg, noise scale) and XᵀX/n, Xᵀy/n of the scaled training rows
-            n = X[k].shape[0]
+            if k in stats:
+                scales[k] = self.noise_scale(n_train[k], d, epsilon)
+                return
+            Xk, yk = scale_unit(splits[k].X_train, splits[k].y_train, B_x, B_y, l2_ball=True)
+            n = Xk.shape[0]
             if n == 0:
                 raise UserError("oplr: no training rows (n_public + n_private = 0)")
             scales[k] = self.noise_scale(n, d, epsilon)
-            stats[k] = (X[k].T @ X[k] / n, X[k].T @ y[k] / n)
+            stats[k] = (Xk.T @ Xk / n, Xk.T @ yk / n)
 
         ks = each(ks, out, statistics)
         if not ks:
@@ -135,7 +154,7 @@ class OutputPerturbationLR(UnitBoxLR):
         if priv:   # each split's noise from its own ledger, the normalisation and scaling for all at once
             try:
                 V = gamma_norm_rows(np.stack([fitted[k] for k in priv]),
-                                    [oplr_sensitivity(R, scales[k][0], X[k].shape[0]) for k in priv], epsilon,
+                                    [oplr_sensitivity(R, scales[k][0], n_train[k]) for k in priv], epsilon,
                                     [ledgers[k] for k in priv], size=trials, scales=[scales[k][1] for k in priv],
                                     label="w")
                 noisy = dict(zip(priv, V))
@@ -147,7 +166,7 @@ class OutputPerturbationLR(UnitBoxLR):
                 if isinstance(w, Exception):
                     raise w
                 lam, scale = scales[k]
-                n = X[k].shape[0]
+                n = n_train[k]
                 if k in noisy:
                     w = noisy[k]
                 elif s.X_private.shape[0] > 0:
