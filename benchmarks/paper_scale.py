@@ -16,8 +16,10 @@ Prints:
    the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
    core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is
    the run's arithmetic of fitting with every Python overhead removed: no data split, noise draw, metric, row or
-   CSV.  Fits are counted once per split for non-private algorithms (the runner
-   runs them once and repeats their rows per budget);
+   CSV.  Fits are counted where the run performs them (``count_fits``): once per split for non-private algorithms
+   (the runner runs them once and repeats their rows per budget), and once for problems solved once for several
+   cells (lr_public's public-rows fit, the public-only posterior of narplr and AdaSSP at n_private = 0, rlr's
+   n_private = 0 fit shared with lr);
 2. the wall time of the run (``dpexp run`` through this interpreter, ``--jobs J`` or ``--cluster ADDRESS``,
    tuning cache warmed first) and ``overhead ratio = full run wall / batched-fit floor`` (target <= 3; the floor
    is one core's, the run uses J), and the CPU ratio (CPU-seconds of all the run's processes / floor: independent
@@ -94,20 +96,46 @@ def fit_kind(av, dv) -> tuple[str, int] | None:
 
 
 def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
-    """Fits of the run per (kind, d), and the cells of algorithms that are none of the kinds (label -> cells)."""
+    """Fits of the run per (kind, d), and the cells of algorithms that are none of the kinds (label -> cells).
+
+    A fit is counted where the run performs it: once per split for a non-private algorithm (its rows are repeated
+    per budget), and once for problems the run solves once for several cells —
+    * ``lr_public`` with the fixed prior: its weights depend on the public rows only, memoised per drug, repeat and
+      n_public (``baselines``), so once per distinct n_public of the grid, not per size;
+    * narplr and AdaSSP at n_private = 0 release nothing and take the public-only posterior (``public_posterior``, a
+      one-problem ``vb`` fit memoised by the public rows): one ``vb`` fit per drug, repeat and n_public for the two;
+    * rlr with the Gamma prior at n_private = 0 clips nothing and reuses the fit of ``lr`` with the Gamma prior on
+      the same data path (``model.exact_gamma_weights``): none of its own there."""
     fits: dict[tuple[str, int], int] = {}
     other: dict[str, int] = {}
-    sizes, trials, repeats = len(exp.size_grid), exp.spec.trials, exp.spec.repeats
+    grid, trials, repeats = exp.size_grid, exp.spec.trials, exp.spec.repeats
     budgets = len(exp.epsilons) * len(exp.deltas)
+    n_public = len({npub for _, npub, _ in grid})
+    public_only = len({npub for _, npub, npriv in grid if npriv == 0})   # grid points without private rows
+
+    def add(kind, n):
+        fits[kind] = fits.get(kind, 0) + n
+
     for dv in exp.datasets:
-        for av in exp.algorithms_for(dv):
+        algos = exp.algorithms_for(dv)
+        d = int(dv.instance.params.d)
+        drugs = len(dv.subsets) * repeats * trials
+        lr_gamma = any(a.name == "lr" and getattr(a.instance.params, "prior", None) == "gamma" for a in algos)
+        if any(a.name in ("narplr", "adassp") for a in algos):
+            add(("vb", d), drugs * public_only)
+        for av in algos:
             runs = budgets if getattr(av.instance, "private", True) else 1
-            n = len(dv.subsets) * sizes * repeats * runs * trials
             kind = fit_kind(av, dv)
+            sizes = len(grid)
+            if av.name in ("narplr", "adassp") or (av.name == "rlr" and lr_gamma and kind and kind[0] == "vb"):
+                sizes = sum(1 for _, _, npriv in grid if npriv != 0)
+            elif av.name == "lr_public" and kind and kind[0] == "solve":
+                sizes = n_public
+            n = drugs * sizes * runs
             if kind is None:
-                other[av.label] = other.get(av.label, 0) + n
+                other[av.label] = other.get(av.label, 0) + drugs * len(grid) * runs
             else:
-                fits[kind] = fits.get(kind, 0) + n
+                add(kind, n)
     return fits, other
 
 
