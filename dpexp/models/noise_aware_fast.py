@@ -109,13 +109,9 @@ def _diag(M: np.ndarray) -> np.ndarray:
     return M.reshape(M.shape[:-2] + (d * d,))[..., ::d + 1]
 
 
-def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
-                 prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
-                 max_iter: int = 500) -> GaussianPosterior:
-    """The errors-in-variables Gaussian approximation of the noise-aware posterior (module docstring), batched
-    over the leading axes of the inputs (same arguments as ``noise_aware.sample_posterior`` without the sampler
-    settings).  The residual floor is R_min = 1e-3 · (n − d) · b/a (a thousandth of the residual sum of squares the
-    prior mean of λ implies)."""
+def _terms(stats: NoisyStats, public: ExactStats | None, gram_prior: GramPrior | None, prior: tuple) -> tuple:
+    """The loop-invariant terms of ``fit_gaussian`` (module docstring): the inputs broadcast to the batch, T and
+    μ_A of the integrated-out A, the plug-in K, E[A K⁻¹ A] and μ_A K⁻¹ z_xy; shared with the tests' plain loop."""
     Z = _sym(np.asarray(stats.XX, dtype=float))
     d = Z.shape[-1]
     public = public if public is not None else ExactStats.empty(d)
@@ -148,6 +144,18 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     EAKA = _expected_AKA(muA, T, Kinv)
     kz = ((muA @ Kinv) @ zxy[..., None])[..., 0]          # μ_A K⁻¹ z_xy (constant)
     muAT = np.swapaxes(muA, -1, -2)
+    return d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT
+
+
+def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
+                 prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
+                 max_iter: int = 500) -> GaussianPosterior:
+    """The errors-in-variables Gaussian approximation of the noise-aware posterior (module docstring), batched
+    over the leading axes of the inputs (same arguments as ``noise_aware.sample_posterior`` without the sampler
+    settings).  The residual floor is R_min = 1e-3 · (n − d) · b/a (a thousandth of the residual sum of squares the
+    prior mean of λ implies)."""
+    d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT = _terms(
+        stats, public, gram_prior, prior)
     Tdiag = np.diagonal(T, axis1=-2, axis2=-1)
     Vxy = 2.0 * bxy[..., None] ** 2
     eye = np.eye(d)

@@ -127,36 +127,12 @@ def test_w_op_cov_with_eye_equals_w_op_cov_to_the_bit():
 def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500):
     """``fit_gaussian``'s coordinate updates in their plain form (d×d products with I, one reduction per sum, the
     frozen problems masked every iteration): the reference the loop's buffered form must equal bit for bit."""
-    from dpexp.models.noise_aware import _sym, plugin_gram
-    from dpexp.models.noise_aware_fast import _w_op_cov_eye
-    from dpexp.models.gram_prior import GramPrior
+    from dpexp.models.noise_aware import _sym
+    from dpexp.models.noise_aware_fast import _terms, _w_op_cov_eye
 
-    Z = _sym(np.asarray(stats.XX, dtype=float))
-    d = Z.shape[-1]
-    zxy = np.asarray(stats.Xy, float)
-    batch = np.broadcast_shapes(Z.shape[:-2], zxy.shape[:-1], np.shape(stats.yy), np.shape(stats.n),
-                                np.shape(stats.b_xx), np.shape(stats.b_xy), np.shape(public.XX)[:-2],
-                                np.shape(gram_prior.mean)[:-2], *(np.shape(p) for p in prior))
-
-    def bc(x, core):
-        x = np.asarray(x, dtype=float)
-        return np.broadcast_to(x, batch + x.shape[x.ndim - core:] if core else batch)
-
-    Z, zxy, zyy, n = bc(Z, 2), bc(zxy, 1), bc(stats.yy, 0), bc(stats.n, 0)
-    bxx, bxy = bc(stats.b_xx, 0), bc(stats.b_xy, 0)
-    Ap, cp, tp, n_p = bc(_sym(np.asarray(public.XX, float)), 2), bc(public.Xy, 1), bc(public.yy, 0), bc(public.n, 0)
-    m0, s2 = bc(gram_prior.mean, 2), bc(gram_prior.var, 2)
-    a, b, a0, b0 = (bc(p, 0) for p in prior)
-    v = 2.0 * bxx[..., None, None] ** 2
-    ip = 1.0 / s2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        T = np.where(v > 0, 1.0 / (ip + 1.0 / np.where(v > 0, v, 1.0)), 0.0)
-        muA = np.where(v > 0, T * (ip * m0 + Z / np.where(v > 0, v, 1.0)), Z)
-    K = plugin_gram(Z, GramPrior(m0, s2), bxx)
-    Kinv = np.linalg.inv(K)
-    EAKA = _expected_AKA(muA, T, Kinv)
-    kz = ((muA @ Kinv) @ zxy[..., None])[..., 0]
-    muAT = np.swapaxes(muA, -1, -2)
+    # the loop-invariant terms as fit_gaussian computes them (the loop is what this reference restates)
+    d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT = _terms(
+        stats, public, gram_prior, prior)
     Tdiag = np.diagonal(T, axis1=-2, axis2=-1)
     eye = np.eye(d)
     VxyI = (2.0 * bxy[..., None] ** 2)[..., :, None] * eye
