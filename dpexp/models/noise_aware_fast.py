@@ -147,6 +147,16 @@ def _terms(stats: NoisyStats, public: ExactStats | None, gram_prior: GramPrior |
     return d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT
 
 
+def _start(batch: tuple, d: int, E_lam0: np.ndarray, eye: np.ndarray) -> tuple:
+    """The loop's starting point: m = 0, S = I / E[λ0] (the prior), nothing converged, step lengths 1."""
+    m = np.zeros(batch + (d,))
+    S = eye / E_lam0[..., None, None]
+    converged = np.zeros(batch, dtype=bool)
+    S_prev = np.broadcast_to(S, batch + (d, d))
+    alpha, prev_step = np.ones(batch), np.zeros(batch)
+    return m, S, converged, S_prev, alpha, prev_step
+
+
 def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
                  prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
                  max_iter: int = 500) -> GaussianPosterior:
@@ -165,11 +175,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     E = np.empty((2,) + batch)                                   # [E λ; E λ0], at the prior means
     E[0, ...], E[1, ...] = a / b, a0 / b0
     E_lam, E_lam0 = E[0, ...], E[1, ...]
-    m = np.zeros(batch + (d,))
-    S = eye / E_lam0[..., None, None]
-    converged = np.zeros(batch, dtype=bool)
-    S_prev = np.broadcast_to(S, batch + (d, d))
-    alpha, prev_step = np.ones(batch), np.zeros(batch)
+    m, S, converged, S_prev, alpha, prev_step = _start(batch, d, E_lam0, eye)
     it = 0
     # the loop's numpy calls are its cost besides the two batched LAPACK calls (tens of problems, ~20 iterations):
     # the d×d terms go to buffers allocated once (their diagonals are views taken once), the vector sums

@@ -128,7 +128,7 @@ def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500
     """``fit_gaussian``'s coordinate updates in their plain form (d×d products with I, one reduction per sum, the
     frozen problems masked every iteration): the reference the loop's buffered form must equal bit for bit."""
     from dpexp.models.noise_aware import _sym
-    from dpexp.models.noise_aware_fast import _terms, _w_op_cov_eye
+    from dpexp.models.noise_aware_fast import _start, _terms, _w_op_cov_eye
 
     # the loop-invariant terms as fit_gaussian computes them (the loop is what this reference restates)
     d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT = _terms(
@@ -139,11 +139,7 @@ def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500
     R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
     q_lam, q_lam0 = a + 0.5 * (n + n_p), a0 + 0.5 * d
     E_lam, E_lam0 = np.broadcast_to(a / b, batch).copy(), np.broadcast_to(a0 / b0, batch).copy()
-    m = np.zeros(batch + (d,))
-    S = eye / E_lam0[..., None, None]
-    converged = np.zeros(batch, dtype=bool)
-    S_prev = np.broadcast_to(S, batch + (d, d))
-    alpha, prev_step = np.ones(batch), np.zeros(batch)
+    m, S, converged, S_prev, alpha, prev_step = _start(batch, d, E_lam0, eye)
     it = 0
     for it in range(1, max_iter + 1):
         Sd = np.diagonal(S, axis1=-2, axis2=-1)
