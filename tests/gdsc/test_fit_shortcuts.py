@@ -12,7 +12,7 @@ from dpexp import cache
 from dpexp.families.gdsc.algorithms.baselines import RobustLR
 from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.model import exact_gamma_weights, fit_posterior, fit_weights
-from dpexp.families.gdsc.release_batch import Blocks
+from dpexp.families.gdsc.release_batch import RowBlocks
 from dpexp.models.bayes_lr import certified_psd, posterior_mean_fixed, symmetric_psd_floor
 from dpexp.models.vb import fit_vb
 from dpexp.privacy.ledger import PrivacyLedger
@@ -73,13 +73,13 @@ def test_certified_floor_equals_the_eigen_decomposition(case):
 
 @pytest.mark.parametrize("T", [1, 3])
 def test_splitwise_clip_equals_the_broadcast_clip(T):
-    """Blocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
+    """RowBlocks._clipped_rows split by split (long splits) = the one broadcast call, and the statistics built on
     it; float32 rows and infinite bounds take the broadcast call."""
     rng = np.random.default_rng(4)
     counts = [300, 0, 280, 260, 700, 1]
     Xs = [rng.normal(size=(c, 3)) for c in counts]
     ys = [rng.normal(scale=2.0, size=c) for c in counts]
-    B = Blocks(Xs, ys)
+    B = RowBlocks(Xs, ys)
     bx, by = rng.uniform(0.2, 0.6, (6, T)), rng.uniform(0.5, 1.5, (6, T))
     assert B.X.shape[0] >= B.CLIP_SPLITWISE_ROWS * 6 * T or T > 1
     fast = B._clipped_rows(bx, by)
@@ -93,7 +93,7 @@ def test_splitwise_clip_equals_the_broadcast_clip(T):
     bx[2, 0] = np.inf   # not finite: the broadcast call
     rbx, rby = B._per_row(bx).T[:, :, None], B._per_row(by).T
     same(list(B._clipped_rows(bx, by)), [np.clip(B.X[None], -rbx, rbx), np.clip(B.y[None], -rby, rby)])
-    B32 = Blocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
+    B32 = RowBlocks([X.astype(np.float32) for X in Xs], ys)   # float32 rows: clipped in float64 as before
     B32.CLIP_SPLITWISE_ROWS = 0
     b3 = np.full((6, 1), 0.3)
     rb = B32._per_row(b3).T[:, :, None]
@@ -161,7 +161,7 @@ def test_lr_block_statistics_equal_the_per_split_code(prior, trials):
                                     dict(omega_x=0.8, omega_y=0.3, p1=0.35, p2=0.6, p3=0.05, clip_public=True),
                                     dict(omega_x=0.5, omega_y=0.5, p1=0.35, p2=0.6, p3=0.05)])
 def test_rlr_block_statistics_equal_the_per_split_code(params, trials, monkeypatch):
-    """Blocks of equal n = the per-split reference = the split-by-split path (``_row_stats``, which float32
+    """RowBlocks of equal n = the per-split reference = the split-by-split path (``_row_stats``, which float32
     rows take)."""
     from test_reference_batch import check, old_rlr
     alg = RobustLR(**params)

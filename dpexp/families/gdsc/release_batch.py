@@ -7,7 +7,7 @@ ledger and noise stream: its standard Laplace draws are one call (``privacy.mech
 the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
 ``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
 sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
-C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``Blocks``,
+C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``RowBlocks``,
 ``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
 per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
 """
@@ -22,6 +22,7 @@ import numpy as np
 
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
 from dpexp.families.gdsc.batching import each, groups
+from dpexp.families.gdsc.blocks import Blocks as Layout
 from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
@@ -81,7 +82,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    rows = Blocks(Xs, ys)
+    rows = RowBlocks(Xs, ys)
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
@@ -149,11 +150,12 @@ def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarra
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
-    return Blocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
+    return RowBlocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
 
 
-class Blocks:
-    """The rows of S splits laid out group by group of equal n (``equal_n``'s order): one concatenation, after
+class RowBlocks:
+    """The rows of S splits laid out group by group of equal n (``blocks.Blocks``, the one such layout of the
+    family, in ``equal_n``'s order), with their clipping and statistics: one concatenation, after
     which a group's rows are one contiguous block (G·n rows from ``start``), so that stacking a group's rows is a
     reshape of that block rather than a gather.  ``counts`` (S,) the splits' n, in their own order.  A split's
     rows may be given as a tuple of arrays whose rows follow each other (e.g. its public then private rows,
@@ -161,12 +163,11 @@ class Blocks:
 
     def __init__(self, Xs: list, ys: list) -> None:
         self.counts = np.array([sum(a.shape[0] for a in X) if isinstance(X, tuple) else X.shape[0] for X in Xs])
-        self.blocks, order = _layout(self.counts.tolist())   # [(n, members, first row of the block)]
-        self.order = np.array(order, dtype=np.intp)
-        Xp = [a for i in order for a in (Xs[i] if isinstance(Xs[i], tuple) else (Xs[i],))]
-        self.part_rows = [a.shape[0] for a in Xp]
-        self.X = np.concatenate(Xp)
-        self.y = np.concatenate([a for i in order for a in (ys[i] if isinstance(ys[i], tuple) else (ys[i],))])
+        lay = Layout(self.counts.tolist())
+        self.blocks = lay.blocks                              # [(n, members, first row of the block)]
+        self.order = np.array(lay.order, dtype=np.intp)
+        self.part_rows = [a.shape[0] for i in lay.order for a in (Xs[i] if isinstance(Xs[i], tuple) else (Xs[i],))]
+        self.X, self.y = lay.cat(Xs), lay.cat(ys)
         self.S = len(Xs)
 
     def _per_row(self, B: np.ndarray) -> np.ndarray:
@@ -270,7 +271,7 @@ class Blocks:
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """``stats.sufficient_stats`` of each row set (exact, unclipped): the C-contiguous sets of one shape share one
-    stacked product (equal to the bit to their own calls, as ``Blocks.clipped_stats``); any other set its own call."""
+    stacked product (equal to the bit to their own calls, as ``RowBlocks.clipped_stats``); any other set its own call."""
     out: list[Any] = [None] * len(Xs)
     groups: dict[tuple[int, ...], list[int]] = {}
     for i, (X, y) in enumerate(zip(Xs, ys)):
@@ -329,28 +330,13 @@ def block_order(off: np.ndarray) -> tuple[list[tuple[int, list[int], int]], np.n
     contiguous block (stacking a group is then a reshape of its block, not a gather)."""
     off = np.asarray(off, dtype=np.intp)
     counts = np.diff(off)
-    blocks, order = _layout(counts.tolist())
+    lay = Layout(counts.tolist())
+    blocks, order = lay.blocks, lay.order
     o = np.array(order, dtype=np.intp)
     c = counts[o]
     first = np.cumsum(c) - c                              # each split's first row in the new layout
     perm = np.arange(int(c.sum()), dtype=np.intp) + np.repeat(off[o] - first, c)
     return blocks, o, perm
-
-
-def _layout(counts: list[int]) -> tuple[list[tuple[int, list[int], int]], list[int]]:
-    """Splits of ``counts`` rows grouped by equal n in order of first appearance (``equal_n``): the blocks
-    [(n, members, first row)] of the rows laid out group by group, and the splits in that order."""
-    groups: dict[int, list[int]] = {}
-    for i, n in enumerate(counts):
-        groups.setdefault(n, []).append(i)
-    blocks: list[tuple[int, list[int], int]] = []
-    order: list[int] = []
-    start = 0
-    for n, members in groups.items():
-        blocks.append((n, members, start))
-        order += members
-        start += n * len(members)
-    return blocks, order
 
 
 def equal_n(off: np.ndarray) -> dict[int, list[int]]:

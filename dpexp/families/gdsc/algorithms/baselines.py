@@ -30,7 +30,7 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, record_each, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.model import exact_gamma_weights
-from dpexp.families.gdsc.release_batch import Blocks
+from dpexp.families.gdsc.release_batch import RowBlocks
 from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
@@ -212,10 +212,10 @@ class RobustLR(Reference):
     def _block_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``run_many``'s statistics of a group from its rows laid out with splits of equal n adjacent
-        (``release_batch.Blocks``), each part clipped in place as ``run_many`` clips it, and their products one
+        (``release_batch.RowBlocks``), each part clipped in place as ``run_many`` clips it, and their products one
         stacked call per n (each split's summed as by its own calls: the same floats); (XX, Xy, yy, n), or None
         (rows not float64, or y parts not as long as the X parts: the split-by-split path)."""
-        rows = Blocks([(splits[k].X_public, splits[k].X_private) for k in group],
+        rows = RowBlocks([(splits[k].X_public, splits[k].X_private) for k in group],
                       [(splits[k].y_public, splits[k].y_private) for k in group])
         order = [group[i] for i in rows.order.tolist()]
         if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
-from dpexp.families.gdsc.release_batch import Blocks
+from dpexp.families.gdsc.release_batch import RowBlocks
 from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
@@ -44,9 +44,9 @@ class BayesLR(Reference, BatchedAlgorithm):
         res: dict[int, np.ndarray] = {}
         for d, ks in by_d.items():
             # every split's training rows (public then private: ``Split.X_train``) stacked once, splits of equal n
-            # adjacent: their statistics one stacked call per n (``release_batch.Blocks``; each split's products
+            # adjacent: their statistics one stacked call per n (``release_batch.RowBlocks``; each split's products
             # summed as by its own ``sufficient_stats``)
-            rows = Blocks([(splits[k].X_public, splits[k].X_private) for k in ks],
+            rows = RowBlocks([(splits[k].X_public, splits[k].X_private) for k in ks],
                           [(splits[k].y_public, splits[k].y_private) for k in ks])
             if rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1:
                 XX, Xy, yy = rows.stats()
