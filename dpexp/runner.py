@@ -364,25 +364,32 @@ def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
     """``_metric_values`` of every cell of a group (one algorithm variant and budget over the chunk's subsets), each
     metric scored over all of them at once (``Metric.many``: per-cell overhead was most of a GDSC cell's cost); a
     ``many`` that raises is retried cell by cell, so a failure stays with its cell."""
-    table: list[list[tuple[str, float, str]]] = [[] for _ in outputs]
     good = [i for i, o in enumerate(outputs) if not isinstance(o, Exception)]
     outs, sps = outputs, splits          # the cells that have an output (all of them, usually), one list each
     if len(good) < len(outputs):
         outs, sps = [outputs[i] for i in good], [splits[i] for i in good]
-        for i, o in enumerate(outputs):
-            if isinstance(o, Exception):
-                table[i] = _metric_values(exp, o, splits[i])
     columns = []
     for label, metric in exp.metrics:
         try:
-            vals = [(label, float(v), "") for v in metric.many(outs, sps)]
-            if len(vals) != len(good):
-                raise ValueError(f"{label}.many returned {len(vals)} values for {len(good)} cells")
+            got = metric.many(outs, sps)
+            if len(got) != len(good):
+                raise ValueError(f"{label}.many returned {len(got)} values for {len(good)} cells")
+            vals = [(label, float(v), "") for v in got]
         except Exception:
             vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
         columns.append(vals)
-    for i, o, row in zip(good, outs, zip(*columns) if columns else [()] * len(good)):
-        table[i] = [*row, *_extra_values(o)]
+    rows = [list(r) for r in zip(*columns)] if columns else [[] for _ in good]
+    for row, o in zip(rows, outs):
+        if o.extras:
+            row += _extra_values(o)
+    if len(good) == len(outputs):
+        return rows
+    table: list[list[tuple[str, float, str]]] = [[] for _ in outputs]
+    for i, row in zip(good, rows):
+        table[i] = row
+    for i, o in enumerate(outputs):
+        if isinstance(o, Exception):
+            table[i] = _metric_values(exp, o, splits[i])
     return table
 
 

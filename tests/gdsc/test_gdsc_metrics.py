@@ -161,11 +161,11 @@ def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
 
     rng = np.random.default_rng(n)
     a = _response_terms(rng.normal(size=n), 0.9)[0]
-    P = rng.normal(size=(7, n))
+    P = rng.normal(size=(10, n))
     P[2] = np.round(P[2], 1)                                 # ties
     P[3] = 1.0                                               # all ties: Γ = 0
     P[4, :2] = [5e-324, -5e-324]                             # distinct subnormals still order
-    for rows in (P, P[:1], P[[6, 2, 4]]):
+    for rows in (P, P[:1], P[[6, 2, 4]], P[:7], P[:8], P[::-1]):     # fewer and 8+ rows: both sign-matrix builds
         got = batched_gamma(a, rows)
         assert [v.hex() for v in got.tolist()] == [_gamma_one(a, p).hex() for p in rows]
     assert batched_gamma(a, P)[3] == 0.0

@@ -154,7 +154,11 @@ def batched_gamma(a: np.ndarray, P: np.ndarray, codes: bool = False) -> np.ndarr
     matrix is -1/0/1, so the values the reduction sees are those of ``np.sign`` of the differences."""
     k, n = P.shape
     c = P if codes else ranks_and_codes(P)[1]
-    S = np.subtract(c[:, :, None], c[:, None, :])
+    if k >= 8:   # c_j tiled, c_i subtracted in place: the same array, faster than one broadcast subtraction
+        S = np.tile(c, (1, n)).reshape(k, n, n)
+        np.subtract(c[:, :, None], S, out=S)
+    else:
+        S = np.subtract(c[:, :, None], c[:, None, :])
     np.sign(S, out=S)
     return np.einsum("f,kf->k", a.reshape(-1), S.reshape(k, n * n))
 
@@ -177,7 +181,7 @@ def _probe_batched_gamma() -> bool:
         y = np.sin(1.7 * x) + 0.01 * x
         a = _response_terms(y, 0.7)[0]
         P = np.vstack([np.cos(0.3 * x * (r + 1)) * (r + 2) for r in range(4)] + [np.round(np.sin(x) * 2)])
-        for rows in (P, P[:1], P[[4, 1, 3]]):
+        for rows in (P, P[:1], P[[4, 1, 3]], np.vstack([P, P[::-1]])):   # 8+ rows: the tiled sign matrix
             got = batched_gamma(a, rows)
             want = [_gamma_one(a, p) for p in rows]
             if [float(v).hex() for v in got] != [float(v).hex() for v in want]:
