@@ -72,10 +72,13 @@ class Spearman(Metric):
                 continue                                       # fewer than 2 points: 0
             rt, tt = cache.memo("metrics.spearman_truth", (*g.key, None), lambda y=g.y: _centred_ranks(y),
                                 maxsize=512)                  # = memo_array(..., g.y, None, ...): hashed once
-            rp = g.ranks - g.ranks.mean(axis=1, keepdims=True)
+            # every row's mean rank is (n + 1)/2 exactly (its sum n(n + 1)/2 is exact): the mean np.mean returns
+            rp = g.ranks - (g.ranks.shape[1] + 1) / 2.0
             den = np.sqrt((rp * rp).sum(axis=1) * tt)
             num = rp @ rt
-            rho = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 0), -1.0, 1.0)
+            rho = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+            np.maximum(rho, -1.0, out=rho)                  # np.clip's values (rho has no NaN), fewer calls
+            np.minimum(rho, 1.0, out=rho)
             for k, v in zip(g.cells, rho.tolist()):
                 vals[k] = v
         self._many_by_shape(outputs, splits, table.other, vals)
