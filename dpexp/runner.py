@@ -445,10 +445,12 @@ def _csv_field(s: str) -> str:
 
 
 class _MetricTexts(dict):
-    """A metric name's CSV field and the comma after it, made on first use (names are few, rows many)."""
+    """A metric name's CSV field and the comma after it, UTF-8, made on first use (names are few, rows many); None
+    for a name whose field holds a line break (its rows leave ``_records_text``'s joined path)."""
 
-    def __missing__(self, name: Any) -> str:
-        text = _csv_field(name) + ","
+    def __missing__(self, name: Any) -> bytes | None:
+        field = _csv_field(name)
+        text = None if "\n" in field else (field + ",").encode("utf-8")
         if type(name) is str:   # a str's text depends on its value only
             self[name] = text
         return text
@@ -461,22 +463,34 @@ def _row_tail(metric: Any, value: Any, err: str, key_text: str) -> str:
 
 
 def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
+    """The rows of ``records`` as CSV bytes (``_records_text``)."""
+    return _records_text(records, header)[0]
+
+
+def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, int]:
     """The rows of ``records`` as CSV bytes, the same bytes as ``csv.writer`` (line terminator "\\n") on whole
-    rows: QUOTE_MINIMAL quotes each field on its own, so a line is its prefix (the shared fields, once per record),
-    then metric, value, seed_key and error.  A field's text is kept per object (``id``: every record stays alive
-    during the call, so an id names one object): the names, labels and budgets shared by thousands of records are
-    formatted once (formatting every field of every row was a tenth of a GDSC run's time).  A record's prefix is
-    encoded once and its rows' tails (metric, value, key; a plain float and no error, the common case) are joined
-    and put after their prefixes in one ``bytes.replace`` (UTF-8 of a concatenation is the concatenation of the
-    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row.  A record that
-    carries its head's text (``chunk_records``'s) is written with it."""
+    rows, and the number of line breaks in them.  QUOTE_MINIMAL quotes each field on its own, so a line is its
+    prefix (the shared fields, once per record), then metric, value, seed_key and error.  A field's text is kept per
+    object (``id``: every record stays alive during the call, so an id names one object): the names, labels and
+    budgets shared by thousands of records are formatted once (formatting every field of every row was a tenth of a
+    GDSC run's time).  A record that carries its head's text (``chunk_records``'s) is written with it.
+
+    The common record (its rows' values plain floats, no error, no line break in its prefix, key or metric names)
+    is written as prefix, then its rows' tails ``metric,value`` joined by ``,key,\\n`` + prefix, then ``,key,\\n``:
+    one ``bytes.join`` in C, the text made as bytes from the start (UTF-8 of a concatenation is the concatenation
+    of the UTF-8s; a float's repr is ASCII), and each row one line, so the line breaks are counted without reading
+    the text again (the merge's row count of a compressed part, ``_chunk_done``).  Any other record is written
+    row by row and its line breaks counted in its text."""
     texts: dict[int, str] = {}
     metric_texts = _MetricTexts()
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
+    lines = len(out)
     append = out.append
     plain = _QUOTE_CHARS.isdisjoint
     for rec in records:
         values, key = rec[1], rec[2]
+        if not values:
+            continue
         if len(rec) > 3:   # the head's text, made by ``chunk_records``
             prefix = rec[3]
         else:
@@ -488,18 +502,25 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
                 parts.append(t)
             parts.append("")
             prefix = ",".join(parts).encode("utf-8")
-        key_text = f",{key if plain(key) else _csv_field(key)},"
-        tails = [f"{metric_texts[m]}{v!r}{key_text}" if type(v) is float and v == v and not e
-                 else _row_tail(m, v, e, key_text) for m, v, e in values]
-        body = "\n".join(tails)
-        if body.count("\n") == len(tails) - 1:   # no tail holds a line break (nor is there no row at all)
-            append(prefix)   # the pieces are copied once, by the final join
-            append(body.encode("utf-8").replace(b"\n", b"\n" + prefix))
-            append(b"\n")
-        else:
-            for t in tails:
-                append(prefix + t.encode("utf-8") + b"\n")
-    return b"".join(out)
+        if plain(key) and b"\n" not in prefix:
+            key_text = f",{key},".encode("utf-8")
+            try:   # a row of another kind gives None, which the join refuses (TypeError): written row by row below
+                body = (key_text + b"\n" + prefix).join([
+                    metric_texts[m] + (repr(v).encode("ascii") if v == v else b"")   # NaN: an empty field
+                    if type(v) is float and not e else None for m, v, e in values])
+            except TypeError:
+                pass
+            else:
+                append(prefix)   # the pieces are copied once, by the final join
+                append(body)
+                append(key_text + b"\n")
+                lines += len(values)
+                continue
+        key_str = f",{key if plain(key) else _csv_field(key)},"
+        text = b"".join([prefix + _row_tail(m, v, e, key_str).encode("utf-8") + b"\n" for m, v, e in values])
+        append(text)
+        lines += text.count(b"\n")
+    return b"".join(out), lines
 
 
 def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
@@ -658,10 +679,10 @@ def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone
 
 def _chunk_done(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     records = chunk_records(exp, chunk, seed)
-    data, summary = _records_to_csv(records), _records_summary(records)
+    (data, lines), summary = _records_text(records), _records_summary(records)
     if not compress_parts(exp):
         return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)
-    summary["lines"] = data.count(b"\n")   # the merge's row count, which it no longer reads from the text
+    summary["lines"] = lines   # the merge's row count, which it no longer reads from the text (counted as written)
     return ChunkDone(chunk.index, gzip_member(data), _chunk_cells(exp, chunk), summary, gz=True)
 
 
