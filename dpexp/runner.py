@@ -18,6 +18,7 @@ import csv
 import gc
 import gzip
 import io
+import itertools
 import json
 import math
 import operator
@@ -42,7 +43,7 @@ from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION
 from dpexp.rng import (data_stream, new_root_seed, noise_names, seed_states, stream_from_key, stream_from_state,
                        stream_key)
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
-from dpexp.types import Sizes
+from dpexp.types import Output, Sizes
 
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
@@ -114,9 +115,11 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
     ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
     held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once, their CSV text put together
-    from texts shared by many cells (a variant's names per subset once per chunk, a split's sizes once per size, a
-    guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one tuple shared
-    by the records of a variant, budget and guarantee (``_records_summary``).
+    from texts shared by many cells (a variant's names and budget per subset once per chunk, a split's sizes once
+    per size, a guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one
+    tuple shared by the records of a variant, budget and guarantee (``_records_summary``).  The cells of a variant
+    and budget are handled as lists (comprehensions over the group: heads, texts, summary fields; the seed keys
+    once per chunk), and their records made by ``zip`` once scored, not cell by cell in Python.
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
@@ -125,16 +128,23 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     # each target with the CSV text of its (epsilon, delta) fields (``_head_text``)
     eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
     records: list[Record] = []
-    # cells computed but not yet scored: (the record's fields before and after (epsilon, delta), their texts,
-    # output, split, targets, each target's summary fields, seed_key) in canonical order
+    # groups of cells computed but not yet scored, in canonical order: (outputs, splits, seed keys, and per target the
+    # records' heads, their texts and summary fields, one list each over the group's cells)
     pending: list[tuple[Any, ...]] = []
     held = 0
 
     def score() -> None:
-        values = _metric_table(exp, [p[4] for p in pending], [p[5] for p in pending])
-        for (before, after, before_text, after_text, _, _, targets, groups, seed_key), vals in zip(pending, values):
-            for (e, d, ed_text), group in zip(targets, groups):
-                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text, group))
+        values = _metric_table(exp, [o for p in pending for o in p[0]], [sp for p in pending for sp in p[1]])
+        at = 0
+        for _, splits_, seed_keys, per_target in pending:
+            vals = values[at:at + len(splits_)]
+            at += len(splits_)
+            if len(per_target) == 1:   # the usual: one record per cell, made by ``zip`` in C
+                heads, texts, groups = per_target[0]
+                records.extend(zip(heads, vals, seed_keys, texts, groups))
+            else:                      # a non-private variant under several targets: a cell's records in turn
+                records.extend(itertools.chain.from_iterable(zip(*(zip(heads, vals, seed_keys, texts, groups)
+                                                                   for heads, texts, groups in per_target))))
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
@@ -142,11 +152,13 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
     rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
     names = (exp.spec.name, dv.name, dv.params_str)
-    # each algorithm variant's (names, subset, variant) fields per subset and their texts: the same for every size
-    befores_of: dict[int, tuple[list[tuple[Any, ...]], list[bytes]]] = {}
+    # per algorithm variant and target, the subsets' (names, subset, variant, epsilon, delta) fields and their texts:
+    # the same for every size
+    befores_of: dict[tuple[int, Any, Any], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     composed: dict[tuple[Any, ...], Guarantee] = {}   # the ledgers' guarantees by composition key, for this chunk
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
+    seed_keys_of = {g: ["" if key is None else key[1] for key in keys] for g, (keys, _) in streams.items()}
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
@@ -159,13 +171,9 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
             av_names = (av.name, av.label, av.params_str)
-            got = befores_of.get(id(av))   # the variants live in ``exp``: an id names one while the chunk runs
-            if got is None:
-                befores = [(*names, subset, *av_names) for subset in chunk.subsets]
-                got = befores_of[id(av)] = (befores, [_head_text(b) for b in befores])
-            befores, bt = got
             for eps, delta, ed_text in runs:
-                keys, states = streams[(id(av), eps, delta)]
+                group = (id(av), eps, delta)   # the variants live in ``exp``: an id names one while the chunk runs
+                keys, states = streams[group]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
                     ledgers = [PrivacyLedger(make_noise("secure"), composed) for _ in keys]
                 else:
@@ -174,23 +182,34 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
-                # guarantee object -> (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one
-                # tuple shared by the records of a summary key, ``_records_summary``) for this variant and budget
+                # each cell's guarantee (an ``Output``'s own, read inline; else ``cell_guarantee``) and, per
+                # guarantee object, (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one tuple
+                # shared by the records of a summary key, ``_records_summary``) for this variant and budget; the
+                # list holds every guarantee while ``hits`` is used, so an id names one object
+                guarantees = [out.guarantee if type(out) is Output and out.guarantee is not None
+                              else cell_guarantee(av.instance, out) for out in outputs]
                 hits: dict[int, tuple[Any, ...]] = {}
-                for before, before_text, sn, sn_text, split, out, key in zip(befores, bt, seen, seen_texts, splits,
-                                                                              outputs, keys):
-                    guarantee = cell_guarantee(av.instance, out)
-                    hit = hits.get(id(guarantee))
-                    if hit is None or hit[0] is not guarantee:
+                for guarantee in guarantees:
+                    if id(guarantee) not in hits:
                         col = rows_by_id.get(id(guarantee))
                         if col is None or col[0] is not guarantee:
                             g = _guarantee_columns(rows_of, statement, guarantee)
                             col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
-                        hit = hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
-                                                            for e, d, _ in targets])
-                    pending.append((before, (*hit[1], *sn), before_text, hit[2] + sn_text, out, split, targets,
-                                    hit[3], "" if key is None else key[1]))
-                    held += getattr(getattr(out, "predictions", None), "nbytes", 0)
+                        hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
+                                                      for e, d, _ in targets])
+                cols = [hits[id(guarantee)] for guarantee in guarantees]
+                per_target = []
+                for t, (e, d, et) in enumerate(targets):
+                    got = befores_of.get((id(av), e, d))
+                    if got is None:
+                        befores = [(*names, subset, *av_names, e, d) for subset in chunk.subsets]
+                        got = befores_of[(id(av), e, d)] = (befores, [_head_text(b) for b in befores])
+                    befores, bt = got
+                    per_target.append(([(*b, *c[1], *sn) for b, c, sn in zip(befores, cols, seen)],
+                                       [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
+                                       [c[3][t] for c in cols]))
+                pending.append((outputs, splits, seed_keys_of[group], per_target))
+                held += sum([getattr(getattr(out, "predictions", None), "nbytes", 0) for out in outputs])
                 if held > PENDING_BYTES:
                     score()
                     held = 0
