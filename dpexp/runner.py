@@ -475,6 +475,16 @@ class _MetricTexts(dict):
         return text
 
 
+class _KeyTexts(dict):
+    """A seed key's CSV field between its commas, then the line break, UTF-8 (``,key,\\n``), made on first use (a
+    cell's key is one string object shared by every size of the chunk); None for a key ``csv.writer`` quotes (its
+    rows leave ``_records_text``'s joined path)."""
+
+    def __missing__(self, key: str) -> bytes | None:
+        text = self[key] = f",{key},\n".encode("utf-8") if _QUOTE_CHARS.isdisjoint(key) else None
+        return text
+
+
 def _row_tail(metric: Any, value: Any, err: str, key_text: str) -> str:
     """The fields of a row after its prefix (metric, value, seed_key, error), without the line break."""
     v = (repr(value) if value == value else "") if type(value) is float else _csv_field(_fmt(value))
@@ -495,13 +505,14 @@ def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, i
     GDSC run's time).  A record that carries its head's text (``chunk_records``'s) is written with it.
 
     The common record (its rows' values plain floats, no error, no line break in its prefix, key or metric names)
-    is written as prefix, then its rows' tails ``metric,value`` joined by ``,key,\\n`` + prefix, then ``,key,\\n``:
+    is written as prefix, then its rows' tails ``metric,value`` joined by ``,key,\\n`` + prefix, then ``,key,\\n``
+    (a key's text made once per key string, ``_KeyTexts``):
     one ``bytes.join`` in C, the text made as bytes from the start (UTF-8 of a concatenation is the concatenation
     of the UTF-8s; a float's repr is ASCII), and each row one line, so the line breaks are counted without reading
     the text again (the merge's row count of a compressed part, ``_chunk_done``).  Any other record is written
     row by row and its line breaks counted in its text."""
     texts: dict[int, str] = {}
-    metric_texts = _MetricTexts()
+    metric_texts, key_texts = _MetricTexts(), _KeyTexts()
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
     lines = len(out)
     append = out.append
@@ -521,10 +532,10 @@ def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, i
                 parts.append(t)
             parts.append("")
             prefix = ",".join(parts).encode("utf-8")
-        if plain(key) and b"\n" not in prefix:
-            key_text = f",{key},".encode("utf-8")
+        key_nl = key_texts[key]
+        if key_nl is not None and b"\n" not in prefix:
             try:   # a row of another kind gives None, which the join refuses (TypeError): written row by row below
-                body = (key_text + b"\n" + prefix).join([
+                body = (key_nl + prefix).join([
                     metric_texts[m] + (repr(v).encode("ascii") if v == v else b"")   # NaN: an empty field
                     if type(v) is float and not e else None for m, v, e in values])
             except TypeError:
@@ -532,7 +543,7 @@ def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, i
             else:
                 append(prefix)   # the pieces are copied once, by the final join
                 append(body)
-                append(key_text + b"\n")
+                append(key_nl)
                 lines += len(values)
                 continue
         key_str = f",{key if plain(key) else _csv_field(key)},"
