@@ -447,6 +447,33 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
         assert any(r.error for r in rows) and {r.delta for r in rows} == {0.0, 1e-5}
 
 
+def test_chunk_records_scored_group_by_group_equal_scored_at_once(tmp_path, monkeypatch):
+    """Scoring whenever the predictions held pass ``PENDING_BYTES`` (here after every group of cells: several
+    ``score`` calls, each over the groups pending) gives the records of scoring the chunk at once: the same heads,
+    values, keys, texts and summary tuples, in the same order — with a non-private variant under several targets
+    (a cell's records interleaved) and failing cells."""
+    from dpexp import runner, spec
+
+    cfg = _small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [0.5, 2.0], "delta": [0.0, 1.0e-5]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"},
+                                    {"name": "null_model", "params": {"fail": True}}])
+    exp = spec.load(cfg, [], None)
+    chunk = runner.plan_chunks(exp)[0]
+    once = runner.chunk_records(exp, chunk, 11)
+    calls = []
+    real = runner._metric_table
+    monkeypatch.setattr(runner, "_metric_table", lambda *a: calls.append(len(a[1])) or real(*a))
+    monkeypatch.setattr(runner, "PENDING_BYTES", -1)
+    each = runner.chunk_records(exp, chunk, 11)
+    assert len([n for n in calls if n]) > 2 and len(each) == len(once) == runner._chunk_cells(exp, chunk)
+    assert runner._records_to_csv(each) == runner._records_to_csv(once)
+    assert [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in each] == \
+        [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in once]
+    heads = [r[0] for r in once]
+    lr = [h for h in heads if h[4] == "lr"]
+    assert lr[:4] == [lr[0][:7] + (e, d) + lr[0][9:] for e in (0.5, 2.0) for d in (0.0, 1e-5)]   # interleaved
+
+
 def test_state_seed_serves_pcg64_only():
     """A precomputed stream seed answers PCG64's request (4 uint64 words, the dtype given as ``np.uint64`` or any
     spelling of it) and refuses any other."""
