@@ -266,7 +266,7 @@ def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float], dict[str,
         runner.compute_chunk(exp, warm, exp.spec.seed)          # warm: data, tuning look-ups
     spent: dict[str, float] = {}
     wrapped = {"data splits": "_splits", "algorithms": "_outputs", "metrics": "_metric_table",
-               "noise streams": "stream_from_key", "CSV formatting": "_records_to_csv"}
+               "noise streams": "stream_from_key", "CSV formatting": "_records_text"}
     saved = {name: getattr(runner, name) for name in wrapped.values()}
 
     def timed(stage, fn):

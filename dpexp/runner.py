@@ -18,6 +18,7 @@ import csv
 import gc
 import gzip
 import io
+import itertools
 import json
 import math
 import operator
@@ -42,7 +43,7 @@ from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION
 from dpexp.rng import (data_stream, new_root_seed, noise_names, seed_states, stream_from_key, stream_from_state,
                        stream_key)
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
-from dpexp.types import Sizes
+from dpexp.types import Output, Sizes
 
 PARTS = ".parts"
 GZIP_BYTES = 64 * 2**20  # results larger than this are written as results.csv.gz (deterministic, mtime 0)
@@ -114,9 +115,11 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
     ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
     held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once, their CSV text put together
-    from texts shared by many cells (a variant's names per subset once per chunk, a split's sizes once per size, a
-    guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one tuple shared
-    by the records of a variant, budget and guarantee (``_records_summary``).
+    from texts shared by many cells (a variant's names and budget per subset once per chunk, a split's sizes once
+    per size, a guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one
+    tuple shared by the records of a variant, budget and guarantee (``_records_summary``).  The cells of a variant
+    and budget are handled as lists (comprehensions over the group: heads, texts, summary fields; the seed keys
+    once per chunk), and their records made by ``zip`` once scored, not cell by cell in Python.
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
@@ -125,16 +128,23 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     # each target with the CSV text of its (epsilon, delta) fields (``_head_text``)
     eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
     records: list[Record] = []
-    # cells computed but not yet scored: (the record's fields before and after (epsilon, delta), their texts,
-    # output, split, targets, each target's summary fields, seed_key) in canonical order
+    # groups of cells computed but not yet scored, in canonical order: (outputs, splits, seed keys, and per target the
+    # records' heads, their texts and summary fields, one list each over the group's cells)
     pending: list[tuple[Any, ...]] = []
     held = 0
 
     def score() -> None:
-        values = _metric_table(exp, [p[4] for p in pending], [p[5] for p in pending])
-        for (before, after, before_text, after_text, _, _, targets, groups, seed_key), vals in zip(pending, values):
-            for (e, d, ed_text), group in zip(targets, groups):
-                records.append(((*before, e, d, *after), vals, seed_key, before_text + ed_text + after_text, group))
+        values = _metric_table(exp, [o for p in pending for o in p[0]], [sp for p in pending for sp in p[1]])
+        at = 0
+        for _, splits_, seed_keys, per_target in pending:
+            vals = values[at:at + len(splits_)]
+            at += len(splits_)
+            if len(per_target) == 1:   # the usual: one record per cell, made by ``zip`` in C
+                heads, texts, groups = per_target[0]
+                records.extend(zip(heads, vals, seed_keys, texts, groups))
+            else:                      # a non-private variant under several targets: a cell's records in turn
+                records.extend(itertools.chain.from_iterable(zip(*(zip(heads, vals, seed_keys, texts, groups)
+                                                                   for heads, texts, groups in per_target))))
         pending.clear()
 
     rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
@@ -142,11 +152,13 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
     rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
     names = (exp.spec.name, dv.name, dv.params_str)
-    # each algorithm variant's (names, subset, variant) fields per subset and their texts: the same for every size
-    befores_of: dict[int, tuple[list[tuple[Any, ...]], list[bytes]]] = {}
+    # per algorithm variant and target, the subsets' (names, subset, variant, epsilon, delta) fields and their texts:
+    # the same for every size
+    befores_of: dict[tuple[int, Any, Any], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     composed: dict[tuple[Any, ...], Guarantee] = {}   # the ledgers' guarantees by composition key, for this chunk
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
+    seed_keys_of = {g: ["" if key is None else key[1] for key in keys] for g, (keys, _) in streams.items()}
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
@@ -159,13 +171,9 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
             av_names = (av.name, av.label, av.params_str)
-            got = befores_of.get(id(av))   # the variants live in ``exp``: an id names one while the chunk runs
-            if got is None:
-                befores = [(*names, subset, *av_names) for subset in chunk.subsets]
-                got = befores_of[id(av)] = (befores, [_head_text(b) for b in befores])
-            befores, bt = got
             for eps, delta, ed_text in runs:
-                keys, states = streams[(id(av), eps, delta)]
+                group = (id(av), eps, delta)   # the variants live in ``exp``: an id names one while the chunk runs
+                keys, states = streams[group]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
                     ledgers = [PrivacyLedger(make_noise("secure"), composed) for _ in keys]
                 else:
@@ -174,23 +182,34 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 outputs = _outputs(exp, av, splits, ledgers,
                                    exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
                 targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
-                # guarantee object -> (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one
-                # tuple shared by the records of a summary key, ``_records_summary``) for this variant and budget
+                # each cell's guarantee (an ``Output``'s own, read inline; else ``cell_guarantee``) and, per
+                # guarantee object, (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one tuple
+                # shared by the records of a summary key, ``_records_summary``) for this variant and budget; the
+                # list holds every guarantee while ``hits`` is used, so an id names one object
+                guarantees = [out.guarantee if type(out) is Output and out.guarantee is not None
+                              else cell_guarantee(av.instance, out) for out in outputs]
                 hits: dict[int, tuple[Any, ...]] = {}
-                for before, before_text, sn, sn_text, split, out, key in zip(befores, bt, seen, seen_texts, splits,
-                                                                              outputs, keys):
-                    guarantee = cell_guarantee(av.instance, out)
-                    hit = hits.get(id(guarantee))
-                    if hit is None or hit[0] is not guarantee:
+                for guarantee in guarantees:
+                    if id(guarantee) not in hits:
                         col = rows_by_id.get(id(guarantee))
                         if col is None or col[0] is not guarantee:
                             g = _guarantee_columns(rows_of, statement, guarantee)
                             col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
-                        hit = hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
-                                                            for e, d, _ in targets])
-                    pending.append((before, (*hit[1], *sn), before_text, hit[2] + sn_text, out, split, targets,
-                                    hit[3], "" if key is None else key[1]))
-                    held += getattr(getattr(out, "predictions", None), "nbytes", 0)
+                        hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
+                                                      for e, d, _ in targets])
+                cols = [hits[id(guarantee)] for guarantee in guarantees]
+                per_target = []
+                for t, (e, d, et) in enumerate(targets):
+                    got = befores_of.get((id(av), e, d))
+                    if got is None:
+                        befores = [(*names, subset, *av_names, e, d) for subset in chunk.subsets]
+                        got = befores_of[(id(av), e, d)] = (befores, [_head_text(b) for b in befores])
+                    befores, bt = got
+                    per_target.append(([(*b, *c[1], *sn) for b, c, sn in zip(befores, cols, seen)],
+                                       [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
+                                       [c[3][t] for c in cols]))
+                pending.append((outputs, splits, seed_keys_of[group], per_target))
+                held += sum([getattr(getattr(out, "predictions", None), "nbytes", 0) for out in outputs])
                 if held > PENDING_BYTES:
                     score()
                     held = 0
@@ -452,12 +471,24 @@ def _csv_field(s: str) -> str:
 
 
 class _MetricTexts(dict):
-    """A metric name's CSV field and the comma after it, made on first use (names are few, rows many)."""
+    """A metric name's CSV field and the comma after it, UTF-8, made on first use (names are few, rows many); None
+    for a name whose field holds a line break (its rows leave ``_records_text``'s joined path)."""
 
-    def __missing__(self, name: Any) -> str:
-        text = _csv_field(name) + ","
+    def __missing__(self, name: Any) -> bytes | None:
+        field = _csv_field(name)
+        text = None if "\n" in field else (field + ",").encode("utf-8")
         if type(name) is str:   # a str's text depends on its value only
             self[name] = text
+        return text
+
+
+class _KeyTexts(dict):
+    """A seed key's CSV field between its commas, then the line break, UTF-8 (``,key,\\n``), made on first use (a
+    cell's key is one string object shared by every size of the chunk); None for a key ``csv.writer`` quotes (its
+    rows leave ``_records_text``'s joined path)."""
+
+    def __missing__(self, key: str) -> bytes | None:
+        text = self[key] = f",{key},\n".encode("utf-8") if _QUOTE_CHARS.isdisjoint(key) else None
         return text
 
 
@@ -468,22 +499,35 @@ def _row_tail(metric: Any, value: Any, err: str, key_text: str) -> str:
 
 
 def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
+    """The rows of ``records`` as CSV bytes (``_records_text``)."""
+    return _records_text(records, header)[0]
+
+
+def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, int]:
     """The rows of ``records`` as CSV bytes, the same bytes as ``csv.writer`` (line terminator "\\n") on whole
-    rows: QUOTE_MINIMAL quotes each field on its own, so a line is its prefix (the shared fields, once per record),
-    then metric, value, seed_key and error.  A field's text is kept per object (``id``: every record stays alive
-    during the call, so an id names one object): the names, labels and budgets shared by thousands of records are
-    formatted once (formatting every field of every row was a tenth of a GDSC run's time).  A record's prefix is
-    encoded once and its rows' tails (metric, value, key; a plain float and no error, the common case) are joined
-    and put after their prefixes in one ``bytes.replace`` (UTF-8 of a concatenation is the concatenation of the
-    UTF-8s); a record with a tail holding a line break (a quoted error) is written row by row.  A record that
-    carries its head's text (``chunk_records``'s) is written with it."""
+    rows, and the number of line breaks in them.  QUOTE_MINIMAL quotes each field on its own, so a line is its
+    prefix (the shared fields, once per record), then metric, value, seed_key and error.  A field's text is kept per
+    object (``id``: every record stays alive during the call, so an id names one object): the names, labels and
+    budgets shared by thousands of records are formatted once (formatting every field of every row was a tenth of a
+    GDSC run's time).  A record that carries its head's text (``chunk_records``'s) is written with it.
+
+    The common record (its rows' values plain floats, no error, no line break in its prefix, key or metric names)
+    is written as prefix, then its rows' tails ``metric,value`` joined by ``,key,\\n`` + prefix, then ``,key,\\n``
+    (a key's text made once per key string, ``_KeyTexts``):
+    one ``bytes.join`` in C, the text made as bytes from the start (UTF-8 of a concatenation is the concatenation
+    of the UTF-8s; a float's repr is ASCII), and each row one line, so the line breaks are counted without reading
+    the text again (the merge's row count of a compressed part, ``_chunk_done``).  Any other record is written
+    row by row and its line breaks counted in its text."""
     texts: dict[int, str] = {}
-    metric_texts = _MetricTexts()
+    metric_texts, key_texts = _MetricTexts(), _KeyTexts()
     out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
+    lines = len(out)
     append = out.append
     plain = _QUOTE_CHARS.isdisjoint
     for rec in records:
         values, key = rec[1], rec[2]
+        if not values:
+            continue
         if len(rec) > 3:   # the head's text, made by ``chunk_records``
             prefix = rec[3]
         else:
@@ -495,18 +539,25 @@ def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
                 parts.append(t)
             parts.append("")
             prefix = ",".join(parts).encode("utf-8")
-        key_text = f",{key if plain(key) else _csv_field(key)},"
-        tails = [f"{metric_texts[m]}{v!r}{key_text}" if type(v) is float and v == v and not e
-                 else _row_tail(m, v, e, key_text) for m, v, e in values]
-        body = "\n".join(tails)
-        if body.count("\n") == len(tails) - 1:   # no tail holds a line break (nor is there no row at all)
-            append(prefix)   # the pieces are copied once, by the final join
-            append(body.encode("utf-8").replace(b"\n", b"\n" + prefix))
-            append(b"\n")
-        else:
-            for t in tails:
-                append(prefix + t.encode("utf-8") + b"\n")
-    return b"".join(out)
+        key_nl = key_texts[key]
+        if key_nl is not None and b"\n" not in prefix:
+            try:   # a row of another kind gives None, which the join refuses (TypeError): written row by row below
+                body = (key_nl + prefix).join([
+                    metric_texts[m] + (repr(v).encode("ascii") if v == v else b"")   # NaN: an empty field
+                    if type(v) is float and not e else None for m, v, e in values])
+            except TypeError:
+                pass
+            else:
+                append(prefix)   # the pieces are copied once, by the final join
+                append(body)
+                append(key_nl)
+                lines += len(values)
+                continue
+        key_str = f",{key if plain(key) else _csv_field(key)},"
+        text = b"".join([prefix + _row_tail(m, v, e, key_str).encode("utf-8") + b"\n" for m, v, e in values])
+        append(text)
+        lines += text.count(b"\n")
+    return b"".join(out), lines
 
 
 def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
@@ -665,10 +716,10 @@ def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone
 
 def _chunk_done(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     records = chunk_records(exp, chunk, seed)
-    data, summary = _records_to_csv(records), _records_summary(records)
+    (data, lines), summary = _records_text(records), _records_summary(records)
     if not compress_parts(exp):
         return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)
-    summary["lines"] = data.count(b"\n")   # the merge's row count, which it no longer reads from the text
+    summary["lines"] = lines   # the merge's row count, which it no longer reads from the text (counted as written)
     return ChunkDone(chunk.index, gzip_member(data), _chunk_cells(exp, chunk), summary, gz=True)
 
 

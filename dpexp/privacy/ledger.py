@@ -34,10 +34,11 @@ class PrivacyLedger:
     """
 
     def __init__(self, noise: Any, composed: dict[tuple[Any, ...], Guarantee] | None = None) -> None:
-        if isinstance(noise, np.random.Generator):
-            noise = SeededNoise(noise)
-        # a noise source (the runner's, once per cell) is used as it is: what ``as_noise`` returns for one
-        self.noise = noise if isinstance(noise, (SeededNoise, SecureNoise)) else as_noise(noise)
+        # a noise source (the runner's, once per cell) is used as it is, checked first (one ``isinstance`` per
+        # cell): what ``as_noise`` returns for one
+        if not isinstance(noise, (SeededNoise, SecureNoise)):
+            noise = SeededNoise(noise) if isinstance(noise, np.random.Generator) else as_noise(noise)
+        self.noise = noise
         self.spends: list[Spend] = []
         self._trial: int | None = None
         self._composed = composed

@@ -294,7 +294,7 @@ def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path
     class Records(list):   # a list that can be watched (weak reference) while the chunk is written
         pass
 
-    real_records, real_csv = runner.chunk_records, runner._records_to_csv
+    real_records, real_csv = runner.chunk_records, runner._records_text
 
     def records(*a):
         recs = Records(real_records(*a))
@@ -312,7 +312,7 @@ def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path
 
     real_set = gc.set_threshold
     monkeypatch.setattr(runner, "chunk_records", records)
-    monkeypatch.setattr(runner, "_records_to_csv", to_csv)
+    monkeypatch.setattr(runner, "_records_text", to_csv)
     before = gc.get_threshold()
     monkeypatch.setattr(runner.gc, "set_threshold", restored)
     done = runner.compute_chunk(exp, chunk, 11)
@@ -342,8 +342,9 @@ def test_fewer_collections_nests_across_threads():
 def test_records_to_csv_edge_values_equal_the_plain_writer():
     """Record by record, ``_records_to_csv`` writes what ``csv.writer`` writes for each row: float edge values
     (repr), NaN as an empty field, ints, bools and other types through ``str``, quotes, line breaks and non-ASCII
-    text in any field (a tail with a line break leaves the joined fast path), records without rows."""
-    from dpexp.runner import _records_to_csv
+    text in any field (a line break in a prefix, key, metric name or error leaves the joined fast path), records
+    without rows; ``_records_text`` counts the line breaks of what it wrote."""
+    from dpexp.runner import _records_text, _records_to_csv
 
     floats = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-300, 5e-324, -5e-324, 1e16, 1e15, 123456789.5,
               0.1 + 0.2, 1.7976931348623157e308, 2.0 ** -1074, 1e-5, 0.0001, -1.5, 400.0]
@@ -355,12 +356,15 @@ def test_records_to_csv_edge_values_equal_the_plain_writer():
               [("m", 1.0, "line 1\nline 2"), ("m2", 2.0, "")],
               [("m", 1, ""), ("m", True, ""), ("m", "text, \"q\"", ""), ("m", np.float32(0.1), ""), ("m", 3.0, "\r")],
               [],
-              [("m", float("nan"), "boom, \"x\""), ("m", 0.25, "")]]
-    records = [(h, v, k) for h in heads for v in values for k in ("abc", "")]
+              [("m", float("nan"), "boom, \"x\""), ("m", 0.25, "")],
+              [("two\nlines", 0.5, ""), ("m\r", 1.5, "")]]
+    records = [(h, v, k) for h in heads for v in values for k in ("abc", "", "k\ney")]
     rows = [Row(*h, m, v, k, e) for h, vs, k in records for m, v, e in vs]
-    assert _records_to_csv(records, header=True) == (",".join(COLUMNS) + "\n").encode() + _plain(rows)
+    want = (",".join(COLUMNS) + "\n").encode() + _plain(rows)
+    assert _records_to_csv(records, header=True) == want and _records_text(records, True) == (want, want.count(b"\n"))
     for r in records:
-        assert _records_to_csv([r]) == _plain([Row(*r[0], m, v, r[2], e) for m, v, e in r[1]])
+        want = _plain([Row(*r[0], m, v, r[2], e) for m, v, e in r[1]])
+        assert _records_to_csv([r]) == want and _records_text([r]) == (want, want.count(b"\n"))
 
 
 def test_metric_table_equals_the_per_cell_values():
@@ -441,6 +445,33 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
         if not over:   # seeded: the same rows again (secure mode draws other noise)
             assert _plain(runner.run_chunk(exp, chunk, 11)) == _plain(rows)
         assert any(r.error for r in rows) and {r.delta for r in rows} == {0.0, 1e-5}
+
+
+def test_chunk_records_scored_group_by_group_equal_scored_at_once(tmp_path, monkeypatch):
+    """Scoring whenever the predictions held pass ``PENDING_BYTES`` (here after every group of cells: several
+    ``score`` calls, each over the groups pending) gives the records of scoring the chunk at once: the same heads,
+    values, keys, texts and summary tuples, in the same order — with a non-private variant under several targets
+    (a cell's records interleaved) and failing cells."""
+    from dpexp import runner, spec
+
+    cfg = _small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [0.5, 2.0], "delta": [0.0, 1.0e-5]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"},
+                                    {"name": "null_model", "params": {"fail": True}}])
+    exp = spec.load(cfg, [], None)
+    chunk = runner.plan_chunks(exp)[0]
+    once = runner.chunk_records(exp, chunk, 11)
+    calls = []
+    real = runner._metric_table
+    monkeypatch.setattr(runner, "_metric_table", lambda *a: calls.append(len(a[1])) or real(*a))
+    monkeypatch.setattr(runner, "PENDING_BYTES", -1)
+    each = runner.chunk_records(exp, chunk, 11)
+    assert len([n for n in calls if n]) > 2 and len(each) == len(once) == runner._chunk_cells(exp, chunk)
+    assert runner._records_to_csv(each) == runner._records_to_csv(once)
+    assert [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in each] == \
+        [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in once]
+    heads = [r[0] for r in once]
+    lr = [h for h in heads if h[4] == "lr"]
+    assert lr[:4] == [lr[0][:7] + (e, d) + lr[0][9:] for e in (0.5, 2.0) for d in (0.0, 1e-5)]   # interleaved
 
 
 def test_state_seed_serves_pcg64_only():
