@@ -39,7 +39,7 @@ from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
-from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.model import prefit_public_posteriors, public_posterior
 from dpexp.families.gdsc.release_batch import NotBatchable, finite_rows, float_square, release_sigmas
 from dpexp.models import adassp as core
 from dpexp.privacy.ledger import as_ledger
@@ -165,6 +165,9 @@ class AdaSSP(Algorithm):
                 got = [exc if o is _RELEASED else o for o in got]
             for k, o in zip(ks, got):   # None: set aside before any of its draws (it takes run)
                 out[k] = RuntimeError("adassp: a released cell was not filled") if o is _RELEASED else o
+        pub = [s for s, o in zip(splits, out) if o is None and s.X_private.shape[0] == 0]
+        if len(pub) > 1:   # run's public-only posteriors fitted as one batch (the same floats: public_posterior's memo)
+            prefit_public_posteriors([s.X_public for s in pub], [s.y_public for s in pub])
         for k, o in enumerate(out):
             if o is None:   # not batched (or set aside before any draw): the per-split path
                 try:

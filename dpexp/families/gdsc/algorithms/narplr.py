@@ -49,7 +49,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams
 from dpexp.families.gdsc.audit import clipped_statistics
-from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.model import prefit_public_posteriors, public_posterior
 from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
@@ -265,6 +265,9 @@ class NoiseAwareRPLR(RobustPrivateLR):
         groups: dict[int, list[tuple[int, Release]]] = {}
         # with clip_public the model clips the public rows itself (``_problems``): the release need not sum them
         rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public)
+        pub = [s for s, r in zip(splits, rels) if not isinstance(r, Exception) and r.B_x is None]
+        if len(pub) > 1:   # the public-only posteriors fitted as one batch (the same floats: public_posterior's memo)
+            prefit_public_posteriors([s.X_public for s in pub], [s.y_public for s in pub])
         for k, (s, r) in enumerate(zip(splits, rels)):
             try:
                 if isinstance(r, Exception):
