@@ -20,6 +20,7 @@ Everything is done in the eigenbasis of S = V diag(s) Vᵀ, where Σ and m are d
 batched ``eigh`` each iteration costs O(d) per problem and every problem of a batch of arbitrary leading shape
 (drugs × repeats × sizes × grid points) is updated at once.  Iteration stops when the relative change of E[λ] and
 E[λ0] is below ``tol`` for every problem (or after ``max_iter``; non-converged problems are flagged).
+``fit_vb_each`` fits B problems as arrays too, but each stops at its own test: each one's fit alone, to the bit.
 
 Robustness to perturbed statistics (post-processing of a DP release, so privacy is unaffected).  Noisy
 statistics need not be those of any data set: nXX can be indefinite, and even with nXX ⪰ 0 a component of nXy
@@ -358,8 +359,8 @@ def fit_vb_each(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray, n: np.ndarray
     resid_floored = raw[..., 0] < 0.0
     mean, cov = _posterior(E[0][..., 0], E[1][..., 0], s, V, rr, return_cov)
     b_lam, b_lam0 = rates[0][..., 0], rates[1][..., 0]
-    return [VBResult(mean=mean[i].copy(), a_lam=np.array(a_lam[i]), b_lam=b_lam[i, ...], a_lam0=np.full((), a0 + 0.5 * d),
-                     b_lam0=b_lam0[i, ...], n_iter=int(its[i]), converged=converged[i], n_floored=n_floored[i],
+    return [VBResult(mean=mean[i].copy(), a_lam=np.array(a_lam[i]), b_lam=b_lam[i, ...],
+                     a_lam0=np.full((), a0 + 0.5 * d), b_lam0=b_lam0[i, ...], n_iter=int(its[i]), converged=converged[i], n_floored=n_floored[i],
                      resid_floored=resid_floored[i], cov=cov[i].copy() if return_cov else None) for i in range(B)]
 
 

@@ -63,7 +63,8 @@ def test_prefit_fills_the_memo_with_each_splits_own_fit():
     assert batched[2] is batched[7]
 
 
-@pytest.mark.parametrize("alg", [NoiseAwareRPLR(p1=0.35, p2=0.6, p3=0.05, omega_x=1.0, omega_y=1.0), AdaSSP()], ids=["narplr", "adassp"])
+@pytest.mark.parametrize("alg", [NoiseAwareRPLR(p1=0.35, p2=0.6, p3=0.05, omega_x=1.0, omega_y=1.0), AdaSSP()],
+                         ids=["narplr", "adassp"])
 @pytest.mark.parametrize("trials", [1, 3])
 def test_run_many_outputs_equal_without_the_prefit(alg, trials, monkeypatch):
     """Splits without private rows (the prefit) among released ones, trials 1 and 3: every output, extras, spends
