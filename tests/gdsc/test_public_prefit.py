@@ -1,7 +1,7 @@
-"""The public-only posteriors of many splits fitted as one batch (``model.prefit_public_posteriors``, used by
-narplr's and AdaSSP's ``run_many`` for the splits without private rows): the memo entries it fills are
-``public_posterior``'s own fits of each split alone, to the bit (every field, its type, read-only flags), and the
-run_many outputs are the same with and without it."""
+"""The public-only posteriors of many splits fitted as one batch (``model.public_posteriors``, used by narplr's
+and AdaSSP's ``run_many`` for the splits without private rows): its values and the memo entries it fills are
+``public_posterior``'s own fits of each split alone, to the bit (every field, its type, read-only flags), its
+errors theirs, and the run_many outputs are the same as with a ``public_posterior`` call per split."""
 
 from __future__ import annotations
 
@@ -42,25 +42,42 @@ def _fit_or_error(s):
         return type(exc)
 
 
-def test_prefit_fills_the_memo_with_each_splits_own_fit():
+def _one_by_one(Xs, ys):
+    """public_posteriors' plain twin: a public_posterior call per split, its value or error."""
+    out = []
+    for X, y in zip(Xs, ys):
+        try:
+            out.append(model.public_posterior(X, y))
+        except Exception as exc:  # noqa: BLE001
+            out.append(exc)
+    return out
+
+
+def _same_fit(one, got):
+    if isinstance(one, type):   # an error: the same error type (an instance or its type)
+        assert (got if isinstance(got, type) else type(got)) is one
+        return
+    for f in FIELDS:
+        x, y = getattr(one, f), getattr(got, f)
+        assert type(x) is type(y), f
+        _same(x, y)
+    assert not got.mean.flags.writeable and not got.cov.flags.writeable
+
+
+def test_public_posteriors_are_each_splits_own_fit():
     ss = _public_splits()
     alone = [_fit_or_error(s) for s in ss]
+    order = list(cache._MEMOS["gdsc.public_posterior"])
     cache.clear()
-    model.prefit_public_posteriors([s.X_public for s in ss], [s.y_public for s in ss])
-    table = cache._MEMOS["gdsc.public_posterior"]
-    assert len(table) == 10   # d = 3: 7 distinct rows and none; d = 5: 2 (d = 2 alone, d = 4 raises: left)
-    batched = [_fit_or_error(s) for s in ss]
-    assert len(table) == len({id(v) for v in table.values()})
-    for one, got in zip(alone, batched):
-        if isinstance(one, type):
-            assert got is one
-            continue
-        for f in FIELDS:
-            x, y = getattr(one, f), getattr(got, f)
-            assert type(x) is type(y), f
-            _same(x, y)
-        assert not got.mean.flags.writeable and not got.cov.flags.writeable
-    assert batched[2] is batched[7]
+    got = model.public_posteriors([s.X_public for s in ss], [s.y_public for s in ss])
+    assert list(cache._MEMOS["gdsc.public_posterior"]) == order   # the same entries, in the same order of use
+    for one, res in zip(alone, got):
+        _same_fit(one, res)
+    assert got[2] is got[7]
+    again = model.public_posteriors([s.X_public for s in ss[::-1]], [s.y_public for s in ss[::-1]])
+    assert all(a is b for a, b in zip(again[::-1], got) if not isinstance(a, Exception))   # memo hits
+    for one, res in zip(alone, [_fit_or_error(s) for s in ss]):   # what public_posterior finds
+        _same_fit(one, res)
 
 
 @pytest.mark.parametrize("alg", [NoiseAwareRPLR(p1=0.35, p2=0.6, p3=0.05, omega_x=1.0, omega_y=1.0), AdaSSP()],
@@ -80,7 +97,7 @@ def test_run_many_outputs_equal_without_the_prefit(alg, trials, monkeypatch):
     import dpexp.families.gdsc.algorithms.narplr as na
 
     for mod in (ad, na):
-        monkeypatch.setattr(mod, "prefit_public_posteriors", lambda *a: None)
+        monkeypatch.setattr(mod, "public_posteriors", _one_by_one)
     ref = alg.run_many(ss, 2.0, 0.0, lg_b := _ledgers(len(ss)), trials)
     for o, r, la, lb in zip(got, ref, lg_a, lg_b):
         assert type(o) is type(r)
