@@ -20,6 +20,7 @@ Everything is done in the eigenbasis of S = V diag(s) Vᵀ, where Σ and m are d
 batched ``eigh`` each iteration costs O(d) per problem and every problem of a batch of arbitrary leading shape
 (drugs × repeats × sizes × grid points) is updated at once.  Iteration stops when the relative change of E[λ] and
 E[λ0] is below ``tol`` for every problem (or after ``max_iter``; non-converged problems are flagged).
+``fit_vb_each`` fits B problems as arrays too, but each stops at its own test: each one's fit alone, to the bit.
 
 Robustness to perturbed statistics (post-processing of a DP release, so privacy is unaffected).  Noisy
 statistics need not be those of any data set: nXX can be indefinite, and even with nXX ⪰ 0 a component of nXy
@@ -145,20 +146,9 @@ def _iterate_one(s: list[float], rr: list[float], t: float, a_lam: float, a_lam0
     return (it, np.array([[e0], [e1]]), np.array([[r0], [r1]]), np.array([[rel0], [rel1]]), np.array([raw]))
 
 
-def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndarray | float,
-           prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-9, max_iter: int = 2000,
-           project: str = "joint", return_cov: bool = False) -> VBResult:
-    """Mean-field VB fit of the Gamma-prior model from statistics, batched over leading axes.
-
-    Parameters
-    ----------
-    nXX : (…, d, d) Σ x xᵀ (may be perturbed: asymmetric or indefinite is fine, see the module docstring).
-    nXy : (…, d) Σ x y.   nyy : (…) Σ y².   n : (…) number of rows (public under bounded DP).
-    prior : (a, b, a0, b0) Gamma shape/rate of λ and λ0.
-    tol : relative change of E[λ], E[λ0] that counts as converged.
-    project : "joint" (PSD projection of the augmented Gram matrix) or "xx" (of nXX only); module docstring.
-    """
-    a, b, a0, b0 = (float(v) for v in prior)
+def _eigenbasis(nXX, nXy, nyy, n, project: str) -> tuple:
+    """``fit_vb``'s set-up (module docstring, item 1): the statistics broadcast to their batch shape, symmetrised,
+    projected (``project``) and rotated into the eigenbasis of nXX.  Returns (batch, d, s, V, rr, t, nn, n_floored)."""
     S = np.asarray(nXX, dtype=float)
     r = np.asarray(nXy, dtype=float)
     d = S.shape[-1]
@@ -187,7 +177,34 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
     else:
         raise ValueError(f"project must be 'joint' or 'xx', got {project!r}")
     rr = np.einsum("...dk,...d->...k", V, r)              # r in the eigenbasis
+    return batch, d, s, V, rr, t, nn, n_floored
 
+
+def _posterior(E_lam: np.ndarray, E_lam0: np.ndarray, s: np.ndarray, V: np.ndarray, rr: np.ndarray,
+               return_cov: bool) -> tuple:
+    """The final q(β) = N(m, Σ) consistent with the final q(λ), q(λ0), back in the original basis: (mean, cov)."""
+    var = 1.0 / (E_lam0[..., None] + E_lam[..., None] * s)
+    mk = E_lam[..., None] * rr * var
+    mean = np.einsum("...dk,...k->...d", V, mk)
+    cov = (V * var[..., None, :]) @ np.swapaxes(V, -1, -2) if return_cov else None
+    return mean, cov
+
+
+def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndarray | float,
+           prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-9, max_iter: int = 2000,
+           project: str = "joint", return_cov: bool = False) -> VBResult:
+    """Mean-field VB fit of the Gamma-prior model from statistics, batched over leading axes.
+
+    Parameters
+    ----------
+    nXX : (…, d, d) Σ x xᵀ (may be perturbed: asymmetric or indefinite is fine, see the module docstring).
+    nXy : (…, d) Σ x y.   nyy : (…) Σ y².   n : (…) number of rows (public under bounded DP).
+    prior : (a, b, a0, b0) Gamma shape/rate of λ and λ0.
+    tol : relative change of E[λ], E[λ0] that counts as converged.
+    project : "joint" (PSD projection of the augmented Gram matrix) or "xx" (of nXX only); module docstring.
+    """
+    a, b, a0, b0 = (float(v) for v in prior)
+    batch, d, s, V, rr, t, nn, n_floored = _eigenbasis(nXX, nXy, nyy, n, project)
     a_lam = a + 0.5 * nn                                  # shapes are fixed by the updates
     a_lam0 = np.full(batch, a0 + 0.5 * d)
     # the array loop: its numpy calls are its cost at the batch sizes of a run (tens of problems, tens to hundreds
@@ -267,13 +284,84 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
         resid_floored = raw[..., 0] < 0.0
     E_lam, E_lam0 = E[0][..., 0], E[1][..., 0]
     b_lam, b_lam0 = rates[0][..., 0], rates[1][..., 0]
-    # final q(β) consistent with the final q(λ), q(λ0)
-    var = 1.0 / (E_lam0[..., None] + E_lam[..., None] * s)
-    mk = E_lam[..., None] * rr * var
-    mean = np.einsum("...dk,...k->...d", V, mk)
-    cov = (V * var[..., None, :]) @ np.swapaxes(V, -1, -2) if return_cov else None
+    mean, cov = _posterior(E_lam, E_lam0, s, V, rr, return_cov)   # final q(β) consistent with q(λ), q(λ0)
     return VBResult(mean=mean, a_lam=np.broadcast_to(a_lam, batch).copy(), b_lam=b_lam, a_lam0=a_lam0, b_lam0=b_lam0,
                     n_iter=it, converged=converged, n_floored=n_floored, resid_floored=resid_floored, cov=cov)
+
+
+def _iterate_each(s: np.ndarray, rr: np.ndarray, t: np.ndarray, a_lam: np.ndarray, a_lam0: np.ndarray, a: float,
+                  b: float, a0: float, b0: float, tol: float, max_iter: int) -> tuple:
+    """``fit_vb``'s array loop over B problems (s, rr (B, d); t, a_lam, a_lam0 (B,)) in which every problem stops
+    at its own convergence test, as it would alone: each iteration makes the array loop's operations, in its
+    order, on the problems still running (so each value is the float ``fit_vb`` of that problem alone computes),
+    and a problem whose test passes (or that reaches ``max_iter``) leaves with that iteration's values.  Returns
+    per problem (iterations (B,), [E λ; E λ0], [b_λ; b_λ0], [rel λ; rel λ0] as (2, B, 1) arrays, E_q[R] (B, 1))."""
+    B = s.shape[0]
+    its = np.zeros(B, dtype=int)
+    E_out, rates_out, rel_out = np.empty((2, B, 1)), np.empty((2, B, 1)), np.empty((2, B, 1))
+    raw_out = np.empty((B, 1))
+    live = np.arange(B)
+    SR, tt = np.stack([s, rr]), t[:, None]
+    shape_ = np.stack([a_lam, a_lam0])[..., None]                                # [a + n/2; a0 + d/2]
+    rate0 = np.array([b, b0]).reshape(2, 1, 1)
+    E = np.stack([np.full(B, a / b), np.full(B, a0 / b0)])[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for it in range(1, max_iter + 1):
+            A = np.multiply(E[0], SR)                                  # [E λ s; E λ rr]
+            var = np.divide(1.0, np.add(E[1], A[0]))                   # diagonal of Σ in the eigenbasis
+            Q = np.stack([np.multiply(A[1], var), SR[1]])              # [m; rr]
+            Z = np.empty((4,) + var.shape)
+            np.multiply(Q[0], Q, out=Z[:2])                            # [m m; m rr]
+            np.add(var, Z[0], out=Z[3])
+            np.multiply(SR[0], Z[3], out=Z[2])
+            sums = np.add.reduce(Z[1:], axis=-1, keepdims=True)        # [Σ m rr; Σ s (var + m²); Σ (var + m²)]
+            raw = tt - 2.0 * sums[0] + sums[1]                         # E_q[R]
+            np.maximum(raw, 0.0, out=sums[1])
+            rates = np.add(rate0, np.multiply(0.5, sums[1:]))          # [b + ½ max(E_q[R], 0); b0 + ½ (mᵀm + tr Σ)]
+            new = np.divide(shape_, rates)
+            rel = np.divide(np.absolute(np.subtract(new, E)), new)
+            E = new
+            done = np.maximum(rel[0], rel[1])[:, 0] < tol             # NaN: not converged
+            if it == max_iter:
+                done[:] = True
+            if done.any():
+                k = live[done]
+                its[k] = it
+                E_out[:, k], rates_out[:, k], rel_out[:, k], raw_out[k] = E[:, done], rates[:, done], rel[:, done], \
+                    raw[done]
+                keep = ~done
+                live = live[keep]
+                if live.size == 0:
+                    break
+                SR, tt, shape_, E = SR[:, keep], tt[keep], shape_[:, keep], E[:, keep]
+    return its, E_out, rates_out, rel_out, raw_out
+
+
+def fit_vb_each(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray, n: np.ndarray,
+                prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-9, max_iter: int = 2000,
+                project: str = "joint", return_cov: bool = False) -> list[VBResult]:
+    """``fit_vb`` of each of B problems (nXX (B, d, d), nXy (B, d), nyy (B,), n (B,)) alone — every field the
+    float, type and shape ``fit_vb(nXX[i], nXy[i], nyy[i], n[i])`` returns, ``n_iter`` its own — fitted as arrays:
+    the set-up and the final q(β) batched (``eigh``, matmul and einsum compute each problem of a stack as alone),
+    the updates by ``_iterate_each`` (each problem stops at its own convergence; a batched ``fit_vb`` iterates
+    every problem until all have converged, which changes the last bits).  For the one-problem fits a run makes
+    many of (e.g. the public-only posteriors of a size's drugs): one problem's Python-float loop costs ~10 times
+    a problem's share of the array loop."""
+    a, b, a0, b0 = (float(v) for v in prior)
+    B = np.shape(nyy)[0]
+    if max_iter < 1 or B == 0:   # no update (or nothing to fit): fit_vb as it is
+        return [fit_vb(nXX[i], nXy[i], nyy[i], n[i], prior, tol, max_iter, project, return_cov) for i in range(B)]
+    batch, d, s, V, rr, t, nn, n_floored = _eigenbasis(nXX, nXy, nyy, n, project)
+    a_lam = a + 0.5 * nn
+    its, E, rates, rel, raw = _iterate_each(s, rr, t, a_lam, np.full(batch, a0 + 0.5 * d), a, b, a0, b0, tol,
+                                            max_iter)
+    converged = np.maximum(rel[0], rel[1])[..., 0] < tol
+    resid_floored = raw[..., 0] < 0.0
+    mean, cov = _posterior(E[0][..., 0], E[1][..., 0], s, V, rr, return_cov)
+    b_lam, b_lam0 = rates[0][..., 0], rates[1][..., 0]
+    return [VBResult(mean=mean[i].copy(), a_lam=np.array(a_lam[i]), b_lam=b_lam[i, ...],
+                     a_lam0=np.full((), a0 + 0.5 * d), b_lam0=b_lam0[i, ...], n_iter=int(its[i]), converged=converged[i], n_floored=n_floored[i],
+                     resid_floored=resid_floored[i], cov=cov[i].copy() if return_cov else None) for i in range(B)]
 
 
 def noise_ridge(d: int, laplace_scale_xx: np.ndarray | float) -> np.ndarray:

@@ -251,3 +251,96 @@ def test_one_problem_loop_equals_the_array_loop_to_the_bit(project):
         for f in ("mean", "cov", "a_lam", "b_lam", "a_lam0", "b_lam0", "converged", "n_floored", "resid_floored"):
             got, ref = np.asarray(getattr(one, f)), np.asarray(getattr(arr, f))[0]
             assert got.shape == ref.shape and got.dtype == ref.dtype and got.tobytes() == ref.tobytes(), f
+
+
+_FIELDS = ("mean", "cov", "a_lam", "b_lam", "a_lam0", "b_lam0", "converged", "n_floored", "resid_floored")
+
+
+def _same_result(one, got) -> None:
+    """Every VBResult field equal to the bit, with its type (0-d array, numpy scalar, int), shape and dtype."""
+    assert type(got.n_iter) is type(one.n_iter) and got.n_iter == one.n_iter
+    for f in _FIELDS:
+        x, y = getattr(one, f), getattr(got, f)
+        assert type(x) is type(y), f
+        if x is not None:
+            assert np.shape(x) == np.shape(y) and np.asarray(x).dtype == np.asarray(y).dtype, f
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), f
+
+
+def _problems(rng, B, d):
+    """B problems of one d: exact statistics on scales over 3 decades (they converge after very different numbers
+    of iterations), noisy ones (indefinite, negative residual), empty ones (the prior)."""
+    S, R, T = [], [], []
+    n = rng.integers(2, 300, size=B).astype(float)
+    for i in range(B):
+        m = int(n[i])
+        X = rng.normal(size=(m, d)) * rng.choice([0.01, 1.0, 30.0])
+        y = X @ rng.normal(size=d) + rng.normal(size=m) * rng.choice([0.01, 1.0, 10.0])
+        XX, Xy, yy = X.T @ X, X.T @ y, float(y @ y)
+        kind = rng.integers(0, 6)
+        if kind == 0:
+            XX, Xy, yy = XX + rng.laplace(0, 5, size=(d, d)), Xy + rng.laplace(0, 5, size=d), yy - 50.0
+        elif kind == 1:
+            XX, Xy, yy = np.zeros((d, d)), np.zeros(d), 0.0
+        S.append(XX)
+        R.append(Xy)
+        T.append(yy)
+    return np.array(S), np.array(R), np.array(T), n
+
+
+@pytest.mark.parametrize("project", ["joint", "xx"])
+def test_fit_vb_each_is_fit_vb_of_each_problem_alone_to_the_bit(project):
+    """fit_vb_each of a batch = fit_vb of every problem alone, every field (types included) and its own n_iter:
+    problems converging after 1 to hundreds of iterations side by side, max_iter hits, batches of 1, d = 1 to 64
+    (sums below 8, unrolled, recursive), with and without the covariance."""
+    from dpexp.models.vb import fit_vb_each
+
+    rng = np.random.default_rng(21)
+    iters = set()
+    for _ in range(30):
+        d, B = int(rng.choice([1, 2, 5, 8, 10, 10, 17, 33])), int(rng.choice([1, 2, 7, 25]))
+        S, R, T, n = _problems(rng, B, d)
+        max_iter, cov = int(rng.choice([2000, 2000, 37, 5, 1])), bool(rng.integers(0, 2))
+        with np.errstate(all="ignore"):
+            each = fit_vb_each(S, R, T, n, project=project, max_iter=max_iter, return_cov=cov)
+            for i in range(B):
+                one = fit_vb(S[i], R[i], T[i], n[i], project=project, max_iter=max_iter, return_cov=cov)
+                iters.add(one.n_iter)
+                _same_result(one, each[i])
+    assert min(iters) <= 5 and max(iters) >= 60   # spread of convergence points (and max_iter hits) covered
+
+
+def test_fit_vb_each_zero_rate_nan_and_no_update_problems():
+    """A zero shape a + n/2 (a = 0, n = 0: E λ = 0, the one-problem loop's ZeroDivisionError, then fit_vb's array
+    loop in NaN arithmetic), a NaN y'y and an empty problem beside good ones, max_iter = 0 and 1, an empty batch:
+    each as fit_vb of that problem alone; a zero prior rate raises as fit_vb does; and a batched fit_vb differs
+    from the problems alone (why fit_vb_each exists)."""
+    from dpexp.models.vb import fit_vb_each
+
+    rng = np.random.default_rng(5)
+    S, R, T, n = _problems(rng, 12, 4)
+    S[3], R[3], T[3], n[3] = 0.0, 0.0, 0.0, 0.0
+    T[7] = np.nan
+    for prior, max_iter in (((0.0, 1.0, 2.0, 0.5), 2000), (PAPER_PRIOR, 2000), (PAPER_PRIOR, 0), (PAPER_PRIOR, 1)):
+        with np.errstate(all="ignore"):
+            each = fit_vb_each(S, R, T, n, prior=prior, project="xx", max_iter=max_iter, return_cov=True)
+            for i in range(12):
+                one = fit_vb(S[i], R[i], T[i], n[i], prior=prior, project="xx", max_iter=max_iter, return_cov=True)
+                _same_result(one, each[i])
+    with np.errstate(all="ignore"):
+        zero = fit_vb_each(S, R, T, n, prior=(0.0, 1.0, 2.0, 0.5), project="xx")[3]
+    assert zero.E_lam == 0.0 and zero.n_iter == 2000 and not zero.converged   # rel λ = 0/0: never converged
+    assert np.isnan(each[7].mean).all() and each[7].n_iter == 1
+    for error, fit in ((ZeroDivisionError, lambda: fit_vb(S[0], R[0], T[0], n[0], prior=(2.0, 0.0, 2.0, 2.0))),
+                       (ZeroDivisionError, lambda: fit_vb_each(S, R, T, n, prior=(2.0, 0.0, 2.0, 2.0), project="xx")),
+                       (np.linalg.LinAlgError, lambda: fit_vb(S[7], R[7], T[7], n[7])),    # NaN in the joint eigh
+                       (np.linalg.LinAlgError, lambda: fit_vb_each(S, R, T, n))):
+        with pytest.raises(error):
+            fit()
+    assert fit_vb_each(S[:0], R[:0], T[:0], n[:0]) == []
+    S, R, T, n = _problems(np.random.default_rng(8), 20, 10)
+    both = fit_vb(S, R, T, n)
+    alone = [fit_vb(S[i], R[i], T[i], n[i]) for i in range(20)]
+    assert any(both.b_lam[i] != alone[i].b_lam for i in range(20))
+    for i, res in enumerate(fit_vb_each(S, R, T, n)):
+        _same_result(alone[i], res)

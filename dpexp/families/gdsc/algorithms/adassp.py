@@ -39,9 +39,10 @@ from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
-from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.model import public_posterior, public_posteriors
 from dpexp.families.gdsc.release_batch import NotBatchable, finite_rows, float_square, release_sigmas
 from dpexp.models import adassp as core
+from dpexp.models.vb import VBResult
 from dpexp.privacy.ledger import as_ledger
 from dpexp.privacy.mechanisms import standard_laplace_rows
 from dpexp.registry import register_algorithm
@@ -109,9 +110,7 @@ class AdaSSP(Algorithm):
         d = split.d
         n = split.X_private.shape[0]
         if n == 0:   # nothing private to release (as rplr): the public-only Bayesian LR
-            ledger.public_only()
-            w = np.broadcast_to(public_posterior(split.X_public, split.y_public).mean, (trials, d))
-            return Output(predictions=w @ split.X_test.T, coef=w.copy(), guarantee=ledger.guarantee())
+            return self._public_only(split, ledger, trials)
         if p.noise == "gaussian" and not 0 < delta < 1:
             raise ValueError(f"adassp noise: gaussian needs the cell's delta in (0, 1), got {delta}")
         sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
@@ -135,6 +134,18 @@ class AdaSSP(Algorithm):
         if p.sigma == "dp":
             extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
         return Output(predictions=w @ split.X_test.T, coef=w, extras=extras, guarantee=ledger.guarantee())
+
+    @staticmethod
+    def _public_only(split: Split, ledger, trials: int, res: VBResult | Exception | None = None) -> Output:
+        """``run`` without private rows: nothing released, the public rows' Gamma-prior posterior mean (``res``: its
+        ``public_posteriors`` value or error; None: ``public_posterior``)."""
+        ledger.public_only()
+        if res is None:
+            res = public_posterior(split.X_public, split.y_public)
+        elif isinstance(res, Exception):
+            raise res
+        w = np.broadcast_to(res.mean, (trials, split.d))
+        return Output(predictions=w @ split.X_test.T, coef=w.copy(), guarantee=ledger.guarantee())
 
     # ------------------------------------------------------------------------------------------- many splits
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
@@ -165,6 +176,12 @@ class AdaSSP(Algorithm):
                 got = [exc if o is _RELEASED else o for o in got]
             for k, o in zip(ks, got):   # None: set aside before any of its draws (it takes run)
                 out[k] = RuntimeError("adassp: a released cell was not filled") if o is _RELEASED else o
+        pub = [k for k, o in enumerate(out) if o is None and splits[k].X_private.shape[0] == 0]
+        for k, res in zip(pub, public_posteriors([splits[k].X_public for k in pub], [splits[k].y_public for k in pub])):
+            try:   # run's public-only path, its posteriors fitted together (the same floats and memo entries)
+                out[k] = self._public_only(splits[k], ledgers[k], T, res)
+            except Exception as exc:  # recorded per cell
+                out[k] = exc
         for k, o in enumerate(out):
             if o is None:   # not batched (or set aside before any draw): the per-split path
                 try:

@@ -49,7 +49,7 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams
 from dpexp.families.gdsc.audit import clipped_statistics
-from dpexp.families.gdsc.model import public_posterior
+from dpexp.families.gdsc.model import public_posteriors
 from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
@@ -58,7 +58,7 @@ from dpexp.models.intervals import draw_intervals, gaussian_intervals_many, lazy
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
-from dpexp.models.vb import PAPER_PRIOR
+from dpexp.models.vb import PAPER_PRIOR, VBResult
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -265,12 +265,14 @@ class NoiseAwareRPLR(RobustPrivateLR):
         groups: dict[int, list[tuple[int, Release]]] = {}
         # with clip_public the model clips the public rows itself (``_problems``): the release need not sum them
         rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public)
+        pub = [k for k, r in enumerate(rels) if not isinstance(r, Exception) and r.B_x is None]
+        posts = dict(zip(pub, public_posteriors([splits[k].X_public for k in pub], [splits[k].y_public for k in pub])))
         for k, (s, r) in enumerate(zip(splits, rels)):
             try:
                 if isinstance(r, Exception):
                     raise r
                 if r.B_x is None:                     # no private rows: the public-only posterior
-                    out[k] = self._public_only(s, r, ledgers[k], trials)
+                    out[k] = self._public_only(s, r, ledgers[k], trials, posts[k])
                     continue
                 if p.inference == "gibbs" and s.X_private.shape[0] < s.d + 2:
                     raise UserError(f"narplr inference: gibbs needs n_private >= d + 2 = {s.d + 2}, got "
@@ -303,9 +305,11 @@ class NoiseAwareRPLR(RobustPrivateLR):
                                 clip_bounds=bounds[j])
         return out
 
-    def _public_only(self, split: Split, r: Release, ledger, trials: int) -> Output:
-        """No private rows (nothing released): the Gamma-prior posterior of the public rows alone (``fit_vb``)."""
-        res = public_posterior(split.X_public, split.y_public)
+    def _public_only(self, split: Split, r: Release, ledger, trials: int, res: VBResult | Exception) -> Output:
+        """No private rows (nothing released): the Gamma-prior posterior of the public rows alone (``fit_vb``;
+        ``res``: its ``public_posteriors`` value or error)."""
+        if isinstance(res, Exception):
+            raise res
         w = np.broadcast_to(res.mean, (trials, split.d))
         cov = np.broadcast_to(res.cov, (trials, split.d, split.d))
         ci, pi = lazy_gaussian_intervals(w, cov, split.X_test)
