@@ -330,44 +330,38 @@ class FunctionalMechanismPaper(_PaperLR):
 
 
 def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[dict, dict, list[int]]:
-    """``with_bias(_minmax(rows, x_min, x_max))`` of the private and test rows of every split ``k`` in ``ks`` whose
-    raw rows are the first rows (views) of its drug's rows along the fold (``RawRows.whole``, read-only; the Matlab
-    path): those scaled once per (fold, drug) and ranges, memoised, and sliced — the scaling is element-wise, so a
-    prefix of the scaled rows is the scaled prefix, to the bit.  Returns (private, test) keyed by split and the
-    splits left to scale (no ``whole``, or rows that are not its prefix)."""
-    Z: dict[int, np.ndarray] = {}
-    Zt: dict[int, np.ndarray] = {}
-    rest = []
-    for k in ks:
-        whole = getattr(splits[k].meta.get("raw"), "whole", None)
-        v = views[k]
-        if whole is None or not (_first_rows(v[0], whole.X_private) and _first_rows(v[2], whole.X_test)):
-            rest.append(k)
-            continue
-        Z[k] = _scaled_whole(whole.X_private, v[3], v[4])[:v[0].shape[0]]
-        Zt[k] = _scaled_whole(whole.X_test, v[3], v[4])[:v[2].shape[0]]
-    return Z, Zt, rest
+    """``with_bias(_minmax(rows, x_min, x_max))`` of the private and test rows of the splits ``ks`` when every one's
+    raw rows are the first rows of its drug's rows along the fold (``RawRows.whole``; the Matlab path) and all share
+    one range object (the path's x ranges over all lines): the drugs' whole rows scaled in one stacked call
+    (``_scaled_rows``) per fold, memoised by their identities (every size of the fold hands the same drugs' whole
+    rows), then sliced — the scaling is element-wise, so a prefix of the scaled rows is the scaled prefix, to the
+    bit.  Returns (private, test) keyed by split and the splits left to scale (all of them otherwise)."""
+    wholes = [getattr(splits[k].meta.get("raw"), "whole", None) for k in ks]
+    lo, hi = (views[ks[0]][3], views[ks[0]][4]) if ks else (None, None)
+    if not ks or not all(w is not None and _first_rows(views[k][0], w.X_private) and _first_rows(views[k][2], w.X_test)
+                         and views[k][3] is lo and views[k][4] is hi for k, w in zip(ks, wholes)):
+        return {}, {}, list(ks)
+    parts = tuple(w.X_private for w in wholes) + tuple(w.X_test for w in wholes)
+    scaled = cache.memo_objects("gdsc.fmlr_paper_scaled", parts + (lo, hi), None,
+                                lambda: _read_only(_scaled_rows(list(parts), [lo] * len(parts), [hi] * len(parts))),
+                                maxsize=2)
+    S = len(ks)
+    Z = {k: scaled[j][:views[k][0].shape[0]] for j, k in enumerate(ks)}
+    Zt = {k: scaled[S + j][:views[k][2].shape[0]] for j, k in enumerate(ks)}
+    return Z, Zt, []
+
+
+def _read_only(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
 
 
 def _first_rows(a: np.ndarray, whole: np.ndarray) -> bool:
-    """Whether ``a`` is ``whole`` or a view of its first rows (``whole[:m]``) of a read-only ``whole``."""
-    if a is whole:
-        return not whole.flags.writeable
-    return (a.base is whole and not whole.flags.writeable and a.shape[1:] == whole.shape[1:]
-            and a.strides == whole.strides and a.shape[0] <= whole.shape[0]
-            and a.__array_interface__["data"][0] == whole.__array_interface__["data"][0])
-
-
-def _scaled_whole(rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """``with_bias(_minmax(rows, lo, hi))`` (read-only), memoised by the identities of the rows and ranges: every
-    size of a fold slices the same drug's rows (``_scaled_prefixes``).  The bound holds a chunk's drugs (GDSC: 265,
-    private and test rows each: ~20 MB)."""
-    def scale() -> np.ndarray:
-        Z = with_bias(_minmax(rows, lo, hi))
-        Z.flags.writeable = False
-        return Z
-
-    return cache.memo_objects("gdsc.fmlr_paper_scaled", (rows, lo, hi), None, scale, maxsize=640)
+    """Whether ``a`` is ``whole`` or a view of it with as many columns (``RawRows.whole``'s promise: its first rows,
+    ``whole[:m]``) and ``whole`` read-only."""
+    return ((a is whole or (a.base is whole and a.shape[1:] == whole.shape[1:] and a.strides == whole.strides))
+            and not whole.flags.writeable)
 
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:
