@@ -467,3 +467,16 @@ def test_fmlr_paper_prefixes_of_the_whole_rows_equal_the_plain_scaling(trials):
                  {"raw": replace(s.meta["raw"], X_private=s.meta["raw"].X_private.copy())})
     la, lb = ledgers(1), ledgers(1)
     assert_same(alg.run_many([copy], 2.0, 0.0, la)[0], alg.run_many([plain[2]], 2.0, 0.0, lb)[0], la[0], lb[0])
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 333, 801])
+def test_minus_two_after_the_product_equals_the_scaled_transpose_product(n):
+    """fmlr_paper's −2·(Zᵀy) = (−2Zᵀ)y (its former form), to the bit: ×(−2) is exact and both are one product of
+    the same layout."""
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        Z = with_bias(rng.uniform(-1, 1, size=(n, 10)))
+        y = rng.uniform(-1, 1, size=n)
+        got = Z.T @ y
+        got *= -2.0
+        np.testing.assert_array_equal(got, -2.0 * Z.T @ y, strict=True)

@@ -316,7 +316,12 @@ class FunctionalMechanismPaper(_PaperLR):
         ZZ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def objective(k: int) -> None:   # the coefficients Zᵀ Z and −2Zᵀy of the scaled private rows
-            ZZ[k] = (Z[k].T @ Z[k], -2.0 * Z[k].T @ yz[k])
+            # −2·(Zᵀy): ×(−2) is exact, so this is (−2Zᵀ)y to the bit (the same product kernel on the same layout:
+            # −2Zᵀ was a new array laid out as Zᵀ), without that (D, n) temporary
+            Zk = Z[k]
+            Zy = Zk.T @ yz[k]
+            Zy *= -2.0
+            ZZ[k] = (Zk.T @ Zk, Zy)
 
         priv = each(priv, out, objective)
         if not priv:
