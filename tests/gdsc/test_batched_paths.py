@@ -416,3 +416,67 @@ def test_record_each_records_what_each_call_records():
     assert [repr(a.spends) for a in la] == [repr(b.spends) for b in lb]
     assert la[0].spends[0].trial == 1 and la[1].spends[0].trial is None
     record_each([], lambda lg: lg.public_only())
+
+
+def _matlab_splits(drugs: int = 3, sizes=(0, 5, 40, 90), n_pub: int = 4, d: int = 4):
+    """Splits as the Matlab path gives them: each drug's raw rows along the fold (``RawRows``, read-only, its
+    ``whole``) and, per size, their first rows (views) with one range object for all (the path's x ranges)."""
+    from dpexp.families.gdsc.datasets.protocols import RawRows
+
+    rng = np.random.default_rng(5)
+    lo, hi = np.full(d, -3.0), np.full(d, 4.0)
+    out = []
+    for j in range(drugs):
+        R = rng.uniform(-3.0, 4.0, size=(100 + n_pub + 9, d))
+        parts = [R[:100].copy(), R[100:100 + n_pub].copy(), R[100 + n_pub:].copy()]
+        for a in parts:
+            a.flags.writeable = False
+        whole = RawRows(*parts, lo, hi, -2.0, 3.0)
+        X = rng.normal(size=(113, d))
+        X /= np.linalg.norm(X, axis=1, keepdims=True)
+        y = rng.uniform(-2.0, 3.0, size=113)
+        for m in sizes:
+            raw = RawRows(whole.X_private[:m], whole.X_public, whole.X_test, lo, hi, -2.0, 3.0, whole)
+            out.append(Split(X[:m], y[:m], X[100:100 + n_pub], y[100:100 + n_pub], X[104:], y[104:], {"raw": raw}))
+    return out
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_fmlr_paper_prefixes_of_the_whole_rows_equal_the_plain_scaling(trials):
+    """fmlr_paper scaling the drug's whole rows once and slicing them (``RawRows.whole``) = scaling each split's own
+    rows, to the bit, with the same spends; a split with no private rows and a failing split among them."""
+    from dataclasses import replace
+
+    from dpexp import cache
+
+    alg = registry.get("algorithm", "fmlr_paper")()
+    splits = _matlab_splits()
+    splits[6].y_private = splits[6].y_private[:-2]          # fails in its objective step, alone
+    plain = [Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                   {"raw": replace(s.meta["raw"], whole=None)}) for s in splits]
+    cache.clear("gdsc.fmlr_paper_scaled")
+    for _ in range(2):   # computed, then from the memo
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, trials), alg.run_many(plain, 2.0, 0.0, lp, trials)
+        assert isinstance(fast[6], Exception) and not isinstance(fast[5], Exception)
+        for k, (a, b) in enumerate(zip(fast, slow)):
+            assert_same(a, b, lf[k], lp[k])
+    # a split whose rows are not views of its ``whole`` takes the plain path
+    s = splits[2]
+    copy = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                 {"raw": replace(s.meta["raw"], X_private=s.meta["raw"].X_private.copy())})
+    la, lb = ledgers(1), ledgers(1)
+    assert_same(alg.run_many([copy], 2.0, 0.0, la)[0], alg.run_many([plain[2]], 2.0, 0.0, lb)[0], la[0], lb[0])
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 333, 801])
+def test_minus_two_after_the_product_equals_the_scaled_transpose_product(n):
+    """fmlr_paper's −2·(Zᵀy) = (−2Zᵀ)y (its former form), to the bit: ×(−2) is exact and both are one product of
+    the same layout."""
+    rng = np.random.default_rng(n)
+    for _ in range(20):
+        Z = with_bias(rng.uniform(-1, 1, size=(n, 10)))
+        y = rng.uniform(-1, 1, size=n)
+        got = Z.T @ y
+        got *= -2.0
+        np.testing.assert_array_equal(got, -2.0 * Z.T @ y, strict=True)

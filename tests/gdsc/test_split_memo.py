@@ -318,3 +318,20 @@ def test_centre_on_sigma_y_is_nanstd_of_the_drugs_responses_bit_for_bit():
     for X_raw, y_raw, ref in cases:
         got = centre_on(X_raw, y_raw, ref)[3]
         assert float(got).hex() == want(y_raw, ref).hex()
+
+
+def test_matlab_raw_rows_are_first_rows_of_the_drugs_whole_rows():
+    # RawRows.whole (what fmlr_paper scales once per fold): the same read-only object for every size of a fold, the
+    # split's raw private and test rows its first rows (views), equal to the rows of the split's lines
+    _fresh_memos()
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, protocol="matlab")
+    wholes = {}
+    for n in (0, 5, 12):
+        for sp in ds.split_many(DRUGS, Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)):
+            raw = sp.meta["raw"]
+            w = wholes.setdefault(sp.meta["drug"], raw.whole)
+            assert raw.whole is w and w.whole is None
+            for part, full in ((raw.X_private, w.X_private), (raw.X_public, w.X_public), (raw.X_test, w.X_test)):
+                assert part.base is full and not full.flags.writeable
+                np.testing.assert_array_equal(part, full[:len(part)])
+            assert len(raw.X_private) == len(sp.X_private) and len(raw.X_test) == len(sp.X_test)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, run_grouped, solve_stacked
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
@@ -304,16 +305,23 @@ class FunctionalMechanismPaper(_PaperLR):
         # the whole objective, one Laplace release through each split's ledger (one generator call each)
         NM, NA = objective_noise_rows(D, trials, sens, epsilon, [ledgers[k] for k in priv])
         noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
-        # min-max scaling of every split's private and test rows in one call each (ranges repeated per row)
-        lo, hi = [views[k][3] for k in priv], [views[k][4] for k in priv]
-        Z = dict(zip(priv, _scaled_rows([views[k][0] for k in priv], lo, hi)))
-        Zt = dict(zip(priv, _scaled_rows([views[k][2] for k in priv], lo, hi)))
+        # min-max scaling of every split's private and test rows: prefixes of its drug's rows scaled once per fold
+        # (``_scaled_prefixes``), any other split's in one call each (ranges repeated per row)
+        Z, Zt, rest = _scaled_prefixes(priv, splits, views)
+        lo, hi = [views[k][3] for k in rest], [views[k][4] for k in rest]
+        Z.update(zip(rest, _scaled_rows([views[k][0] for k in rest], lo, hi)))
+        Zt.update(zip(rest, _scaled_rows([views[k][2] for k in rest], lo, hi)))
         yz = dict(zip(priv, _scaled_rows([splits[k].y_private for k in priv], [views[k][5] for k in priv],
                                          [views[k][6] for k in priv], bias=False)))
         ZZ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def objective(k: int) -> None:   # the coefficients Zᵀ Z and −2Zᵀy of the scaled private rows
-            ZZ[k] = (Z[k].T @ Z[k], -2.0 * Z[k].T @ yz[k])
+            # −2·(Zᵀy): ×(−2) is exact, so this is (−2Zᵀ)y to the bit (the same product kernel on the same layout:
+            # −2Zᵀ was a new array laid out as Zᵀ), without that (D, n) temporary
+            Zk = Z[k]
+            Zy = Zk.T @ yz[k]
+            Zy *= -2.0
+            ZZ[k] = (Zk.T @ Zk, Zy)
 
         priv = each(priv, out, objective)
         if not priv:
@@ -324,6 +332,41 @@ class FunctionalMechanismPaper(_PaperLR):
         # scaled predictions back to response units (monotone): (p + 1)·(y_max − y_min)/2 + y_min
         back = [lambda p, lo=views[k][5], sc=0.5 * (views[k][6] - views[k][5]): (p + 1.0) * sc + lo for k in priv]
         _outputs(priv, W, [Zt[k] for k in priv], ledgers, out, back)
+
+
+def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[dict, dict, list[int]]:
+    """``with_bias(_minmax(rows, x_min, x_max))`` of the private and test rows of the splits ``ks`` when every one's
+    raw rows are the first rows of its drug's rows along the fold (``RawRows.whole``; the Matlab path) and all share
+    one range object (the path's x ranges over all lines): the drugs' whole rows scaled in one stacked call
+    (``_scaled_rows``) per fold, memoised by their identities (every size of the fold hands the same drugs' whole
+    rows), then sliced — the scaling is element-wise, so a prefix of the scaled rows is the scaled prefix, to the
+    bit.  Returns (private, test) keyed by split and the splits left to scale (all of them otherwise)."""
+    wholes = [getattr(splits[k].meta.get("raw"), "whole", None) for k in ks]
+    lo, hi = (views[ks[0]][3], views[ks[0]][4]) if ks else (None, None)
+    if not ks or not all(w is not None and _first_rows(views[k][0], w.X_private) and _first_rows(views[k][2], w.X_test)
+                         and views[k][3] is lo and views[k][4] is hi for k, w in zip(ks, wholes)):
+        return {}, {}, list(ks)
+    parts = tuple(w.X_private for w in wholes) + tuple(w.X_test for w in wholes)
+    scaled = cache.memo_objects("gdsc.fmlr_paper_scaled", parts + (lo, hi), None,
+                                lambda: _read_only(_scaled_rows(list(parts), [lo] * len(parts), [hi] * len(parts))),
+                                maxsize=2)
+    S = len(ks)
+    Z = {k: scaled[j][:views[k][0].shape[0]] for j, k in enumerate(ks)}
+    Zt = {k: scaled[S + j][:views[k][2].shape[0]] for j, k in enumerate(ks)}
+    return Z, Zt, []
+
+
+def _read_only(arrays: list[np.ndarray]) -> list[np.ndarray]:
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
+def _first_rows(a: np.ndarray, whole: np.ndarray) -> bool:
+    """Whether ``a`` is ``whole`` or a view of it with as many columns (``RawRows.whole``'s promise: its first rows,
+    ``whole[:m]``) and ``whole`` read-only."""
+    return ((a is whole or (a.base is whole and a.shape[1:] == whole.shape[1:] and a.strides == whole.strides))
+            and not whole.flags.writeable)
 
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:

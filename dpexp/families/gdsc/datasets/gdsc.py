@@ -627,7 +627,8 @@ class Gdsc(Dataset):
                 full = fd.raw = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, None, j, p.test_pool, perm, dig,
                                                    [lt, lu, lv], read_only=True)
             meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
-                                            full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max)
+                                            full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max,
+                                            full)
         return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu_, yu, Xt_, yt, meta)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:

@@ -63,7 +63,9 @@ def _column_means(Y: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class RawRows:
     """The Matlab path's unnormalised rows of one drug's sets (for fmlr, whose row normalisation is off) and the
-    per-column ranges over all lines of the data, test lines included (its min–max scaling)."""
+    per-column ranges over all lines of the data, test lines included (its min–max scaling).  ``whole``: the drug's
+    rows along the fold's sequences (read-only) of which a split's rows are prefixes (their first rows, views of
+    them), so that what is computed row by row from them serves every size of the fold."""
 
     X_private: np.ndarray
     X_public: np.ndarray
@@ -72,6 +74,7 @@ class RawRows:
     x_max: np.ndarray
     y_min: float             # the drug's centred response over all its tested lines
     y_max: float
+    whole: RawRows | None = None   # the drug's rows along the fold's sequences, whose prefixes these are (or None)
 
 
 @dataclass(frozen=True)
