@@ -94,6 +94,13 @@ def memo(namespace: str, key: Hashable, compute: Callable[[], T], maxsize: int |
     return value
 
 
+def contains(namespace: str, key: Hashable) -> bool:
+    """Whether ``memo(namespace, key, ...)`` would find an entry now (its recency in a bounded memo untouched)."""
+    with _LOCK:
+        table = _MEMOS.get(namespace)
+        return table is not None and key in table
+
+
 def memoize(namespace: str, maxsize: int | None = None) -> Callable[[Callable[..., T]], Callable[..., T]]:
     """Decorator: memoise a function of hashable arguments under ``namespace`` (an ``lru_cache`` that lives here)."""
 

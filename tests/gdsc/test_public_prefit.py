@@ -108,3 +108,17 @@ def test_run_many_outputs_equal_without_the_prefit(alg, trials, monkeypatch):
             _same(getattr(o, f), getattr(r, f))
         _same(o.extras, r.extras)
         assert repr(o.guarantee) == repr(r.guarantee) and la.summary() == lb.summary()
+
+
+def test_cache_contains_probes_without_touching_the_order_of_use():
+    from dpexp import cache
+
+    ns = "test.contains_probe"
+    cache.clear(ns)
+    assert not cache.contains(ns, "a")
+    cache.memo(ns, "a", lambda: 1, maxsize=2)
+    cache.memo(ns, "b", lambda: 2, maxsize=2)
+    assert cache.contains(ns, "a") and not cache.contains(ns, "c")
+    cache.memo(ns, "c", lambda: 3, maxsize=2)   # evicts the least recently used: "a" (the probe did not use it)
+    assert not cache.contains(ns, "a") and cache.contains(ns, "b") and cache.contains(ns, "c")
+    cache.clear(ns)

@@ -47,14 +47,6 @@ def public_posterior(X_public: np.ndarray, y_public: np.ndarray) -> VBResult:
                             lambda: _public_fit(X, y), maxsize=_PUBLIC_MAX)
 
 
-class _Missing(Exception):
-    """A memo probe's compute: the entry is missing (nothing is stored)."""
-
-
-def _missing():
-    raise _Missing
-
-
 def public_posteriors(X_publics: list[np.ndarray], y_publics: list[np.ndarray]) -> list[VBResult | Exception]:
     """``public_posterior`` of the public rows of many splits (e.g. every drug of a size without private rows), in
     order, each its value or the error its call raises: the same memo entries (keys, values, order of use), with
@@ -66,11 +58,9 @@ def public_posteriors(X_publics: list[np.ndarray], y_publics: list[np.ndarray]) 
     keys = [(*cache.array_key(np.column_stack([X, y]) if X.ndim == 2 else X), y.shape) for X, y in rows]
     todo: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}   # memo_array's key in public_posterior → rows
     for key, (X, y) in zip(keys, rows):
-        if X.ndim == 2 and key not in todo:
-            try:
-                cache.memo(_PUBLIC_NS, key, _missing)   # probe (no maxsize: the order of use is the final pass's)
-            except _Missing:
-                todo[key] = (X, y)
+        # a probe that leaves the memo's order of use alone: that order is the final pass's
+        if X.ndim == 2 and key not in todo and not cache.contains(_PUBLIC_NS, key):
+            todo[key] = (X, y)
     groups: dict[int, list[tuple]] = {}
     for key, (X, y) in todo.items():
         groups.setdefault(X.shape[1], []).append(key)
