@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import uuid
+import warnings
 from typing import Any, Iterator, Protocol
 
 from dpexp.errors import UserError
@@ -80,6 +81,10 @@ class Loky:
         # loky's resource tracker (a child process) warns in several lines about the semaphores of workers stopped
         # by Ctrl-C/SIGTERM before it frees them itself; the interruption is reported in one line by the CLI
         os.environ.setdefault("PYTHONWARNINGS", f"ignore::UserWarning:{_TRACKER}")
+        # and joblib warns here, in the driver, about the chunks it cancels when an interruption stops the run early
+        # (only when some were in flight: timing-dependent); the CLI's one line says the same
+        warnings.filterwarnings("ignore", message=r".*You could benefit from adjusting the input task iterator",
+                                category=UserWarning)
         par = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered", batch_size=1)
         try:
             yield from par(delayed(chunk_task)(payload, c) for c in todo)

@@ -290,3 +290,19 @@ def test_failing_cells_are_recorded_on_the_cluster_as_locally(cli, slow_config, 
     for name in ("results.csv", "failures.csv"):
         assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "j1" / name).read_bytes()
     assert b"asked to fail" in (tmp_path / "c" / "failures.csv").read_bytes()
+
+
+def test_loky_silences_joblibs_cancelled_tasks_warning_only():
+    """An interrupted --jobs run prints one line: joblib's warning about the chunks it cancelled (emitted only when
+    some were in flight, so the signal tests above cannot rely on seeing it) is ignored, other warnings are not."""
+    import warnings
+
+    from dpexp.executors import Loky
+
+    work = type("Work", (), {"chunk_task": staticmethod(lambda payload, chunk: chunk)})
+    assert list(Loky(1).run(None, [], None, work)) == []
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.warn("4 tasks which were still being processed by the workers have been cancelled. You could "
+                      "benefit from adjusting the input task iterator to limit unnecessary computation time.")
+        warnings.warn("another warning")
+    assert [str(w.message) for w in seen] == ["another warning"]
