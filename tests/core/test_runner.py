@@ -274,6 +274,23 @@ def test_merge_with_worker_summaries_equals_parsing_every_part(tmp_path):
     assert merged[0][2] and merged[0][1] == merged[0][0].count(b"\n") - 1
 
 
+def test_gzip_member_is_a_pure_function_of_its_text():
+    """``gzip_member``: one gzip member (mtime 0, so the same text gives the same bytes in any run or process) that
+    any gzip reader decompresses to the text, members concatenating into one file of the texts in turn; empty text
+    included."""
+    import gzip
+
+    from dpexp import runner
+
+    text = b"".join(b"exp,ds,%d,0.%d,key%d,\n" % (i, i * 7919 % 1000, i % 13) for i in range(20000))
+    a, b = runner.gzip_member(text), runner.gzip_member(text)
+    assert a == b and a[:2] == b"\x1f\x8b" and a[4:8] == b"\0\0\0\0"   # magic; mtime 0
+    assert gzip.decompress(a) == text
+    assert gzip.decompress(runner.gzip_member(b"")) == b""
+    assert gzip.decompress(a + runner.gzip_member(b"x\n") + a) == text + b"x\n" + text
+    assert int.from_bytes(a[-4:], "little") == len(text)   # ISIZE, read by the merge's row count
+
+
 @pytest.mark.parametrize("big", [False, True])
 def test_compressed_parts_merge_like_plain_ones(tmp_path, monkeypatch, big):
     """A large run's chunks come back gzip-compressed (``compress_parts``, forced here) and are kept so
