@@ -245,21 +245,29 @@ def _seen(split: Any) -> tuple[int, int, int, int]:
     return (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
 
 
+class _CellStream:
+    """``_LazySeededNoise._rng``: the cell's generator, built on the first read and then kept in the instance's dict,
+    where later reads find it as a plain attribute (a non-data descriptor: no call per draw)."""
+
+    def __get__(self, noise: Any, owner: Any = None) -> Any:
+        if noise is None:
+            return self
+        state = noise._state
+        gen = noise.__dict__["_rng"] = (stream_from_key(noise._seed, noise._words) if state is None
+                                        else stream_from_state(state))
+        return gen
+
+
 class _LazySeededNoise(SeededNoise):
     """``SeededNoise`` of a cell's named stream, created on the first draw: most of a GDSC run's cells are
     non-private or public-only and never draw, and building a stream (SeedSequence + PCG64) was a tenth of a cell's
     cost.  ``state``: the stream's seed precomputed with the chunk's others (``dpexp.rng.seed_states``).  The draws
     are those of the eager stream (same key, same order)."""
 
-    def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
-        self._seed, self._words, self._state, self._gen = int(root_seed), words, state, None
+    _rng = _CellStream()
 
-    @property
-    def _rng(self) -> np.random.Generator:  # type: ignore[override]
-        if self._gen is None:
-            self._gen = (stream_from_key(self._seed, self._words) if self._state is None
-                         else stream_from_state(self._state))
-        return self._gen
+    def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
+        self._seed, self._words, self._state = root_seed, words, state
 
 
 def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chunk: Chunk, root_seed: int,
