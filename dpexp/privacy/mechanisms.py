@@ -305,6 +305,7 @@ def _laplace_spends(label: str, eps: list[float], sens: list[float], scales: lis
         d = sp.__dict__
         d.update(base)
         d["epsilon"], d["sensitivity"], d["scale"] = e, s, b
+        d["_ck"] = e   # its composition key: a pure spend of every trial without a note (``composition_key``)
         out.append(sp)
     return out
 
