@@ -274,7 +274,7 @@ def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chun
                   eps_delta: list[tuple[Any, Any]]) -> dict[tuple[int, Any, Any], tuple[list[Any], Any]]:
     """The noise streams of a chunk's cells, per (algorithm variant, ε, δ): the subsets' stream keys (``stream_key``
     of ``noise_names``: the same for every size of the grid) and their PCG64 seeds, all computed in one vectorised
-    pass (``seed_states``; None in secure mode, where no stream exists)."""
+    pass (``seed_states``, a list of rows; None in secure mode, where no stream exists)."""
     groups: dict[tuple[int, Any, Any], list[Any]] = {}
     for av in exp.algorithms_for(dv):
         for eps, delta in (eps_delta if getattr(av.instance, "private", True) else [(None, None)]):
@@ -286,8 +286,8 @@ def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chun
         return {g: (keys, None) for g, keys in groups.items()}
     states = seed_states(root_seed, [k[0] for keys in groups.values() for k in keys])
     out, at = {}, 0
-    for g, keys in groups.items():
-        out[g] = (keys, states[at:at + len(keys)])
+    for g, keys in groups.items():   # each seed as its own row view, made once (not once per size of the grid)
+        out[g] = (keys, list(states[at:at + len(keys)]))
         at += len(keys)
     return out
 
