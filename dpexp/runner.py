@@ -245,28 +245,36 @@ def _seen(split: Any) -> tuple[int, int, int, int]:
     return (len(split.y_private), len(split.y_public), len(split.y_test), split.d)
 
 
+class _CellStream:
+    """``_LazySeededNoise._rng``: the cell's generator, built on the first read and then kept in the instance's dict,
+    where later reads find it as a plain attribute (a non-data descriptor: no call per draw)."""
+
+    def __get__(self, noise: Any, owner: Any = None) -> Any:
+        if noise is None:
+            return self
+        state = noise._state
+        gen = noise.__dict__["_rng"] = (stream_from_key(noise._seed, noise._words) if state is None
+                                        else stream_from_state(state))
+        return gen
+
+
 class _LazySeededNoise(SeededNoise):
     """``SeededNoise`` of a cell's named stream, created on the first draw: most of a GDSC run's cells are
     non-private or public-only and never draw, and building a stream (SeedSequence + PCG64) was a tenth of a cell's
     cost.  ``state``: the stream's seed precomputed with the chunk's others (``dpexp.rng.seed_states``).  The draws
     are those of the eager stream (same key, same order)."""
 
-    def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
-        self._seed, self._words, self._state, self._gen = int(root_seed), words, state, None
+    _rng = _CellStream()
 
-    @property
-    def _rng(self) -> np.random.Generator:  # type: ignore[override]
-        if self._gen is None:
-            self._gen = (stream_from_key(self._seed, self._words) if self._state is None
-                         else stream_from_state(self._state))
-        return self._gen
+    def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
+        self._seed, self._words, self._state = root_seed, words, state
 
 
 def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chunk: Chunk, root_seed: int,
                   eps_delta: list[tuple[Any, Any]]) -> dict[tuple[int, Any, Any], tuple[list[Any], Any]]:
     """The noise streams of a chunk's cells, per (algorithm variant, ε, δ): the subsets' stream keys (``stream_key``
     of ``noise_names``: the same for every size of the grid) and their PCG64 seeds, all computed in one vectorised
-    pass (``seed_states``; None in secure mode, where no stream exists)."""
+    pass (``seed_states``, a list of rows; None in secure mode, where no stream exists)."""
     groups: dict[tuple[int, Any, Any], list[Any]] = {}
     for av in exp.algorithms_for(dv):
         for eps, delta in (eps_delta if getattr(av.instance, "private", True) else [(None, None)]):
@@ -278,8 +286,8 @@ def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chun
         return {g: (keys, None) for g, keys in groups.items()}
     states = seed_states(root_seed, [k[0] for keys in groups.values() for k in keys])
     out, at = {}, 0
-    for g, keys in groups.items():
-        out[g] = (keys, states[at:at + len(keys)])
+    for g, keys in groups.items():   # each seed as its own row view, made once (not once per size of the grid)
+        out[g] = (keys, list(states[at:at + len(keys)]))
         at += len(keys)
     return out
 

@@ -35,7 +35,8 @@ class Spend:
     Gaussian σ, Gamma scale, Student-t multiplier …) are what was used — the largest sensitivity and the smallest
     scale over trials when they vary per trial.  ``trial`` is None when the release belongs to every trial of the
     call (drawn with ``size=trials``) and the trial index when it was drawn inside a per-trial loop
-    (``PrivacyLedger.for_trial``).
+    (``PrivacyLedger.for_trial``).  Each Spend also keeps ``_ck``, its ``composition_key`` (the memo key of
+    ``PrivacyLedger.guarantee``; not a field: equality, hash, repr and ``to_dict`` ignore it).
     """
 
     mechanism: str
@@ -65,11 +66,24 @@ class Spend:
             raise PrivacyAccountingError(f"a zcdp spend needs rho >= 0, got {rho}")
         if notion == "none" and not note:
             raise PrivacyAccountingError("a 'none' spend needs a note saying why it is not DP")
+        # ``_ck``: its ``composition_key`` (inline: a Spend is made per release)
         self.__dict__.update(mechanism=mechanism, notion=notion, epsilon=epsilon, delta=delta, rho=rho,
-                             sensitivity=sensitivity, scale=scale, label=label, note=note, trial=trial)
+                             sensitivity=sensitivity, scale=scale, label=label, note=note, trial=trial,
+                             _ck=epsilon if notion == "pure" and trial is None and not note
+                             else (trial, notion, epsilon, delta, rho, note))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(self).items()}
+
+
+def composition_key(trial: int | None, notion: str, epsilon: float, delta: float, rho: float, note: str) -> Any:
+    """What ``accounting.compose`` reads of a spend, as one hashable value (the memo key of
+    ``PrivacyLedger.guarantee``, kept on each ``Spend`` as ``_ck``): of a pure spend of every trial without a note
+    (most releases) its ε alone — composition reads nothing else of it (rules 3-5 of ``compose``: Σε, or ε²/2) — and
+    of any other the tuple (trial, notion, ε, δ, ρ, note).  Equal keys, equal compositions."""
+    if notion == "pure" and trial is None and not note:
+        return epsilon
+    return (trial, notion, epsilon, delta, rho, note)
 
 
 def tidy(x: float) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpexp import cache
 from dpexp.privacy import accounting
-from dpexp.privacy.guarantee import Guarantee, Spend
+from dpexp.privacy.guarantee import Guarantee, Spend, composition_key
 from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise
 
 
@@ -79,10 +79,14 @@ class PrivacyLedger:
         a zCDP form are mixed; optional otherwise, e.g. an algorithm that reports (ε, δ) from zCDP steps).
         """
         # a pure function of what composition reads of each spend: memoised (a run asks once per cell, and the
-        # cells of a variant mostly spend alike); the key's fields read in C (``_COMPOSED``), the spends copied only
-        # when composed; found first in the ledger's ``composed`` dict, if it has one (no lock, no LRU upkeep)
+        # cells of a variant mostly spend alike); the key is the spends' ``composition_key``s, each made with its
+        # Spend (``_ck``: read in C, one float for most), the spends copied only when composed; found first in the
+        # ledger's ``composed`` dict, if it has one (no lock, no LRU upkeep)
         spends = self.spends
-        key = (approx_delta, *map(_COMPOSED, spends))
+        try:
+            key = (approx_delta, *map(_CK, spends))
+        except AttributeError:   # a Spend made without its key (e.g. unpickled from an older run): made here
+            key = (approx_delta, *[composition_key(*_COMPOSED(s)) for s in spends])
         known = self._composed
         try:
             if known is not None:
@@ -109,8 +113,9 @@ class PrivacyLedger:
         return f"PrivacyLedger({self.noise!r}, {len(self.spends)} spends)"
 
 
-#: what composition reads of a spend (the memo key of ``PrivacyLedger.guarantee``)
+#: what composition reads of a spend (``composition_key``'s arguments) and the key each Spend keeps
 _COMPOSED = operator.attrgetter("trial", "notion", "epsilon", "delta", "rho", "note")
+_CK = operator.attrgetter("_ck")
 
 
 def _compose(spends: list[Spend], approx_delta: float | None) -> Guarantee:

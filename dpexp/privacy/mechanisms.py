@@ -249,9 +249,10 @@ def standard_laplace_rows(sources: Sequence[Any], k: int) -> np.ndarray:
     1 and negating are exact), so b·row equals the separate draws to the bit (``tests/privacy``).  The secure
     source draws ±Exp(1) magnitudes the same way.  Cheaper than one call per release when a batch of cells each
     release several vectors."""
-    out = np.empty((len(sources), int(k)))
-    for i, src in enumerate(sources):
-        out[i] = as_noise(src).laplace(0.0, 1.0, size=int(k))
+    k = int(k)
+    out = np.empty((len(sources), k))
+    for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one): one call per cell
+        out[i] = (src.noise if type(src) is PrivacyLedger else as_noise(src)).laplace(0.0, 1.0, k)
     return out
 
 
@@ -282,31 +283,39 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
     if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
         raise UserError(f"epsilon must be > 0 and finite, got {epsilon}")
-    if not (np.all(sens >= 0) and np.all(np.isfinite(sens))):
+    s_max = sens.max(axis=1)   # each cell's recorded Δ₁ (the worst trial's)
+    # every Δ₁ >= 0 and finite: the smallest >= 0 and the largest finite (a NaN fails both comparisons)
+    if not (float(sens.min()) >= 0.0 and float(s_max.max()) < math.inf):
         raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
     b = sens / eps[:, None]
     out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
-    spend = _laplace_spend(label)
-    for src, e, s, sc in zip(sources, eps.tolist(), sens.max(axis=1).tolist(), b.min(axis=1).tolist()):
-        _record(src, spend(e, s, sc))
+    _record_rows(sources, _laplace_spends(label, eps.tolist(), s_max.tolist(), b.min(axis=1).tolist()))
     return out
 
 
-def _laplace_spend(label: str) -> Any:
-    """A maker of ``Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)`` for values
-    already checked (ε > 0 and Δ₁ ≥ 0 finite, as ``laplace_rows`` checks them): equal to the constructor's (fields in
-    order, eq, hash, repr), filled from one validated template instead of running the frozen dataclass's
-    ``__init__`` and checks per cell (≈ 1 µs instead of ≈ 4; a batch records one per cell and release)."""
+def _laplace_spends(label: str, eps: list[float], sens: list[float], scales: list[float]) -> list[Spend]:
+    """``Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)`` for each (e, s, b),
+    values already checked (ε > 0 and Δ₁ ≥ 0 finite, as ``laplace_rows`` checks them): equal to the constructor's
+    (fields in order, eq, hash, repr), filled from one validated template in one loop instead of running the frozen
+    dataclass's ``__init__`` and checks per cell (a batch records one per cell and release)."""
     base = Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
-
-    def make(e: float, s: float, b: float) -> Spend:
-        sp = object.__new__(Spend)
+    new, out = object.__new__, []
+    for e, s, b in zip(eps, sens, scales):
+        sp = new(Spend)
         d = sp.__dict__
         d.update(base)
         d["epsilon"], d["sensitivity"], d["scale"] = e, s, b
-        return sp
+        d["_ck"] = e   # its composition key: a pure spend of every trial without a note (``composition_key``)
+        out.append(sp)
+    return out
 
-    return make
+
+def _record_rows(sources: Sequence[Any], spends: Sequence[Spend]) -> None:
+    """``_record(sources[i], spends[i])`` for every cell of a batch (each through ``PrivacyLedger.record``, in order),
+    without a call per cell to find the ledger."""
+    for src, spend in zip(sources, spends):
+        if isinstance(src, PrivacyLedger):
+            src.record(spend)
 
 
 def _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label):
@@ -364,9 +373,11 @@ def heuristic_laplace_rows(values: Sequence[Any], scales: Sequence[float], sourc
         draw = standard[:, at:at + n].reshape((S,) + lead + v.shape[1:])
         out.append(v.reshape((S,) + (1,) * len(lead) + v.shape[1:]) + bj * draw)
         at += n
+    # the spends are the same for every cell (one scale per release): made once, each cell records them (frozen)
+    spends = [Spend("laplace (heuristic scale)", "none", label=lab, note=reason, scale=bj)
+              for bj, lab in zip(b, labels)]
     for src in sources:
-        for bj, lab in zip(b, labels):
-            _record(src, Spend("laplace (heuristic scale)", "none", label=lab, note=reason, scale=bj))
+        _record_rows([src] * len(spends), spends)
     return out
 
 
@@ -654,8 +665,7 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
         r[i] = noise.gamma(shape=d, scale=1.0, size=lead)
     g /= np.linalg.norm(g, axis=-1, keepdims=True)
     r *= np.asarray(b).reshape((S,) + (1,) * len(lead))
-    for src, spend in zip(sources, spends):
-        _record(src, spend)
+    _record_rows(sources, spends)
     return v.reshape((S,) + (1,) * len(lead) + (d,)) + g * r[..., None]
 
 
@@ -701,8 +711,15 @@ def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
         g[i] = noise.gamma(shape=d, scale=1.0, size=lead)
     u /= np.linalg.norm(u, axis=-1, keepdims=True)
     r = g * sc.reshape((S,) + (1,) * len(lead))
-    for src, x in zip(sources, sc.tolist()):
-        _record(src, Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=x))
+    # heuristic_gamma_norm's spend, the scale filled per cell into one validated template (as ``_laplace_spends``)
+    base = Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=0.0).__dict__
+    spends = []
+    for x in sc.tolist():
+        sp = object.__new__(Spend)
+        sp.__dict__.update(base)
+        sp.__dict__["scale"] = x
+        spends.append(sp)
+    _record_rows(sources, spends)
     return v.reshape((S,) + (1,) * len(lead) + (d,)) + u * r[..., None]
 
 

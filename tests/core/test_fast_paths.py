@@ -128,12 +128,32 @@ def test_lazy_cell_stream_draws_what_the_named_stream_draws():
 
     names = ("gdsc[d=10]", "Drug_1", 3, "rplr", "sigma=dp", 2.0, 0.0)
     ledger = cell_ledger("seeded", 7, names)
-    assert ledger.noise._gen is None                       # nothing built before the first draw
+    assert "_rng" not in vars(ledger.noise)                # nothing built before the first draw
     got = [ledger.noise.laplace(0.0, 1.0, size=4), ledger.noise.uniform(size=2)]
+    gen = ledger.noise.generator
+    assert gen is ledger.noise.generator is vars(ledger.noise)["_rng"]   # built once, then kept
     ref = noise_stream(7, *names)
     assert np.array_equal(got[0], ref.laplace(0.0, 1.0, size=4)) and np.array_equal(got[1], ref.uniform(size=2))
     assert stream_key(*noise_names(*names))[1] == key_hex(*noise_names(*names))
     assert cell_ledger("secure", 7, names).noise.secure
+
+
+def test_lazy_cell_stream_from_a_precomputed_state_draws_the_named_stream():
+    """The chunk's form (``chunk_records``): the seed state precomputed with ``seed_states``; built on the first
+    read of the generator, whichever method reads it first, then the same object."""
+    from dpexp.rng import noise_names, noise_stream, seed_states, stream_key
+    from dpexp.runner import _LazySeededNoise
+
+    names = [("gdsc[d=10]", f"Drug_{i}", 3, "rplr", "sigma=dp", 2.0, 0.0) for i in range(3)]
+    keys = [stream_key(*noise_names(*n))[0] for n in names]
+    noises = [_LazySeededNoise(20180602, k, st) for k, st in zip(keys, seed_states(20180602, keys))]
+    assert all("_rng" not in vars(n) for n in noises)
+    first = noises[0].generator.standard_normal(3)
+    got = [noises[1].laplace(0.0, 1.0, 5), noises[2].gamma(3.0, 1.0, 2)]
+    assert noises[0].generator is noises[0].generator
+    refs = [noise_stream(20180602, *n) for n in names]
+    assert np.array_equal(first, refs[0].standard_normal(3))
+    assert np.array_equal(got[0], refs[1].laplace(0.0, 1.0, 5)) and np.array_equal(got[1], refs[2].gamma(3.0, 1.0, 2))
 
 
 @pytest.mark.parametrize("root", [0, 1, 7, 2**32 - 1, 2**32, 20180602, 2**63 - 1, 2**130 + 5])

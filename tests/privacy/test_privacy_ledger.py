@@ -361,7 +361,8 @@ def test_spend_init_is_the_dataclass_one():
     assert s == Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=2.0, scale=0.5, label="x", trial=3)
     assert dataclasses.astuple(s)[:4] == ("laplace", "pure", 1.0, 0.0) and s.trial == 3 and s.label == "x"
     assert hash(s) == hash(dataclasses.replace(s)) and dataclasses.replace(s, trial=None).trial is None
-    assert s.to_dict()["rho"] is None and vars(s).keys() == {f.name for f in fields}
+    assert s.to_dict()["rho"] is None and vars(s).keys() == {f.name for f in fields} | {"_ck"}
+    assert vars(s)["_ck"] == (3, "pure", 1.0, 0.0, s.rho, "") and vars(dataclasses.replace(s, trial=None))["_ck"] == 1.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.epsilon = 2.0
     for bad in [dict(notion="nope"), dict(notion="pure", epsilon=-1.0), dict(notion="pure"),
@@ -433,3 +434,93 @@ def test_guarantee_found_in_a_shared_composed_dict_is_the_memos():
     assert len(shared) == len(cases) + 1
     odd = pure(np.array(1.0))   # unhashable: composed directly, nothing kept
     assert with_dict(odd) == plain(odd) == Guarantee.pure(1.0) and len(shared) == len(cases) + 1
+
+
+def _spends_of_every_maker():
+    """The spends every mechanism path records (constructor, templates of the batched ``*_rows``, trial tags,
+    ``record_each``'s shared one), in ledgers."""
+    from dpexp.families.gdsc.batching import record_each
+
+    lgs = [PrivacyLedger(np.random.default_rng(i)) for i in range(3)]
+    L = mech.standard_laplace_rows(lgs, 4)
+    mech.laplace_rows(np.zeros((3, 2, 2)), L.reshape(3, 2, 2), np.array([[0.5, 2.0], [1.0, 1.0], [0.0, 3.0]]),
+                      np.array([0.7, 1.1, 2.5]), lgs, "X'y")
+    mech.gamma_norm_rows(np.zeros((3, 2)), np.array([1.0, 2.0, 3.0]), 0.9, lgs)
+    mech.heuristic_laplace_rows([np.zeros((3, 2))], [1.5], lgs, reason="heuristic", labels=["h"])
+    mech.heuristic_gamma_norm_rows(np.zeros((3, 2)), np.array([1.0, 2.0, 3.0]), lgs, reason="cube")
+    record_each(lgs, lambda lg: lg.public_only())
+    for t, lg in enumerate(lgs):
+        mech.laplace(np.zeros(2), 1.0, 0.5, lg)
+        mech.gaussian(np.zeros(2), 1.0, lg, sensitivity=1.0, epsilon=0.5, delta=1e-5)
+        mech.gaussian_zcdp(np.zeros(2), 1.0, 0.1, lg)
+        with lg.for_trial(t):
+            mech.laplace(np.zeros(2), 1.0, 0.25, lg)
+        lg.record(Spend("laplace", "pure", epsilon=0.5, delta=0.0, note="a note"))
+    return lgs
+
+
+def test_every_spend_keeps_the_composition_key_of_its_fields():
+    """The key ``PrivacyLedger.guarantee`` memoises on is made with each Spend (``_ck``, templates included): it
+    must be ``composition_key`` of the fields composition reads, whatever made the Spend."""
+    from dpexp.privacy.guarantee import composition_key
+    from dpexp.privacy.ledger import _COMPOSED
+
+    lgs = _spends_of_every_maker()
+    kinds = set()
+    for lg in lgs:
+        for sp in lg.spends:
+            assert vars(sp)["_ck"] == composition_key(*_COMPOSED(sp)), sp
+            kinds.add(type(vars(sp)["_ck"]))
+    assert kinds == {float, tuple}
+    assert composition_key(None, "pure", 0.5, 0.0, float("nan"), "") == 0.5
+    assert composition_key(None, "pure", 0.5, 0.0, 0.0, "n") == (None, "pure", 0.5, 0.0, 0.0, "n")
+    assert composition_key(1, "pure", 0.5, 0.0, 0.0, "")[0] == 1
+    assert isinstance(composition_key(None, "approx", 0.5, 1e-5, 0.1, ""), tuple)
+
+
+def test_guarantee_with_the_kept_keys_equals_composition():
+    """Ledgers composed through the memo (a shared ``composed`` dict, then the process memo) give exactly
+    ``_compose`` of their spends, for every prefix of what every maker records (pure, approx, zCDP, per trial,
+    noted, not DP); a Spend without its kept key (made another way) is keyed from its fields."""
+    from dpexp.privacy.ledger import _compose
+
+    composed: dict = {}
+    for lg in _spends_of_every_maker():
+        for k in range(1, len(lg.spends) + 1):
+            part = lg.spends[:k]
+            for approx in (None, 1e-6):
+                for keep in (True, False):
+                    again = PrivacyLedger(np.random.default_rng(0), composed)
+                    for sp in part:
+                        if not keep:
+                            sp, bare = object.__new__(Spend), sp
+                            sp.__dict__.update({n: v for n, v in vars(bare).items() if n != "_ck"})
+                        again.record(sp)
+                    try:
+                        want = _compose(list(part), approx)
+                    except PrivacyAccountingError:
+                        with pytest.raises(PrivacyAccountingError):
+                            again.guarantee(approx)
+                        continue
+                    assert again.guarantee(approx) == want and again.guarantee(approx) == want
+
+
+def test_guarantee_memo_keeps_pure_spends_apart_by_epsilon_note_and_trial():
+    """Pure spends keyed by ε alone (no trial, no note) and by their tuple otherwise: ledgers sharing one
+    ``composed`` dict that differ only in a pure spend's ε, note or trial get their own guarantee."""
+    composed: dict = {}
+
+    def ledger(*spends):
+        lg = PrivacyLedger(np.random.default_rng(0), composed)
+        for sp in spends:
+            lg.record(sp)
+        return lg.guarantee()
+
+    a = Spend("laplace", "pure", epsilon=0.5, delta=0.0)
+    assert ledger(a, a).epsilon == 1.0
+    assert ledger(a, Spend("laplace", "pure", epsilon=0.25, delta=0.0)).epsilon == 0.75
+    noted = ledger(a, Spend("laplace", "pure", epsilon=0.5, delta=0.0, note="n"))
+    assert noted.epsilon == 1.0 and noted.notes == ("n",)
+    assert ledger(a, dataclasses.replace(a, trial=0)).epsilon == 1.0
+    assert ledger(dataclasses.replace(a, trial=1), dataclasses.replace(a, trial=0)).epsilon == 0.5
+    assert ledger(a, a).notes == () and len(composed) == 5
