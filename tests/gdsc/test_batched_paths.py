@@ -480,3 +480,65 @@ def test_minus_two_after_the_product_equals_the_scaled_transpose_product(n):
         got = Z.T @ y
         got *= -2.0
         np.testing.assert_array_equal(got, -2.0 * Z.T @ y, strict=True)
+
+
+def _chunk_splits(drugs: int = 3, sizes=(0, 5, 40, 90), d: int = 4, n_pub: int = 6, scale: float = 1.0):
+    """Splits as our GDSC path gives them (``datasets.gdsc``): per drug read-only public and test rows and whole
+    private rows, and per size the first rows of the whole (views); rows longer than 1 and responses beyond the
+    bounds (the projection and clipping act)."""
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(drugs):
+        X = rng.normal(size=(100 + n_pub + 7, d)) * scale
+        y = 3.0 * rng.normal(size=len(X))
+        pv, Xu, Xt = X[:100].copy(), X[100:100 + n_pub].copy(), X[100 + n_pub:].copy()
+        yv, yu, yt = y[:100].copy(), y[100:100 + n_pub].copy(), y[100 + n_pub:].copy()
+        for a in (pv, yv, Xu, yu, Xt):
+            a.flags.writeable = False
+        out += [Split(pv[:m], yv[:m], Xu, yu, Xt, yt, {"x_bound": 1.0}) for m in sizes]
+    return out
+
+
+def _copied(s: Split) -> Split:
+    """The split's rows as writeable copies (no memo: each split scaled on its own)."""
+    return Split(*(np.array(a) for a in (s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test)),
+                 dict(s.meta))
+
+
+@pytest.mark.parametrize("name", ["oplr", "fmlr"])
+@pytest.mark.parametrize("trials, secure", [(1, False), (3, False), (2, True)])
+def test_scaled_wholes_of_a_chunk_equal_the_plain_scaling(name, trials, secure):
+    """oplr/fmlr scaling each drug's whole rows once per chunk (memoised by identity: ``_scaled_wholes``) and
+    taking a split's first rows = scaling each split's own rows, to the bit, with the same spends — every size of a
+    drug in one call and one size per call (computed, then from the memo), a split with no private rows among
+    them, trials > 1, secure noise; a split whose private responses are a shorter prefix fails alone."""
+    from dpexp import cache
+
+    alg = registry.get("algorithm", name)(bound_y=2.0)
+    splits = _chunk_splits(scale=1.3)
+    splits[6] = Split(splits[6].X_private, splits[6].y_private[:3], *(getattr(splits[6], f) for f in
+                      ("X_public", "y_public", "X_test", "y_test")), splits[6].meta)
+    plain = [_copied(s) for s in splits]
+    cache.clear(f"gdsc.{name}_scaled")
+    calls = [list(range(len(splits)))] + [list(range(j, len(splits), 4)) for j in range(4)]
+    for ks in calls:
+        lf, lp = ledgers(len(ks), secure), ledgers(len(ks), secure)
+        fast = alg.run_many([splits[k] for k in ks], 2.0, 0.0, lf, trials)
+        slow = alg.run_many([plain[k] for k in ks], 2.0, 0.0, lp, trials)
+        for j, (a, b) in enumerate(zip(fast, slow)):
+            assert isinstance(a, Exception) == (ks[j] == 6), (ks[j], a)
+            assert_same(a, b, lf[j], lp[j])
+    assert len(cache._MEMOS[f"gdsc.{name}_scaled"]) == 1
+
+
+def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
+    from dpexp.families.gdsc.unit_box import whole_rows
+
+    P = np.arange(40.0).reshape(10, 4).copy()
+    assert whole_rows(P) is None and whole_rows(P[:3]) is None     # writeable: no memo by identity
+    P.flags.writeable = False
+    assert whole_rows(P) is P and whole_rows(P[:3]) is P and whole_rows(P[:0]) is P and whole_rows(P[:10]) is P
+    assert whole_rows(P[1:4]) is None and whole_rows(P[:, :2]) is None and whole_rows(P[::2]) is None
+    assert whole_rows(P.reshape(-1)[1:37].reshape(9, 4)) is None   # starts inside the first row
+    assert whole_rows(P[1:][:2]) is None and whole_rows(P[:5][:2]) is P
+    assert whole_rows([1.0]) is None

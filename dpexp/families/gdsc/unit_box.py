@@ -64,6 +64,47 @@ def public_bounds(split: Split, bound_x: float | None, bound_y: float, who: str)
     return float(B_x), float(bound_y)
 
 
+def whole_rows(a: np.ndarray) -> np.ndarray | None:
+    """The read-only array whose first rows ``a`` is: ``a`` itself if it owns its (read-only) data, the array it is
+    a view of if it is that array's first rows (``whole[:m]``: same columns and strides, same first row; the GDSC
+    path's private rows, ``datasets.gdsc``); None for any other array (writeable ones included: what is computed
+    from the whole is memoised by its identity, so it must not change; a view of a read-only array is read-only)."""
+    if type(a) is not np.ndarray:
+        return None
+    b = a.base
+    if b is None:
+        return None if a.flags.writeable else a
+    # a view with b's strides and columns lies in b's buffer; it starts at b's first row iff it does not reach b's
+    # rows from its own length on (bounds check, no data read; an empty view is an empty prefix)
+    if (type(b) is np.ndarray and b.base is None and not b.flags.writeable and b.strides == a.strides
+            and b.shape[1:] == a.shape[1:] and not _may_share(a, b[a.shape[0]:])):
+        return b
+    return None
+
+
+_may_share = np.may_share_memory
+
+
+def split_wholes(splits: list[Split], ks: list[int]) -> tuple[np.ndarray, ...] | None:
+    """For the splits ``ks``: (X_public, y_public, whole X_private, whole y_private, X_test) of each, flattened, when
+    each is a float64 array owning its read-only data (the private rows: the first rows of one, ``whole_rows``) —
+    the rows a chunk's ``run_many`` calls share at every n_private (``datasets.gdsc``); else None."""
+    out: list[np.ndarray] = []
+    for k in ks:
+        s = splits[k]
+        row = (s.X_public, s.y_public, whole_rows(s.X_private), whole_rows(s.y_private), s.X_test)
+        for a in row:
+            if type(a) is not np.ndarray or a.dtype != _F64 or a.base is not None or a.flags.writeable:
+                return None
+        if not (row[0].ndim == row[2].ndim == row[4].ndim == 2 and row[1].ndim == row[3].ndim == 1):
+            return None
+        out += row
+    return tuple(out)
+
+
+_F64 = np.dtype(np.float64)
+
+
 def unit_box_rows(X: np.ndarray, B_x: float, bias: bool) -> np.ndarray:
     """``scale_unit``'s x ← clip(x/B_x, −1, 1) of rows (N, d), after a bias column of ones if ``bias``
     (``with_bias`` of the scaled rows): (N, d + 1) or (N, d), a new array."""

@@ -277,7 +277,7 @@ class _DrugRows:
     tested: tuple               # each pool's (test, public, private) lines the drug was tested on, in pool order
     pos: tuple                  # their positions in the pool
     # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public): the same for every
-    # n_private, one array each shared by the sizes' splits (inputs, never written)
+    # n_private, one array each shared by the sizes' splits (inputs, never written; the row arrays read-only)
     test_public: dict = field(default_factory=dict, compare=False)
     # the rows of all the drug's private lines (X, y; read-only): each size's private rows are a prefix of them
     private: list = field(default_factory=list, compare=False)
@@ -543,6 +543,8 @@ class Gdsc(Dataset):
                       for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public)))
             tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
                                                                    X.take(iu, axis=0), y.take(iu))
+            for a in tp[2:]:   # read-only: the compared methods memoise what they compute from them by identity
+                a.flags.writeable = False
         it, iu, Xt, yt, Xu, yu = tp
         # the private rows: a prefix of the drug's private lines (after_split: those among the pool's first n; else
         # its first n), i.e. of their rows, taken once per (repeat, drug) and shared read-only by the sizes' splits
