@@ -321,7 +321,7 @@ class GdscView:
                 X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
             if self.shared is not None:
                 self.shared[d] = X
-        return X[self.idx_public], X[self.idx_test]
+        return X.take(self.idx_public, axis=0), X.take(self.idx_test, axis=0)   # X[idx], less overhead
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "shared": None}   # rows of this process: an unpickled view looks them up
@@ -618,8 +618,8 @@ class Gdsc(Dataset):
             "y_sd": float(prep.sigma_y[j]),
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], hu[:nu], ht[:nt],
-                                           raw_genes, views),                    # masks over each set
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt,
+                                           raw_genes, views),   # positions in each set (of hu[:nu], ht[:nt])
         }
         if p.protocol == "matlab":
             # the drug's raw rows of each set are prefixes of its raw rows along the fold's sequences (its lines of
