@@ -542,3 +542,35 @@ def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
     assert whole_rows(P.reshape(-1)[1:37].reshape(9, 4)) is None   # starts inside the first row
     assert whole_rows(P[1:][:2]) is None and whole_rows(P[:5][:2]) is P
     assert whole_rows([1.0]) is None
+
+
+def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatch):
+    """plr_paper then oplr_paper on the same read-only splits (the dataset's): the second takes the private XᵀX, Xᵀy
+    the first computed (memoised by identity) and both equal their runs on writeable copies to the bit, with the
+    same spends — a split without private rows and a failing one among them."""
+    from dpexp import cache
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    splits = [make_split(40, 5, 4, 1), make_split(0, 5, 4, 2), make_split(75, 3, 4, 3), make_split(12, 6, 4, 4)]
+    splits[3].y_private = splits[3].y_private[:-2]     # fails alone
+    for s in splits:
+        for f in ("X_private", "y_private"):
+            setattr(s, f, getattr(s, f).copy())
+            getattr(s, f).flags.writeable = False
+    plain = [_copied(s) for s in splits]
+    cache.clear("gdsc.paper_private_grams")
+    made = []
+    orig_memo = cache.memo_objects
+
+    def counting(ns, objs, key, compute, maxsize=None):
+        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
+
+    monkeypatch.setattr(compared_paper.cache, "memo_objects", counting)
+    for name in ("plr_paper", "oplr_paper"):
+        alg = registry.get("algorithm", name)()
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2), alg.run_many(plain, 2.0, 0.0, lp, 2)
+        assert isinstance(fast[3], Exception) and not any(isinstance(a, Exception) for a in fast[:3])
+        for k, (a, b) in enumerate(zip(fast, slow)):
+            assert_same(a, b, lf[k], lp[k])
+    assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper

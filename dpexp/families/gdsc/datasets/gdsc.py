@@ -631,7 +631,9 @@ class Gdsc(Dataset):
             meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
                                             full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max,
                                             full)
-        return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu_, yu, Xt_, yt, meta)
+        Xp, yp = Xv.take(kv, axis=0), Yv[:, j].take(kv)
+        Xp.flags.writeable = yp.flags.writeable = False   # inputs, never written: the paper methods share their
+        return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)       # products by the arrays' identity (compared_paper)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
