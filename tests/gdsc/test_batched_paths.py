@@ -340,12 +340,14 @@ def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials
 
 @pytest.mark.parametrize("l2_ball", [False, True])
 def test_scale_unit_equals_the_formula(l2_ball):
-    """``scale_unit`` (clipping and projecting its own quotient in place) = the formula with new arrays, to the bit;
-    float and int rows, no y, an empty block; its inputs are left alone."""
-    from dpexp.families.gdsc.unit_box import scale_unit
+    """``scale_unit`` (clipping and projecting its own quotient in place, in blocks of rows) = the formula with new
+    arrays, to the bit; float and int rows, rows over several blocks, no y, an empty block; its inputs are left
+    alone."""
+    from dpexp.families.gdsc.unit_box import _NORM_ROWS, scale_unit
 
     rng = np.random.default_rng(5)
     for X, y in ((rng.normal(scale=2.0, size=(40, 4)), rng.normal(scale=3.0, size=40)),
+                 (rng.normal(scale=0.4, size=(2 * _NORM_ROWS + 77, 10)), rng.normal(size=2 * _NORM_ROWS + 77)),
                  (rng.integers(-3, 4, size=(7, 3)), None), (np.zeros((0, 3)), np.zeros(0))):
         X0, y0 = X.copy(), None if y is None else y.copy()
         Xs, ys = scale_unit(X, y, 1.5, 2.5, l2_ball)
@@ -353,6 +355,7 @@ def test_scale_unit_equals_the_formula(l2_ball):
         if l2_ball and want.size:
             want = want / np.maximum(np.linalg.norm(want, axis=1, keepdims=True), 1.0)
         np.testing.assert_array_equal(Xs, want, strict=True)
+        assert Xs.tobytes() == want.tobytes()
         if y is None:
             assert ys is None
         else:
@@ -574,3 +577,20 @@ def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatc
         for k, (a, b) in enumerate(zip(fast, slow)):
             assert_same(a, b, lf[k], lp[k])
     assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper
+
+
+@pytest.mark.parametrize("name", ["oplr", "fmlr"])
+def test_scaled_wholes_are_not_served_to_a_patched_scaling(name, monkeypatch):
+    """An audit mutant patching the scaling (``audit.mutants.unit_box_unclipped``) gets its own rows, not the ones
+    memoised by the true scaling on the same arrays: its outputs equal its plain path's."""
+    from dpexp.audit.mutants import unit_box_unclipped
+
+    alg = registry.get("algorithm", name)(bound_y=2.0)
+    splits = _chunk_splits(drugs=2, scale=1.3)
+    plain = [_copied(s) for s in splits]
+    alg.run_many(splits, 2.0, 0.0, ledgers(len(splits)), 1)      # memoised with the true scaling
+    with unit_box_unclipped():
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 1), alg.run_many(plain, 2.0, 0.0, lp, 1)
+    for k, (a, b) in enumerate(zip(fast, slow)):
+        assert_same(a, b, lf[k], lp[k])

@@ -44,9 +44,16 @@ def scale_unit(X: np.ndarray, y: np.ndarray | None, B_x: float, B_y: float, l2_b
     Xs = X / B_x   # a new array: clipped and projected in place (the same floats as new arrays)
     np.clip(Xs, -1.0, 1.0, out=Xs)
     if l2_ball and Xs.size:
-        nrm = row_norms(Xs)[:, None]   # np.linalg.norm(Xs, axis=1, keepdims=True), to the bit
-        Xs /= np.maximum(nrm, 1.0)
+        # row by row, so in blocks of rows that stay in cache (row_norms makes d column passes over its rows)
+        for a in range(0, Xs.shape[0], _NORM_ROWS):
+            blk = Xs[a:a + _NORM_ROWS]
+            nrm = row_norms(blk)[..., None]   # np.linalg.norm(blk, axis=-1, keepdims=True), to the bit
+            blk /= np.maximum(nrm, 1.0)
     return Xs, None if y is None else unit_box_y(y, B_y)
+
+
+#: rows per block of ``scale_unit``'s projection (4096 rows of 10 floats: 330 kB)
+_NORM_ROWS = 4096
 
 
 def unit_box_y(y: np.ndarray, B_y: float) -> np.ndarray:

@@ -214,6 +214,8 @@ def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float) -
         return list(zip(pv.split(Zv), py.split(unit_box_y(py.stack, B_y)), Mu, au, te.split(Zt)))
 
     try:   # rows that do not stack fail in the per-split steps
-        return cache.memo_objects("gdsc.fmlr_scaled", parts, (B_x, B_y), scaled, maxsize=1)
+        # the scaling functions in the key: an audit mutant that patches one is not served the true one's rows
+        return cache.memo_objects("gdsc.fmlr_scaled", parts, (B_x, B_y, scale_unit, unit_box_rows, unit_box_y),
+                                  scaled, maxsize=1)
     except Exception:
         return None

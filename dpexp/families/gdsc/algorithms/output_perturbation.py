@@ -213,6 +213,7 @@ def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float
         return list(zip(tr.split(X), ty.split(y), te.split(scale_unit(te.stack, None, B_x, B_y, l2_ball=True)[0])))
 
     try:   # rows that do not stack (columns differ) fail in the per-split steps
-        return cache.memo_objects("gdsc.oplr_scaled", parts, (B_x, B_y), scaled, maxsize=1)
+        # the scaling function in the key: an audit mutant that patches it is not served the true one's rows
+        return cache.memo_objects("gdsc.oplr_scaled", parts, (B_x, B_y, scale_unit), scaled, maxsize=1)
     except Exception:
         return None
