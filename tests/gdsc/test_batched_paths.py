@@ -340,12 +340,14 @@ def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials
 
 @pytest.mark.parametrize("l2_ball", [False, True])
 def test_scale_unit_equals_the_formula(l2_ball):
-    """``scale_unit`` (clipping and projecting its own quotient in place) = the formula with new arrays, to the bit;
-    float and int rows, no y, an empty block; its inputs are left alone."""
-    from dpexp.families.gdsc.unit_box import scale_unit
+    """``scale_unit`` (clipping and projecting its own quotient in place, in blocks of rows) = the formula with new
+    arrays, to the bit; float and int rows, rows over several blocks, no y, an empty block; its inputs are left
+    alone."""
+    from dpexp.families.gdsc.unit_box import _NORM_ROWS, scale_unit
 
     rng = np.random.default_rng(5)
     for X, y in ((rng.normal(scale=2.0, size=(40, 4)), rng.normal(scale=3.0, size=40)),
+                 (rng.normal(scale=0.4, size=(2 * _NORM_ROWS + 77, 10)), rng.normal(size=2 * _NORM_ROWS + 77)),
                  (rng.integers(-3, 4, size=(7, 3)), None), (np.zeros((0, 3)), np.zeros(0))):
         X0, y0 = X.copy(), None if y is None else y.copy()
         Xs, ys = scale_unit(X, y, 1.5, 2.5, l2_ball)
@@ -353,6 +355,7 @@ def test_scale_unit_equals_the_formula(l2_ball):
         if l2_ball and want.size:
             want = want / np.maximum(np.linalg.norm(want, axis=1, keepdims=True), 1.0)
         np.testing.assert_array_equal(Xs, want, strict=True)
+        assert Xs.tobytes() == want.tobytes()
         if y is None:
             assert ys is None
         else:
@@ -480,3 +483,114 @@ def test_minus_two_after_the_product_equals_the_scaled_transpose_product(n):
         got = Z.T @ y
         got *= -2.0
         np.testing.assert_array_equal(got, -2.0 * Z.T @ y, strict=True)
+
+
+def _chunk_splits(drugs: int = 3, sizes=(0, 5, 40, 90), d: int = 4, n_pub: int = 6, scale: float = 1.0):
+    """Splits as our GDSC path gives them (``datasets.gdsc``): per drug read-only public and test rows and whole
+    private rows, and per size the first rows of the whole (views); rows longer than 1 and responses beyond the
+    bounds (the projection and clipping act)."""
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(drugs):
+        X = rng.normal(size=(100 + n_pub + 7, d)) * scale
+        y = 3.0 * rng.normal(size=len(X))
+        pv, Xu, Xt = X[:100].copy(), X[100:100 + n_pub].copy(), X[100 + n_pub:].copy()
+        yv, yu, yt = y[:100].copy(), y[100:100 + n_pub].copy(), y[100 + n_pub:].copy()
+        for a in (pv, yv, Xu, yu, Xt):
+            a.flags.writeable = False
+        out += [Split(pv[:m], yv[:m], Xu, yu, Xt, yt, {"x_bound": 1.0}) for m in sizes]
+    return out
+
+
+def _copied(s: Split) -> Split:
+    """The split's rows as writeable copies (no memo: each split scaled on its own)."""
+    return Split(*(np.array(a) for a in (s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test)),
+                 dict(s.meta))
+
+
+@pytest.mark.parametrize("name", ["oplr", "fmlr"])
+@pytest.mark.parametrize("trials, secure", [(1, False), (3, False), (2, True)])
+def test_scaled_wholes_of_a_chunk_equal_the_plain_scaling(name, trials, secure):
+    """oplr/fmlr scaling each drug's whole rows once per chunk (memoised by identity: ``_scaled_wholes``) and
+    taking a split's first rows = scaling each split's own rows, to the bit, with the same spends — every size of a
+    drug in one call and one size per call (computed, then from the memo), a split with no private rows among
+    them, trials > 1, secure noise; a split whose private responses are a shorter prefix fails alone."""
+    from dpexp import cache
+
+    alg = registry.get("algorithm", name)(bound_y=2.0)
+    splits = _chunk_splits(scale=1.3)
+    splits[6] = Split(splits[6].X_private, splits[6].y_private[:3], *(getattr(splits[6], f) for f in
+                      ("X_public", "y_public", "X_test", "y_test")), splits[6].meta)
+    plain = [_copied(s) for s in splits]
+    cache.clear(f"gdsc.{name}_scaled")
+    calls = [list(range(len(splits)))] + [list(range(j, len(splits), 4)) for j in range(4)]
+    for ks in calls:
+        lf, lp = ledgers(len(ks), secure), ledgers(len(ks), secure)
+        fast = alg.run_many([splits[k] for k in ks], 2.0, 0.0, lf, trials)
+        slow = alg.run_many([plain[k] for k in ks], 2.0, 0.0, lp, trials)
+        for j, (a, b) in enumerate(zip(fast, slow)):
+            assert isinstance(a, Exception) == (ks[j] == 6), (ks[j], a)
+            assert_same(a, b, lf[j], lp[j])
+    assert len(cache._MEMOS[f"gdsc.{name}_scaled"]) == 1
+
+
+def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
+    from dpexp.families.gdsc.unit_box import whole_rows
+
+    P = np.arange(40.0).reshape(10, 4).copy()
+    assert whole_rows(P) is None and whole_rows(P[:3]) is None     # writeable: no memo by identity
+    P.flags.writeable = False
+    assert whole_rows(P) is P and whole_rows(P[:3]) is P and whole_rows(P[:0]) is P and whole_rows(P[:10]) is P
+    assert whole_rows(P[1:4]) is None and whole_rows(P[:, :2]) is None and whole_rows(P[::2]) is None
+    assert whole_rows(P.reshape(-1)[1:37].reshape(9, 4)) is None   # starts inside the first row
+    assert whole_rows(P[1:][:2]) is None and whole_rows(P[:5][:2]) is P
+    assert whole_rows([1.0]) is None
+
+
+def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatch):
+    """plr_paper then oplr_paper on the same read-only splits (the dataset's): the second takes the private XᵀX, Xᵀy
+    the first computed (memoised by identity) and both equal their runs on writeable copies to the bit, with the
+    same spends — a split without private rows and a failing one among them."""
+    from dpexp import cache
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    splits = [make_split(40, 5, 4, 1), make_split(0, 5, 4, 2), make_split(75, 3, 4, 3), make_split(12, 6, 4, 4)]
+    splits[3].y_private = splits[3].y_private[:-2]     # fails alone
+    for s in splits:
+        for f in ("X_private", "y_private"):
+            setattr(s, f, getattr(s, f).copy())
+            getattr(s, f).flags.writeable = False
+    plain = [_copied(s) for s in splits]
+    cache.clear("gdsc.paper_private_grams")
+    made = []
+    orig_memo = cache.memo_objects
+
+    def counting(ns, objs, key, compute, maxsize=None):
+        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
+
+    monkeypatch.setattr(compared_paper.cache, "memo_objects", counting)
+    for name in ("plr_paper", "oplr_paper"):
+        alg = registry.get("algorithm", name)()
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2), alg.run_many(plain, 2.0, 0.0, lp, 2)
+        assert isinstance(fast[3], Exception) and not any(isinstance(a, Exception) for a in fast[:3])
+        for k, (a, b) in enumerate(zip(fast, slow)):
+            assert_same(a, b, lf[k], lp[k])
+    assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper
+
+
+@pytest.mark.parametrize("name", ["oplr", "fmlr"])
+def test_scaled_wholes_are_not_served_to_a_patched_scaling(name, monkeypatch):
+    """An audit mutant patching the scaling (``audit.mutants.unit_box_unclipped``) gets its own rows, not the ones
+    memoised by the true scaling on the same arrays: its outputs equal its plain path's."""
+    from dpexp.audit.mutants import unit_box_unclipped
+
+    alg = registry.get("algorithm", name)(bound_y=2.0)
+    splits = _chunk_splits(drugs=2, scale=1.3)
+    plain = [_copied(s) for s in splits]
+    alg.run_many(splits, 2.0, 0.0, ledgers(len(splits)), 1)      # memoised with the true scaling
+    with unit_box_unclipped():
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 1), alg.run_many(plain, 2.0, 0.0, lp, 1)
+    for k, (a, b) in enumerate(zip(fast, slow)):
+        assert_same(a, b, lf[k], lp[k])

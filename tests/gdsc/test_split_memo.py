@@ -136,9 +136,12 @@ def test_paper_split_equals_the_direct_split(protocol):
                 assert all(sp.meta[k] == v or (np.isnan(v) and np.isnan(sp.meta[k])) for k, v in meta.items())
                 v = sp.meta["view"]
                 assert _same(v.public, pub) and _same(v.test, test)
-                assert _same(v.keep_public, ku) and _same(v.keep_test, kt)
+                # the masks' positions (the view takes them: the rows the masks select)
+                assert _same(v.keep_public, np.flatnonzero(ku)) and _same(v.keep_test, np.flatnonzero(kt))
                 Xu, Xt = v(5)
                 assert Xu.shape == (int(ku.sum()), 5) and Xt.shape == (int(kt.sum()), 5)
+                masked = protocols.ProtocolView(v.expr, v.ic50, v.evidence, pub, test, ku, kt, v.loader)(5)
+                assert _same(Xu, masked[0]) and _same(Xt, masked[1])
                 if raw is not None:
                     r = sp.meta["raw"]
                     got_raw = (r.X_private, r.X_public, r.X_test, r.x_min, r.x_max, r.y_min, r.y_max)

@@ -107,6 +107,29 @@ def _public_ridges(ks: list[int], Xs: dict[int, np.ndarray], ys: dict[int, np.nd
     return {k: w if isinstance(w, Exception) else repeat_trials(w, trials) for k, w in zip(ks, W)}
 
 
+def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
+    """Xᵀ X and Xᵀ y of the private rows of each split of ``ks`` that has any (or the exception they raise), keyed by
+    split: what ``plr_paper`` and ``oplr_paper`` both compute on the Matlab path's splits, memoised by the arrays'
+    identities when they are read-only (the dataset's: the two methods run on the same splits, one after the
+    other), so the second takes the first's products (the same calls: the same floats)."""
+    objs = tuple(a for k in ks for a in (splits[k].X_private, splits[k].y_private))
+
+    def compute() -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
+        out: dict[int, tuple[np.ndarray, np.ndarray] | Exception] = {}
+        for k in ks:
+            Xv, yv = splits[k].X_private, splits[k].y_private
+            try:
+                if Xv.shape[0]:
+                    out[k] = (Xv.T @ Xv, Xv.T @ yv)
+            except Exception as exc:  # recorded per cell by the caller
+                out[k] = exc
+        return out
+
+    if all(type(a) is np.ndarray and not a.flags.writeable for a in objs):
+        return cache.memo_objects("gdsc.paper_private_grams", objs, None, compute, maxsize=1)
+    return compute()
+
+
 # ---------------------------------------------------------------------------------------------------------- plr
 class _PLRPaperParams(Params):
     B_x: float = Field(1.0, gt=0, description="bound on |x_j| of the noise scale (the code: 1; x is not clipped)")
@@ -131,11 +154,14 @@ class PrivateLRPaper(_PaperLR):
     def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
         p = self.params
         stats: dict[int, tuple[np.ndarray, ...]] = {}
+        grams = _private_grams(splits, ks)
 
         def statistics(k: int) -> None:   # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
             s = splits[k]
-            Xu, Xv = s.X_public, s.X_private
-            priv = (Xv.T @ Xv, Xv.T @ s.y_private) if Xv.shape[0] else ()
+            priv = grams.get(k, ())
+            if isinstance(priv, Exception):
+                raise priv
+            Xu = s.X_public
             stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
 
         ks = each(ks, out, statistics)
@@ -187,12 +213,15 @@ class OutputPerturbationPaper(_PaperLR):
         weights = _public_ridges(pub, {k: splits[k].X_public for k in pub}, {k: splits[k].y_public for k in pub},
                                  trials, out)
         stats: dict[int, tuple[Any, ...]] = {}
+        grams = _private_grams(splits, ks)   # all of them: the key plr_paper's call on these splits memoised
 
         def statistics(k: int) -> None:   # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R with λ = √(D/(Nε)) on the private lines
-            Xv, yv = splits[k].X_private, splits[k].y_private
-            N = Xv.shape[0]
-            lam = float(np.sqrt(d / (N * epsilon)))
-            stats[k] = (Xv.T @ Xv, Xv.T @ yv, lam / 2.0, (12.0 * R + 8.0) / (lam * N * epsilon))
+            g = grams.get(k)
+            if isinstance(g, Exception):
+                raise g
+            N = splits[k].X_private.shape[0]
+            lam = float(np.sqrt(d / (N * epsilon)))   # no private lines (a failed public fit): fails here, as before
+            stats[k] = g + (lam / 2.0, (12.0 * R + 8.0) / (lam * N * epsilon))
 
         priv = each([k for k in ks if k not in weights], out, statistics)
         if priv:

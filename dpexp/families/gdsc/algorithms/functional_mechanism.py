@@ -28,10 +28,11 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
-from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, unit_box_rows, unit_box_y
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, split_wholes, unit_box_rows, unit_box_y
 from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -110,9 +111,13 @@ class FunctionalMechanismLR(UnitBoxLR):
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
         D = d + 1
-        test = Rows([splits[k].X_test for k in ks])
-        Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
-        M, a = self._objectives(ks, splits, B_x, B_y, out)
+        memo = _scaled_wholes(splits, ks, B_x, B_y)
+        if memo is not None:
+            Zt = {k: memo[j][4] for j, k in enumerate(ks)}
+        else:
+            test = Rows([splits[k].X_test for k in ks])
+            Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
+        M, a = self._objectives(ks, splits, B_x, B_y, out, memo)
         ks = [k for k in ks if k in M]
         if not ks:
             return
@@ -131,8 +136,8 @@ class FunctionalMechanismLR(UnitBoxLR):
             out[k] = w if isinstance(w, Exception) else Output(
                 predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
 
-    def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float, out: list
-                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float, out: list,
+                    memo: list | None = None) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
         """The exact coefficients M = ZᵀZ and α = −2Zᵀỹ of every split's private plus public rows, scaled into the
         unit box with the bias column, keyed by split; a split whose step fails gets its exception in ``out``.
         Float rows whose responses match them: each kind of rows concatenated once in blocks of equal n and their
@@ -147,7 +152,14 @@ class FunctionalMechanismLR(UnitBoxLR):
                        for X, y in ((s.X_private, s.y_private), (s.X_public, s.y_public)))
 
         even = [k for k in ks if rows_ok(k)]
-        if even:
+        if memo is not None:   # ``_scaled_wholes``: the private rows' products from a prefix of the scaled whole
+            for j, k in enumerate(ks):
+                if k in even:
+                    Zw, yw, Mu, au = memo[j][:4]
+                    m = splits[k].X_private.shape[0]
+                    Zv, yv = Zw[:m], yw[:m]
+                    M[k], a[k] = Zv.T @ Zv + Mu, -2.0 * (Zv.T @ yv + au)
+        elif even:
             parts = []
             for rows in ("private", "public"):
                 b = Blocks([getattr(splits[k], f"X_{rows}").shape[0] for k in even])
@@ -173,3 +185,37 @@ class FunctionalMechanismLR(UnitBoxLR):
 
         each([k for k in ks if k not in done], out, objective)
         return M, a
+
+
+def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float) -> list[tuple] | None:
+    """For each split of ``ks``: its drug's *whole* private rows scaled into the unit box with the bias column (Z,
+    ỹ), its public rows' exact ZᵀZ and Zᵀỹ, and its scaled test rows with the bias column, when every split's rows
+    are read-only arrays whose private rows are first rows of a whole (``unit_box.split_wholes``; the GDSC path:
+    one whole per drug and repeat, shared by every size of a chunk): computed in one call per chunk and memoised by
+    the arrays' identities.  The scaling is element-wise, so the first m rows of the scaled whole are the split's
+    scaled private rows, to the bit, and the public rows are the same at every size (tests/gdsc/test_batched_paths.py).
+    None (the splits' own rows are scaled): the rows do not meet that, or do not stack (columns differ)."""
+    parts = split_wholes(splits, ks)
+    if parts is None:
+        return None
+
+    def scaled() -> list[tuple]:
+        S = len(parts) // 5
+        pv = Rows([parts[5 * j + 2] for j in range(S)])
+        te = Rows([parts[5 * j + 4] for j in range(S)])
+        b = Blocks([parts[5 * j].shape[0] for j in range(S)])
+        Zu = unit_box_rows(b.cat([parts[5 * j] for j in range(S)]), B_x, bias=True)
+        Mu, au = b.gram(Zu, unit_box_y(b.cat([parts[5 * j + 1] for j in range(S)]), B_y))
+        Zv = unit_box_rows(pv.stack, B_x, bias=True)
+        if Zv.shape[1] != Zu.shape[1]:
+            raise ValueError("private and public rows differ in columns")
+        py = Rows([parts[5 * j + 3] for j in range(S)])
+        Zt = with_bias(scale_unit(te.stack, None, B_x, B_y, l2_ball=False)[0])
+        return list(zip(pv.split(Zv), py.split(unit_box_y(py.stack, B_y)), Mu, au, te.split(Zt)))
+
+    try:   # rows that do not stack fail in the per-split steps
+        # the scaling functions in the key: an audit mutant that patches one is not served the true one's rows
+        return cache.memo_objects("gdsc.fmlr_scaled", parts, (B_x, B_y, scale_unit, unit_box_rows, unit_box_y),
+                                  scaled, maxsize=1)
+    except Exception:
+        return None

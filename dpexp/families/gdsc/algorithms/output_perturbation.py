@@ -33,11 +33,12 @@ import math
 import numpy as np
 from pydantic import Field
 
+from dpexp import cache
 from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
-from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, split_wholes
 from dpexp.privacy.mechanisms import gamma_norm, gamma_norm_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -108,8 +109,6 @@ class OutputPerturbationLR(UnitBoxLR):
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
         R = self.params.R
-        test = Rows([splits[k].X_test for k in ks])
-        Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
         scales: dict[int, tuple[float, float]] = {}
         stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         n_train = {k: splits[k].X_public.shape[0] + splits[k].X_private.shape[0] for k in ks}
@@ -120,6 +119,18 @@ class OutputPerturbationLR(UnitBoxLR):
                                           for X, y in ((s.X_public, s.y_public), (s.X_private, s.y_private)))
 
         even = [k for k in ks if fits(k)]
+        memo = _scaled_wholes(splits, ks, B_x, B_y)
+        if memo is not None:   # the rows of every size of the chunk scaled once: a split's are the first rows
+            Xt = {k: memo[j][2] for j, k in enumerate(ks)}
+            for j, k in enumerate(ks):
+                n = n_train[k]
+                if k in even:   # a prefix of the scaled public + private rows, the split's own products
+                    Z, yk = memo[j][0][:n], memo[j][1][:n]
+                    stats[k] = (Z.T @ Z / n, Z.T @ yk / n)
+            even = []
+        else:
+            test = Rows([splits[k].X_test for k in ks])
+            Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
         if even:   # every split's training rows (public, then private: ``Split.X_train``) in blocks of equal n, scaled
             # in one call, XᵀX and Xᵀy one stacked product per block (``blocks.Blocks``: each the split's own)
             b = Blocks([n_train[k] for k in even])
@@ -179,3 +190,30 @@ class OutputPerturbationLR(UnitBoxLR):
                                 guarantee=ledger.guarantee())
             except Exception as exc:  # recorded per cell
                 out[k] = exc
+
+
+def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float
+                   ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """For each split of ``ks``: its public rows then its drug's *whole* private rows scaled as in step 1 (X, y) and
+    its scaled test rows, when every split's rows are read-only arrays whose private rows are first rows of a whole
+    (``unit_box.split_wholes``; the GDSC path: one whole per drug and repeat, shared by every size of a chunk):
+    computed in one call per chunk and memoised by the arrays' identities.  Scaling is row by row (element-wise, the
+    L2 projection of each row on its own), so the first n rows of the scaled whole are the split's scaled training
+    rows, to the bit (tests/gdsc/test_batched_paths.py).  None: the splits' own rows are scaled."""
+    parts = split_wholes(splits, ks)
+    if parts is None:
+        return None
+
+    def scaled() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        S = len(parts) // 5
+        tr = Rows([(parts[5 * j], parts[5 * j + 2]) for j in range(S)])
+        ty = Rows([(parts[5 * j + 1], parts[5 * j + 3]) for j in range(S)])
+        te = Rows([parts[5 * j + 4] for j in range(S)])
+        X, y = scale_unit(tr.stack, ty.stack, B_x, B_y, l2_ball=True)
+        return list(zip(tr.split(X), ty.split(y), te.split(scale_unit(te.stack, None, B_x, B_y, l2_ball=True)[0])))
+
+    try:   # rows that do not stack (columns differ) fail in the per-split steps
+        # the scaling function in the key: an audit mutant that patches it is not served the true one's rows
+        return cache.memo_objects("gdsc.oplr_scaled", parts, (B_x, B_y, scale_unit), scaled, maxsize=1)
+    except Exception:
+        return None

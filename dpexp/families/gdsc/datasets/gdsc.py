@@ -277,7 +277,7 @@ class _DrugRows:
     tested: tuple               # each pool's (test, public, private) lines the drug was tested on, in pool order
     pos: tuple                  # their positions in the pool
     # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public): the same for every
-    # n_private, one array each shared by the sizes' splits (inputs, never written)
+    # n_private, one array each shared by the sizes' splits (inputs, never written; the row arrays read-only)
     test_public: dict = field(default_factory=dict, compare=False)
     # the rows of all the drug's private lines (X, y; read-only): each size's private rows are a prefix of them
     private: list = field(default_factory=list, compare=False)
@@ -321,7 +321,7 @@ class GdscView:
                 X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
             if self.shared is not None:
                 self.shared[d] = X
-        return X[self.idx_public], X[self.idx_test]
+        return X.take(self.idx_public, axis=0), X.take(self.idx_test, axis=0)   # X[idx], less overhead
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "shared": None}   # rows of this process: an unpickled view looks them up
@@ -543,6 +543,8 @@ class Gdsc(Dataset):
                       for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public)))
             tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
                                                                    X.take(iu, axis=0), y.take(iu))
+            for a in tp[2:]:   # read-only: the compared methods memoise what they compute from them by identity
+                a.flags.writeable = False
         it, iu, Xt, yt, Xu, yu = tp
         # the private rows: a prefix of the drug's private lines (after_split: those among the pool's first n; else
         # its first n), i.e. of their rows, taken once per (repeat, drug) and shared read-only by the sizes' splits
@@ -616,8 +618,8 @@ class Gdsc(Dataset):
             "y_sd": float(prep.sigma_y[j]),
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], hu[:nu], ht[:nt],
-                                           raw_genes, views),                    # masks over each set
+            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt,
+                                           raw_genes, views),   # positions in each set (of hu[:nu], ht[:nt])
         }
         if p.protocol == "matlab":
             # the drug's raw rows of each set are prefixes of its raw rows along the fold's sequences (its lines of
@@ -629,7 +631,9 @@ class Gdsc(Dataset):
             meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
                                             full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max,
                                             full)
-        return Split(Xv.take(kv, axis=0), Yv[:, j].take(kv), Xu_, yu, Xt_, yt, meta)
+        Xp, yp = Xv.take(kv, axis=0), Yv[:, j].take(kv)
+        Xp.flags.writeable = yp.flags.writeable = False   # inputs, never written: the paper methods share their
+        return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)       # products by the arrays' identity (compared_paper)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions

@@ -215,7 +215,8 @@ class ProtocolView:
         self.expr, self.ic50, self.evidence = expr, ic50, evidence
         self.loader = loader      # (expr, ic50, d, evidence) -> (raw expression of the kept lines, data source key)
         self.public, self.test = public, test                  # all lines of the sets
-        self.keep_public, self.keep_test = keep_public, keep_test   # the drug's lines among them
+        # the drug's lines among them: masks, or their positions (taken: the same rows, less overhead)
+        self.keep_public, self.keep_test = keep_public, keep_test
         # d -> the normalised sets (public, test), shared by the views of one fold and size (every drug's: the same
         # sets), so the files' versions and the memos are looked up once per fold and d, not per split
         self.shared = shared
@@ -231,7 +232,12 @@ class ProtocolView:
             if self.shared is not None:
                 self.shared[d] = got
         Xu, Xt = got
-        return Xu[self.keep_public], Xt[self.keep_test]
+        return _rows(Xu, self.keep_public), _rows(Xt, self.keep_test)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "shared": None}   # sets of this process: an unpickled view looks them up
+
+
+def _rows(X: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The rows of ``X`` that ``keep`` selects (a mask, or positions)."""
+    return X[keep] if keep.dtype == bool else X.take(keep, axis=0)
