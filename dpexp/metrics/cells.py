@@ -134,7 +134,7 @@ def ranks_and_codes(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     codes (0-based, equal values equal codes; int8 up to 127 columns, else int16, None past 32767) of every finite
     row of ``A`` (m, n), from one sort.  sign(c_i − c_j) = sign(a_i − a_j) for finite rows."""
     m, n = A.shape
-    order, starts, ranks = sorted_ranks(A, kind=None)   # finite rows: the default sort, faster, the same ranks
+    order, starts, ranks = sorted_ranks(A, kind="finite")   # finite rows: a faster sort, the same ranks
     if n > 32767:
         return ranks, None
     dtype = np.int8 if n <= 127 else np.int16

@@ -533,3 +533,52 @@ def _small_config(tmp_path, repeats: int, n_private: list, privacy: dict, algori
         "sizes": {"n_private": n_private, "n_public": 5, "n_test": 10},
         "privacy": privacy, "algorithms": algorithms, "metrics": ["mae"]}, sort_keys=False))
     return cfg
+
+
+def test_finite_order_sorts_like_argsort_and_gives_up_on_near_ties():
+    # the int64-key sort of finite rows: a valid order of every row (ties, -0 and 0, tiny and huge magnitudes,
+    # negative values), None when two values differ only in the bits that carry the column index
+    from dpexp.metrics.ranks import finite_order
+
+    rng = np.random.default_rng(11)
+    for t in range(300):
+        m, n = int(rng.integers(1, 6)), int(rng.integers(2, 300))
+        A = rng.normal(size=(m, n)) * 10.0 ** float(rng.integers(-300, 300))
+        if t % 3 == 0:
+            A = np.round(A * 2.0) / 2.0                  # many ties
+        if t % 4 == 0:
+            A[:, ::3], A[:, 1::5] = -0.0, 0.0            # -0 ties with 0
+        order = finite_order(A)
+        assert order is not None
+        assert np.array_equal(np.sort(order, axis=1), np.broadcast_to(np.arange(n), (m, n)))
+        assert np.array_equal(np.take_along_axis(A, order, axis=1), np.sort(A, axis=1))
+    near = np.array([[1.0, np.nextafter(1.0, 2.0), 0.5, 3.0]])
+    assert finite_order(near) is None
+    assert finite_order(near[:, 1:]) is not None     # neighbours 1 ulp apart only if both are there
+    assert finite_order(np.ones((2, 1))) is None and finite_order(np.ones((2, 3), dtype=np.float32)) is None
+
+
+@pytest.mark.parametrize("m,n", [(60, 96), (45, 100), (200, 130)])
+def test_ranks_and_codes_of_large_groups_equal_the_argsort_path(m, n, monkeypatch):
+    # groups past FINITE_ORDER_SIZE take finite_order: ranks and codes equal to the bit those of the argsort path,
+    # with ties, -0/0, equal rows, and a row of near-equal values (finite_order gives up: argsort)
+    from dpexp.metrics import ranks as ranks_mod
+    from dpexp.metrics.cells import ranks_and_codes
+
+    assert m * n >= ranks_mod.FINITE_ORDER_SIZE
+    rng = np.random.default_rng(m + n)
+    A = rng.normal(size=(m, n))
+    A[1] = np.round(A[1])
+    A[2, ::2], A[2, 1::2] = 0.0, -0.0
+    A[3] = A[0]
+    near = A.copy()
+    near[5, 1] = np.nextafter(near[5, 0], np.inf)
+    assert ranks_mod.finite_order(A) is not None and ranks_mod.finite_order(near) is None
+    for B in (A, near):
+        got = ranks_and_codes(B)
+        monkeypatch.setattr(ranks_mod, "FINITE_ORDER_SIZE", 10**12)   # the argsort path
+        want = ranks_and_codes(B)
+        monkeypatch.undo()
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        assert got[1].dtype == want[1].dtype
+        assert np.array_equal(got[0], stats.rankdata(B, axis=1))

@@ -221,3 +221,23 @@ def test_array_key_is_the_entry_memo_array_uses():
     first = cache.memo_array("test.array_key", y, 3, lambda: "computed")
     assert cache.memo("test.array_key", (*cache.array_key(y.copy()), 3), lambda: "again") == first
     assert cache.memo("test.array_key", (*cache.array_key(y[::-1]), 3), lambda: "other") == "other"
+
+
+def test_response_terms_in_place_equal_the_plain_expressions_to_the_bit():
+    # _response_terms computes a_ij in place and _null_sd calls the reductions directly: the same values as the
+    # documented expressions (0.5 erf((y_i - y_j)/(2 sd)), np.sum of squares) bit for bit, ties and n = 3 included
+    from scipy import special
+
+    from dpexp.families.gdsc.metrics import _response_terms
+
+    rng = np.random.default_rng(12)
+    for n, sd in ((3, 0.7), (17, 1e-3), (64, 2.5), (97, 0.9)):
+        y = rng.normal(size=n)
+        y[: n // 3] = np.round(y[: n // 3], 1)       # tied responses
+        a, s = _response_terms(y, sd)
+        want = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+        assert a.tobytes() == want.tobytes() and a.flags.c_contiguous
+        A2, A3 = float(np.sum(want**2)), float(np.sum(want.sum(axis=1) ** 2))
+        B2, B3 = n * (n - 1.0), n * (n * n - 1.0) / 3.0
+        var = 2.0 / (n * (n - 1.0)) * A2 * B2 + 4.0 / (n * (n - 1.0) * (n - 2.0)) * (A3 - A2) * (B3 - B2)
+        assert s.hex() == float(np.sqrt(max(var, 0.0)) / (n * (n - 1.0))).hex()

@@ -53,8 +53,10 @@ def pc_null_sd(y: np.ndarray, sd: float) -> float:
 def _null_sd(a: np.ndarray) -> float:
     """``pc_null_sd`` from the response terms a_ij (n × n)."""
     n = a.shape[0]
-    A2 = float(np.sum(a**2))
-    A3 = float(np.sum(a.sum(axis=1) ** 2))
+    # np.sum(a**2) and np.sum(a.sum(axis=1)**2) as the ufunc calls they make (the same reductions, no wrappers)
+    A2 = float(np.add.reduce(np.square(a), axis=None))
+    r = np.add.reduce(a, axis=1)
+    A3 = float(np.add.reduce(np.square(r, out=r), axis=None))
     B2 = n * (n - 1.0)
     B3 = n * (n * n - 1.0) / 3.0
     var = 2.0 / (n * (n - 1.0)) * A2 * B2 + 4.0 / (n * (n - 1.0) * (n - 2.0)) * (A3 - A2) * (B3 - B2)
@@ -63,9 +65,13 @@ def _null_sd(a: np.ndarray) -> float:
 
 
 def _response_terms(y: np.ndarray, sd: float) -> tuple[np.ndarray, float]:
-    """The response-only terms (a_ij, sd_null) of ``y`` (a_ij computed once for both)."""
+    """The response-only terms (a_ij, sd_null) of ``y`` (a_ij computed once for both; ``pc_null_sd``'s elementwise
+    operations, in place in one n × n array)."""
     y = np.asarray(y, dtype=float)
-    a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
+    a = np.subtract.outer(y, y)
+    a /= 2.0 * sd
+    special.erf(a, out=a)
+    a *= 0.5
     return a, _null_sd(a)
 
 
