@@ -294,7 +294,7 @@ def test_chunk_runs_with_fewer_collections_and_restores_the_threshold(monkeypatc
     before = gc.get_threshold()
     with pytest.raises(RuntimeError):
         runner.compute_chunk(None, None, 0)
-    assert seen == [max(50_000, before[0])] and gc.get_threshold() == before
+    assert seen == [max(500_000, before[0])] and gc.get_threshold() == before
 
 
 def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path):
@@ -337,7 +337,7 @@ def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path
     monkeypatch.setattr(runner.gc, "set_threshold", restored)
     done = runner.compute_chunk(exp, chunk, 11)
     monkeypatch.undo()
-    assert done.data == want and seen == [max(50_000, before[0]), True] and gc.get_threshold() == before
+    assert done.data == want and seen == [max(500_000, before[0]), True] and gc.get_threshold() == before
 
 
 def test_fewer_collections_nests_across_threads():
