@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
 from dpexp.families.gdsc.batching import each, groups
 from dpexp.families.gdsc.blocks import Blocks as Layout
@@ -30,6 +31,9 @@ from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 #: numpy's clip ufunc, which ``np.clip`` reaches through two Python layers (a few µs a call); np.clip if absent
 _clip = getattr(getattr(np, "_core", None), "umath", None)
 _clip = getattr(_clip, "clip", np.clip) if isinstance(getattr(_clip, "clip", None), np.ufunc) else np.clip
+
+
+_NONE = object()   # ``RowBlocks.kept``'s "not computed yet" (a kept value may be None)
 
 
 class NotBatchable(Exception):
@@ -82,7 +86,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    rows = RowBlocks(Xs, ys)
+    rows = shared_rows(Xs, ys)   # the rows (and their σ sums) of these splits, shared with the other methods
     per_trial = sigma[0] == "dp"
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
@@ -169,6 +173,20 @@ class RowBlocks:
         self.part_rows = [a.shape[0] for i in lay.order for a in (Xs[i] if isinstance(Xs[i], tuple) else (Xs[i],))]
         self.X, self.y = lay.cat(Xs), lay.cat(ys)
         self.S = len(Xs)
+        #: the rows' statistics kept for later callers (``shared_rows``' instances only; None: computed per call)
+        self._known: dict | None = None
+
+    def kept(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, a pure function of these rows: kept under ``name`` for the later callers of a shared
+        instance (``shared_rows``; an array kept read-only), computed per call otherwise."""
+        if self._known is None:
+            return compute()
+        got = self._known.get(name, _NONE)
+        if got is _NONE:
+            got = self._known[name] = compute()
+            if isinstance(got, np.ndarray):
+                _read_only(got)
+        return got
 
     def _per_row(self, B: np.ndarray) -> np.ndarray:
         """Each row's value of the per-split array B (S,) or (S, T), in the blocks' row order: (N,) or (N, T)."""
@@ -206,7 +224,12 @@ class RowBlocks:
 
     def sigma_sums(self, bx: float, by: float) -> np.ndarray:
         """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
-        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
+        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit).
+        A pure function of the rows and the public bounds: computed once per (bx, by) and kept (read-only), so the
+        methods sharing these rows (``shared_rows``: rplr, narplr, AdaSSP) sum them once."""
+        return self.kept(("sigma_sums", bx, by), lambda: self._sigma_sums(bx, by))
+
+    def _sigma_sums(self, bx: float, by: float) -> np.ndarray:
         qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
         np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
         np.multiply(qy, qy, out=qy)
@@ -223,8 +246,11 @@ class RowBlocks:
         the rows as given), stacked (S, d, d), (S, d), (S,) in the splits' order: a group of equal n one stacked
         call on its block (each split's products summed as by its own call: equal to the bit), a split alone of its
         n its own calls.  Float64 rows (the results are stored as float64)."""
-        X = self.X if X is None else X
-        y = self.y if y is None else y
+        if X is None and y is None:   # the rows as given: kept by a shared instance
+            return self.kept("stats", lambda: tuple(map(_read_only, self._stats(self.X, self.y))))
+        return self._stats(self.X if X is None else X, self.y if y is None else y)
+
+    def _stats(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         S, d = self.S, X.shape[1]
         XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
         for n, members, a in self.blocks:
@@ -267,6 +293,86 @@ class RowBlocks:
             XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
             yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
         return XX, Xy, yy
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` marked read-only (a value kept for later callers: writing into it would raise, not leak)."""
+    a.flags.writeable = False
+    return a
+
+
+def _parts_key(parts: list) -> tuple[tuple, tuple]:
+    """The arrays of row sets given as arrays or tuples of arrays (flattened, in order) and the sets' shape of
+    parts (0 for an array, else the tuple's length): with the arrays' identities, a key of the row sets."""
+    flat, shape = [], []
+    for p in parts:
+        if isinstance(p, tuple):
+            flat += p
+            shape.append(len(p))
+        else:
+            flat.append(p)
+            shape.append(0)
+    return tuple(flat), tuple(shape)
+
+
+#: entries kept by ``shared_stats`` and ``shared_sufficient_stats`` (small arrays): the runner calls every method
+#: of one size before the next size, so a size's entries are asked for within a few calls
+SHARED = 2
+#: row layouts kept by ``shared_rows`` (up to ~7 MiB of rows each): the current size's private rows only
+SHARED_ROWS = 1
+
+
+def shared_rows(Xs: list, ys: list) -> RowBlocks:
+    """``RowBlocks(Xs, ys)`` shared by every call handed the same arrays (the runner gives each method of one size
+    the same ``Split`` objects; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP): keyed by the
+    arrays' identities (``cache.memo_objects``, which holds them, so an id cannot be reused while the entry lives;
+    bounded, ``SHARED_ROWS``).  Its rows, σ sums and unclipped statistics are pure functions of the rows, computed once
+    for all of them (read-only: a caller that clips in place, e.g. rlr, builds its own ``RowBlocks``).  Nothing
+    drawn or released is kept."""
+    fx, kx = _parts_key(Xs)
+    fy, ky = _parts_key(ys)
+
+    def build() -> RowBlocks:
+        rows = RowBlocks(Xs, ys)
+        _read_only(rows.X)
+        _read_only(rows.y)
+        rows._known = {}
+        return rows
+
+    return cache.memo_objects("gdsc.shared_rows", fx + fy, (kx, ky), build, maxsize=SHARED_ROWS)
+
+
+def shared_stats(Xs: list, ys: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``RowBlocks(Xs, ys).stats()`` and ``counts`` — the exact (unclipped) statistics of each row set, equal to
+    the bit to its own ``sufficient_stats`` — shared by every call handed the same arrays (e.g. lr fixed and lr
+    gamma on one size's training rows; keyed by their identities as ``shared_rows``, without keeping the laid-out
+    rows), read-only; None for rows that are not 2-D float64 X and 1-D float64 y (the caller's per-split path)."""
+    fx, kx = _parts_key(Xs)
+    fy, ky = _parts_key(ys)
+
+    def build() -> tuple | None:
+        rows = RowBlocks(Xs, ys)
+        if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1):
+            return None
+        return tuple(map(_read_only, (*rows.stats(), rows.counts)))
+
+    return cache.memo_objects("gdsc.shared_stats", fx + fy, (kx, ky), build, maxsize=SHARED)
+
+
+def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray]
+                            ) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``sufficient_stats_many(Xs, ys)`` shared by every call handed the same arrays (e.g. the public rows' exact
+    statistics of rplr ours, rplr fixed and narplr on one size's splits), keyed by their identities as
+    ``shared_rows``; the arrays read-only."""
+    def build() -> list:
+        got = sufficient_stats_many(Xs, ys)
+        for XX, Xy, _ in got:
+            _read_only(XX)
+            _read_only(Xy)
+        return got
+
+    return cache.memo_objects("gdsc.shared_sufficient_stats", tuple(Xs) + tuple(ys), len(Xs), build,
+                              maxsize=SHARED)
 
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
