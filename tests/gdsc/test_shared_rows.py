@@ -14,6 +14,7 @@ from dpexp import cache
 from dpexp.families.gdsc.algorithms.adassp import AdaSSP
 from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.algorithms.narplr import NoiseAwareRPLR
+from dpexp.families.gdsc.algorithms.plr import PrivateLR
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_stats, shared_sufficient_stats,
                                                 sufficient_stats_many)
@@ -39,7 +40,7 @@ def _splits(nan: bool):
 
 def _methods():
     """The methods of our data path that share set-up, in the config's order."""
-    return [RobustPrivateLR(**EXPLICIT), RobustPrivateLR(prior="fixed", **EXPLICIT), BayesLR(),
+    return [RobustPrivateLR(**EXPLICIT), RobustPrivateLR(prior="fixed", **EXPLICIT), PrivateLR(), BayesLR(),
             BayesLR(prior="gamma"), NoiseAwareRPLR(**EXPLICIT), AdaSSP(), RobustPrivateLR(sigma="data", **EXPLICIT),
             NoiseAwareRPLR(clip_public=True, **EXPLICIT)]
 
@@ -131,3 +132,23 @@ def test_lr_float32_rows_take_the_per_split_path_equal():
         b = BayesLR(prior=prior).run_many(copy.deepcopy(s32), 1.0, 0.0, _ledgers(len(ss)))
         for x, y in zip(a, b):
             _same_result(x, y)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_plr_rows_laid_out_once_equal_split_by_split(trials, monkeypatch):
+    """plr's clipped private statistics from the shared layout (and the public ones from the shared statistics)
+    equal the per-split code's, which a patched ``stats.clip`` (an audit mutant) brings back."""
+    from dpexp.families.gdsc import release_batch, stats
+
+    splits = _splits(False) + [_split(11, n=17, n_pub=0)]
+    la = _ledgers(len(splits))
+    fast = PrivateLR().run_many(splits, 1.5, 0.0, la, trials)
+    assert release_batch._clipped_private_stats(splits, 1.0, 5.0)   # the layout path was taken
+    cache.clear()
+    monkeypatch.setattr(stats, "clip", lambda X, y, B_x, B_y: (np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)))
+    assert release_batch._clipped_private_stats(splits, 1.0, 5.0) == {}
+    lb = _ledgers(len(splits))
+    slow = PrivateLR().run_many(copy.deepcopy(splits), 1.5, 0.0, lb, trials)
+    for a, b, l1, l2 in zip(slow, fast, lb, la):
+        _same_result(a, b)
+        assert repr(l1.spends) == repr(l2.spends)

@@ -476,6 +476,54 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     return np.diff(np.concatenate([[0], np.cumsum(bad)])[off]) == 0
 
 
+#: ``stats.clip`` as defined (an audit mutant that patches it makes plr clip split by split, through the patch)
+_STATS_CLIP = gdsc_stats.clip
+
+
+def _clipped_private_stats(splits: list, B_x: float, B_y: float) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
+    """plr's clipped private statistics (XᵀX, Xᵀy, d) at its fixed public bounds, keyed by split index, for the
+    splits with private rows as 2-D float64 X and 1-D float64 y of one length, in groups of equal d of at least two
+    splits: the private rows laid out once (``shared_rows``, the layout rplr's release made of the same rows) and
+    clipped and multiplied as ``RowBlocks.clipped_stats`` does (each product equal to the bit to the split's own
+    ``Xc.T @ Xc``, ``Xc.T @ yc`` of ``stats.clip``'s rows).  The others (or all, if anything fails on the way, or
+    when ``stats.clip`` is patched) are left to the per-split code."""
+    if gdsc_stats.clip is not _STATS_CLIP:
+        return {}
+    by_d: dict[int, list[int]] = {}
+    for k, s in enumerate(splits):
+        X, y = s.X_private, s.y_private
+        if (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1 and X.shape[0] > 0
+                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
+            by_d.setdefault(X.shape[1], []).append(k)
+    got: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+    for d, ks in by_d.items():
+        if len(ks) < 2:
+            continue
+        try:
+            rows = shared_rows([splits[k].X_private for k in ks], [splits[k].y_private for k in ks])
+            S = len(ks)
+            XX, Xy, _ = rows.clipped_stats(np.full(S, B_x), np.full(S, B_y), False, 1)
+        except Exception:   # e.g. memory: split by split, as before
+            continue
+        got.update((k, (XX[j], Xy[j], d)) for j, k in enumerate(ks))
+    return got
+
+
+def _public_stats(splits: list) -> list | None:
+    """The public rows' exact statistics of every split (``shared_sufficient_stats``: rplr's release computed them
+    for the same rows; each equal to the bit to ``Xu.T @ Xu``, ``Xu.T @ yu``), or None (some split's public rows
+    are not 2-D/1-D float64 of one length, or the call fails: the per-split code computes and fails them)."""
+    for s in splits:
+        X, y = s.X_public, s.y_public
+        if not (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1
+                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
+            return None
+    try:
+        return shared_sufficient_stats([s.X_public for s in splits], [s.y_public for s in splits])
+    except Exception:   # split by split, where the failing split fails alone
+        return None
+
+
 def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
                          out: list) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
     """plr's release for many splits: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy)
@@ -501,6 +549,8 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
         return None
     exact: dict[int, tuple[np.ndarray, ...]] = {}
     failed: dict[int, Exception] = {}
+    clipped = _clipped_private_stats(splits, B_x, B_y)
+    public = _public_stats(splits)
 
     def statistics(k: int) -> None:   # the exact statistics: the clipped private rows' (if any), the public's
         s = splits[k]
@@ -508,10 +558,15 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
         if Xv.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
             ledgers[k].public_only()
             priv: tuple = ()
+        elif k in clipped:   # computed with the other splits' (the same floats)
+            priv = clipped[k]
         else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
             Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
             priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
         try:
+            if public is not None:
+                exact[k] = public[k][:2] + priv
+                return
             Xu = s.X_public
             exact[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
         except Exception as exc:   # as split by split: the release is made (and paid), then the split fails
