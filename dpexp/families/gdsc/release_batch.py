@@ -10,6 +10,13 @@ sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum cal
 C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``RowBlocks``,
 ``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
 per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
+
+Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
+deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
+(``shared_rows``: rplr ours and fixed, narplr, AdaSSP, plr), the public rows' exact statistics
+(``shared_sufficient_stats``) and the training rows' (``shared_stats``: lr fixed and gamma) — are kept by the
+arrays' identities in bounded memos (``cache.memo_objects``), read-only; nothing drawn or released is kept
+(tests/gdsc/test_shared_rows.py).
 """
 
 from __future__ import annotations
