@@ -152,3 +152,22 @@ def test_plr_rows_laid_out_once_equal_split_by_split(trials, monkeypatch):
     for a, b, l1, l2 in zip(slow, fast, lb, la):
         _same_result(a, b)
         assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(), dict(precision_prior="scaled"), dict(clip_public=False)])
+def test_narplr_problems_from_the_batch_arrays_equal_the_stacked_releases(trials, params):
+    """narplr's model inputs read from a batched release's (S, T) arrays equal those stacked from its releases."""
+    import dataclasses
+
+    alg = NoiseAwareRPLR(**EXPLICIT, **params)
+    splits = [s for s in _splits(False) if s.d == 3 and s.X_private.shape[0] > 0]
+    rs = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials, public_stats=not alg.params.clip_public)
+    assert all(r.batch is not None for r in rs)
+    fast = alg._problems(splits, rs, trials)
+    slow = alg._problems(splits, [dataclasses.replace(r, batch=None) for r in rs], trials)
+    assert list(fast) == list(slow)
+    for k in fast:
+        _same(fast[k], slow[k])
+        if k == "XX":
+            assert fast[k] is rs[0].batch[0][0].XX   # the batch's own array was read
