@@ -93,8 +93,11 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    rows = shared_rows(Xs, ys)   # the rows (and their σ sums) of these splits, shared with the other methods
     per_trial = sigma[0] == "dp"
+    # σ̂ released: the rows and their σ sums shared with the other methods of these splits (rplr ours and fixed,
+    # narplr, AdaSSP, plr); with the data σ (the paper protocol: no other method lays these rows out) a layout of
+    # this call only, not held after it
+    rows = shared_rows(Xs, ys) if per_trial else RowBlocks(Xs, ys)
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
         sums = rows.sigma_sums(bx, by)
