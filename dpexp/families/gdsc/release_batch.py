@@ -10,16 +10,24 @@ sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum cal
 C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``RowBlocks``,
 ``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
 per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
+
+Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
+deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
+(``shared_rows``: rplr ours and fixed, narplr, AdaSSP, plr), the public rows' exact statistics
+(``shared_sufficient_stats``) and the training rows' (``shared_stats``: lr fixed and gamma) — are kept by the
+arrays' identities in bounded memos (``cache.memo_objects``), read-only; nothing drawn or released is kept
+(tests/gdsc/test_shared_rows.py).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
 from dpexp.families.gdsc.batching import each, groups
 from dpexp.families.gdsc.blocks import Blocks as Layout
@@ -30,6 +38,9 @@ from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 #: numpy's clip ufunc, which ``np.clip`` reaches through two Python layers (a few µs a call); np.clip if absent
 _clip = getattr(getattr(np, "_core", None), "umath", None)
 _clip = getattr(_clip, "clip", np.clip) if isinstance(getattr(_clip, "clip", None), np.ufunc) else np.clip
+
+
+_NONE = object()   # ``RowBlocks.kept``'s "not computed yet" (a kept value may be None)
 
 
 class NotBatchable(Exception):
@@ -82,8 +93,11 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
-    rows = RowBlocks(Xs, ys)
     per_trial = sigma[0] == "dp"
+    # σ̂ released: the rows and their σ sums shared with the other methods of these splits (rplr ours and fixed,
+    # narplr, AdaSSP, plr); with the data σ (the paper protocol: no other method lays these rows out) a layout of
+    # this call only, not held after it
+    rows = shared_rows(Xs, ys) if per_trial else RowBlocks(Xs, ys)
     if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
         _, bx, by, eps_s = sigma
         sums = rows.sigma_sums(bx, by)
@@ -169,6 +183,20 @@ class RowBlocks:
         self.part_rows = [a.shape[0] for i in lay.order for a in (Xs[i] if isinstance(Xs[i], tuple) else (Xs[i],))]
         self.X, self.y = lay.cat(Xs), lay.cat(ys)
         self.S = len(Xs)
+        #: the rows' statistics kept for later callers (``shared_rows``' instances only; None: computed per call)
+        self._known: dict | None = None
+
+    def kept(self, name: Hashable, compute: Callable[[], Any]) -> Any:
+        """``compute()``, a pure function of these rows: kept under ``name`` for the later callers of a shared
+        instance (``shared_rows``; an array kept read-only), computed per call otherwise."""
+        if self._known is None:
+            return compute()
+        got = self._known.get(name, _NONE)
+        if got is _NONE:
+            got = self._known[name] = compute()
+            if isinstance(got, np.ndarray):
+                _read_only(got)
+        return got
 
     def _per_row(self, B: np.ndarray) -> np.ndarray:
         """Each row's value of the per-split array B (S,) or (S, T), in the blocks' row order: (N,) or (N, T)."""
@@ -206,7 +234,12 @@ class RowBlocks:
 
     def sigma_sums(self, bx: float, by: float) -> np.ndarray:
         """``sigma_sums`` of the splits (S, 2), each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum
-        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit)."""
+        over the split's entries, one row-wise reduction per group (a reshape of its block; equal to the bit).
+        A pure function of the rows and the public bounds: computed once per (bx, by) and kept (read-only), so the
+        methods sharing these rows (``shared_rows``: rplr, narplr, AdaSSP) sum them once."""
+        return self.kept(("sigma_sums", bx, by), lambda: self._sigma_sums(bx, by))
+
+    def _sigma_sums(self, bx: float, by: float) -> np.ndarray:
         qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
         np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
         np.multiply(qy, qy, out=qy)
@@ -223,8 +256,11 @@ class RowBlocks:
         the rows as given), stacked (S, d, d), (S, d), (S,) in the splits' order: a group of equal n one stacked
         call on its block (each split's products summed as by its own call: equal to the bit), a split alone of its
         n its own calls.  Float64 rows (the results are stored as float64)."""
-        X = self.X if X is None else X
-        y = self.y if y is None else y
+        if X is None and y is None:   # the rows as given: kept by a shared instance
+            return self.kept("stats", lambda: tuple(map(_read_only, self._stats(self.X, self.y))))
+        return self._stats(self.X if X is None else X, self.y if y is None else y)
+
+    def _stats(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         S, d = self.S, X.shape[1]
         XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
         for n, members, a in self.blocks:
@@ -267,6 +303,86 @@ class RowBlocks:
             XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
             yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
         return XX, Xy, yy
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` marked read-only (a value kept for later callers: writing into it would raise, not leak)."""
+    a.flags.writeable = False
+    return a
+
+
+def _parts_key(parts: list) -> tuple[tuple, tuple]:
+    """The arrays of row sets given as arrays or tuples of arrays (flattened, in order) and the sets' shape of
+    parts (0 for an array, else the tuple's length): with the arrays' identities, a key of the row sets."""
+    flat, shape = [], []
+    for p in parts:
+        if isinstance(p, tuple):
+            flat += p
+            shape.append(len(p))
+        else:
+            flat.append(p)
+            shape.append(0)
+    return tuple(flat), tuple(shape)
+
+
+#: entries kept by ``shared_stats`` and ``shared_sufficient_stats`` (small arrays): the runner calls every method
+#: of one size before the next size, so a size's entries are asked for within a few calls
+SHARED = 2
+#: row layouts kept by ``shared_rows`` (up to ~7 MiB of rows each): the current size's private rows only
+SHARED_ROWS = 1
+
+
+def shared_rows(Xs: list, ys: list) -> RowBlocks:
+    """``RowBlocks(Xs, ys)`` shared by every call handed the same arrays (the runner gives each method of one size
+    the same ``Split`` objects; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP): keyed by the
+    arrays' identities (``cache.memo_objects``, which holds them, so an id cannot be reused while the entry lives;
+    bounded, ``SHARED_ROWS``).  Its rows, σ sums and unclipped statistics are pure functions of the rows, computed once
+    for all of them (read-only: a caller that clips in place, e.g. rlr, builds its own ``RowBlocks``).  Nothing
+    drawn or released is kept."""
+    fx, kx = _parts_key(Xs)
+    fy, ky = _parts_key(ys)
+
+    def build() -> RowBlocks:
+        rows = RowBlocks(Xs, ys)
+        _read_only(rows.X)
+        _read_only(rows.y)
+        rows._known = {}
+        return rows
+
+    return cache.memo_objects("gdsc.shared_rows", fx + fy, (kx, ky), build, maxsize=SHARED_ROWS)
+
+
+def shared_stats(Xs: list, ys: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``RowBlocks(Xs, ys).stats()`` and ``counts`` — the exact (unclipped) statistics of each row set, equal to
+    the bit to its own ``sufficient_stats`` — shared by every call handed the same arrays (e.g. lr fixed and lr
+    gamma on one size's training rows; keyed by their identities as ``shared_rows``, without keeping the laid-out
+    rows), read-only; None for rows that are not 2-D float64 X and 1-D float64 y (the caller's per-split path)."""
+    fx, kx = _parts_key(Xs)
+    fy, ky = _parts_key(ys)
+
+    def build() -> tuple | None:
+        rows = RowBlocks(Xs, ys)
+        if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1):
+            return None
+        return tuple(map(_read_only, (*rows.stats(), rows.counts)))
+
+    return cache.memo_objects("gdsc.shared_stats", fx + fy, (kx, ky), build, maxsize=SHARED)
+
+
+def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray]
+                            ) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``sufficient_stats_many(Xs, ys)`` shared by every call handed the same arrays (e.g. the public rows' exact
+    statistics of rplr ours, rplr fixed and narplr on one size's splits), keyed by their identities as
+    ``shared_rows``; the arrays read-only."""
+    def build() -> list:
+        got = sufficient_stats_many(Xs, ys)
+        for XX, Xy, _ in got:
+            _read_only(XX)
+            _read_only(Xy)
+        return got
+
+    return cache.memo_objects("gdsc.shared_sufficient_stats", tuple(Xs) + tuple(ys), len(Xs), build,
+                              maxsize=SHARED)
 
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -370,6 +486,54 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     return np.diff(np.concatenate([[0], np.cumsum(bad)])[off]) == 0
 
 
+#: ``stats.clip`` as defined (an audit mutant that patches it makes plr clip split by split, through the patch)
+_STATS_CLIP = gdsc_stats.clip
+
+
+def _clipped_private_stats(splits: list, B_x: float, B_y: float) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
+    """plr's clipped private statistics (XᵀX, Xᵀy, d) at its fixed public bounds, keyed by split index, for the
+    splits with private rows as 2-D float64 X and 1-D float64 y of one length, in groups of equal d of at least two
+    splits: the private rows laid out once (``shared_rows``, the layout rplr's release made of the same rows) and
+    clipped and multiplied as ``RowBlocks.clipped_stats`` does (each product equal to the bit to the split's own
+    ``Xc.T @ Xc``, ``Xc.T @ yc`` of ``stats.clip``'s rows).  The others (or all, if anything fails on the way, or
+    when ``stats.clip`` is patched) are left to the per-split code."""
+    if gdsc_stats.clip is not _STATS_CLIP:
+        return {}
+    by_d: dict[int, list[int]] = {}
+    for k, s in enumerate(splits):
+        X, y = s.X_private, s.y_private
+        if (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1 and X.shape[0] > 0
+                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
+            by_d.setdefault(X.shape[1], []).append(k)
+    got: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
+    for d, ks in by_d.items():
+        if len(ks) < 2:
+            continue
+        try:
+            rows = shared_rows([splits[k].X_private for k in ks], [splits[k].y_private for k in ks])
+            S = len(ks)
+            XX, Xy, _ = rows.clipped_stats(np.full(S, B_x), np.full(S, B_y), False, 1)
+        except Exception:   # e.g. memory: split by split, as before
+            continue
+        got.update((k, (XX[j], Xy[j], d)) for j, k in enumerate(ks))
+    return got
+
+
+def _public_stats(splits: list) -> list | None:
+    """The public rows' exact statistics of every split (``shared_sufficient_stats``: rplr's release computed them
+    for the same rows; each equal to the bit to ``Xu.T @ Xu``, ``Xu.T @ yu``), or None (some split's public rows
+    are not 2-D/1-D float64 of one length, or the call fails: the per-split code computes and fails them)."""
+    for s in splits:
+        X, y = s.X_public, s.y_public
+        if not (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1
+                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
+            return None
+    try:
+        return shared_sufficient_stats([s.X_public for s in splits], [s.y_public for s in splits])
+    except Exception:   # split by split, where the failing split fails alone
+        return None
+
+
 def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
                          out: list) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
     """plr's release for many splits: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy)
@@ -395,6 +559,8 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
         return None
     exact: dict[int, tuple[np.ndarray, ...]] = {}
     failed: dict[int, Exception] = {}
+    clipped = _clipped_private_stats(splits, B_x, B_y)
+    public = _public_stats(splits)
 
     def statistics(k: int) -> None:   # the exact statistics: the clipped private rows' (if any), the public's
         s = splits[k]
@@ -402,10 +568,15 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
         if Xv.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
             ledgers[k].public_only()
             priv: tuple = ()
+        elif k in clipped:   # computed with the other splits' (the same floats)
+            priv = clipped[k]
         else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
             Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
             priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
         try:
+            if public is not None:
+                exact[k] = public[k][:2] + priv
+                return
             Xu = s.X_public
             exact[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
         except Exception as exc:   # as split by split: the release is made (and paid), then the split fails

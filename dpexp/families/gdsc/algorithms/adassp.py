@@ -40,7 +40,8 @@ from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, 
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior, public_posteriors
-from dpexp.families.gdsc.release_batch import NotBatchable, finite_rows, float_square, release_sigmas
+from dpexp.families.gdsc.release_batch import (NotBatchable, RowBlocks, finite_rows, float_square, release_sigmas,
+                                                shared_rows)
 from dpexp.models import adassp as core
 from dpexp.models.vb import VBResult
 from dpexp.privacy.ledger import as_ledger
@@ -197,7 +198,7 @@ class AdaSSP(Algorithm):
         of equal n (``_Blocked``): the finiteness check, the σ sums and the clipped products read that one array."""
         p = self.params
         d = ss[0].d
-        rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
+        rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss], share=True)
         keep = rows.finite()
         if p.public:
             keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
@@ -334,31 +335,23 @@ class AdaSSP(Algorithm):
 
 class _Blocked:
     """The rows of S splits (``Xs[i]`` (n_i, d), ``ys[i]``) concatenated once, group by group of equal n in order
-    of first appearance (the layout of ``release_batch.block_order``): a group's rows are then one block, and
-    stacking them a reshape.  ``X`` (N, d), ``y`` (N,), ``blocks`` [(n, members, first row)], ``counts`` (S,) the
-    splits' n in their own order."""
+    of first appearance (``release_batch.RowBlocks``, the layout of ``release_batch.block_order``): a group's rows
+    are then one block, and stacking them a reshape.  ``X`` (N, d), ``y`` (N,), ``blocks`` [(n, members, first
+    row)], ``counts`` (S,) the splits' n in their own order.  ``share``: the layout, its finiteness and σ sums
+    those of ``release_batch.shared_rows`` (the private rows rplr and narplr lay out too: computed once for all)."""
 
-    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
+    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray], share: bool = False) -> None:
         self._Xs, self._ys = Xs, ys
-        counts = [X.shape[0] for X in Xs]
-        self.counts = np.array(counts, dtype=np.intp)
-        groups: dict[int, list[int]] = {}
-        for i, n in enumerate(counts):
-            groups.setdefault(n, []).append(i)
-        self.blocks: list[tuple[int, list[int], int]] = []
-        order: list[int] = []
-        start = 0
-        for n, members in groups.items():
-            self.blocks.append((n, members, start))
-            order += members
-            start += n * len(members)
-        self.order = np.array(order, dtype=np.intp)
-        self.X = np.concatenate([Xs[i] for i in order])
-        self.y = np.concatenate([ys[i] for i in order])
+        self._rows = rows = shared_rows(Xs, ys) if share else RowBlocks(Xs, ys)
+        self.counts = rows.counts.astype(np.intp, copy=False)
+        self.blocks, self.order, self.X, self.y = rows.blocks, rows.order, rows.X, rows.y
 
     def finite(self) -> np.ndarray:
         """(S,) bool: each split's rows all finite (``release_batch.finite_rows``); one sum over all rows when that
         is finite (a non-finite entry makes it NaN or ±inf; a finite overflow only sends the check to the rows)."""
+        return self._rows.kept("finite", self._finite).copy()   # a fresh array (the caller narrows it in place)
+
+    def _finite(self) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore"):
             if math.isfinite(float(self.X.sum())) and math.isfinite(float(self.y.sum())):
                 return np.ones(self.counts.size, dtype=bool)
@@ -369,15 +362,9 @@ class _Blocked:
         return np.repeat(B[self.order], self.counts[self.order], axis=0).T
 
     def sigma_sums(self, bx: float, by: float) -> np.ndarray:
-        """``release_batch.sigma_sums`` of the splits (S, 2) from these rows (the same rows in the same layout, so
-        the same row-wise reductions: equal to the bit)."""
-        qx, qy = np.clip(self.X, -bx, bx) ** 2, np.clip(self.y, -by, by) ** 2
-        out = np.empty((self.counts.size, 2))
-        for n, members, a in self.blocks:
-            G = len(members)
-            out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
-            out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
-        return out
+        """``release_batch.sigma_sums`` of the splits (S, 2) from these rows (``RowBlocks.sigma_sums``: the same
+        rows in the same layout, so the same row-wise reductions: equal to the bit)."""
+        return self._rows.sigma_sums(bx, by)
 
 
 #: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)

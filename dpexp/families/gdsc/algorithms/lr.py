@@ -9,7 +9,7 @@ import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
-from dpexp.families.gdsc.release_batch import RowBlocks
+from dpexp.families.gdsc.release_batch import shared_stats
 from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
 from dpexp.models.bayes_lr import posterior_mean_fixed
@@ -45,18 +45,19 @@ class BayesLR(Reference, BatchedAlgorithm):
         for d, ks in by_d.items():
             # every split's training rows (public then private: ``Split.X_train``) stacked once, splits of equal n
             # adjacent: their statistics one stacked call per n (``release_batch.RowBlocks``; each split's products
-            # summed as by its own ``sufficient_stats``)
-            rows = RowBlocks([(splits[k].X_public, splits[k].X_private) for k in ks],
-                          [(splits[k].y_public, splits[k].y_private) for k in ks])
-            if rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1:
-                XX, Xy, yy = rows.stats()
+            # summed as by its own ``sufficient_stats``), shared by lr's variants on these splits (``shared_stats``)
+            got = shared_stats([(splits[k].X_public, splits[k].X_private) for k in ks],
+                               [(splits[k].y_public, splits[k].y_private) for k in ks])
+            if got is not None:
+                XX, Xy, yy, counts = got
             else:   # other rows: split by split
                 X = Rows([(splits[k].X_public, splits[k].X_private) for k in ks])
                 y = Rows([(splits[k].y_public, splits[k].y_private) for k in ks])
                 st = [sufficient_stats(Xk, yk) for Xk, yk in zip(X.split(X.stack), y.split(y.stack))]
                 XX, Xy = np.stack([a[0] for a in st]), np.stack([a[1] for a in st])
                 yy = np.array([a[2] for a in st])
-            n = rows.counts.astype(float)
+                counts = X.counts
+            n = counts.astype(float)
             if p.prior == "fixed":   # fit_weights' solve; exact Gram matrices: the floor's decision certified
                 W = posterior_mean_fixed(XX, Xy, p.lam, p.lam0, "psd_floor", certify=True)
             elif all(splits[k].X_private.shape[0] == 0 for k in ks):   # public rows only: rlr fits the same

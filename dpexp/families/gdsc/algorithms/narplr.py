@@ -47,7 +47,8 @@ from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.rplr import Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams
+from dpexp.families.gdsc.algorithms.rplr import (Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams,
+                                                _whole_batch)
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import public_posteriors
 from dpexp.families.gdsc.release_batch import clipped_rows
@@ -203,9 +204,14 @@ class NoiseAwareRPLR(RobustPrivateLR):
             return st
         d, S = splits[0].d, len(splits)
         n = np.array([float(s.X_private.shape[0]) for s in splits])[:, None]
-        Bx = _stack_trials([r.B_x for r in rs], trials)
-        By = _stack_trials([r.B_y for r in rs], trials)
-        sx = _stack_trials([r.sigma_x for r in rs], trials)
+        # all rows of one batched release with σ̂ drawn per trial, in order: its (S, T) arrays are the stacks
+        g = tok[0] if (tok := _whole_batch(rs)) is not None and tok[0].B_x.shape == (S, trials) else None
+        if g is not None:
+            Bx, By, sx = g.B_x, g.B_y, g.sigma_x
+        else:
+            Bx = _stack_trials([r.B_x for r in rs], trials)
+            By = _stack_trials([r.B_y for r in rs], trials)
+            sx = _stack_trials([r.sigma_x for r in rs], trials)
         s_xx, s_xy, s_yy = sensitivities(d, Bx, By)
         e = np.array([[r.split[0] * r.eps, r.split[1] * r.eps, r.split[2] * r.eps] for r in rs])
         m = np.array([float(s.X_public.shape[0]) for s in splits])
@@ -220,15 +226,18 @@ class NoiseAwareRPLR(RobustPrivateLR):
         wx = np.array([r.extras["omega_x"] for r in rs])[:, None]
         wy = np.array([r.extras["omega_y"] for r in rs])[:, None]
         if p.precision_prior == "scaled":
-            sy = _stack_trials([r.sigma_y for r in rs], trials)
+            sy = g.sigma_y if g is not None else _stack_trials([r.sigma_y for r in rs], trials)
             prior = clipping_scaled_prior(wx, wy, units=(sx, sy, d))
         elif p.precision_prior == "clipped":
             prior = clipping_scaled_prior(wx, wy)
         else:
             prior = PAPER_PRIOR
         prior = tuple(np.broadcast_to(np.asarray(v, dtype=float), (S, trials)) for v in prior)
-        return {"XX": np.stack([r.XX for r in rs]), "Xy": np.stack([r.Xy for r in rs]),
-                "yy": np.stack([r.yy for r in rs]), "n": np.broadcast_to(n, (S, trials)),
+        if g is not None:   # the released arrays themselves (read, never written, by the fit)
+            XX, Xy, yy = g.XX, g.Xy, g.yy
+        else:
+            XX, Xy, yy = np.stack([r.XX for r in rs]), np.stack([r.Xy for r in rs]), np.stack([r.yy for r in rs])
+        return {"XX": XX, "Xy": Xy, "yy": yy, "n": np.broadcast_to(n, (S, trials)),
                 "b_xx": s_xx / e[:, :1], "b_xy": s_xy / e[:, 1:2], "b_yy": s_yy / e[:, 2:],
                 "pXX": pXX, "pXy": pXy, "pyy": pyy, "pn": np.broadcast_to(m[:, None], (S, trials)),
                 "gm": gram.mean, "gv": gram.var, "prior": prior}

@@ -38,7 +38,7 @@ from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
 from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
-                                                release_group, sufficient_stats_many)
+                                                release_group, shared_sufficient_stats)
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
@@ -429,7 +429,8 @@ class RobustPrivateLR(BatchedAlgorithm):
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
         elif public_stats:
-            pubs = sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss])
+            # the public rows' exact statistics: the same for rplr ours, fixed and narplr on these splits (shared)
+            pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
         Bxm, Bym = Bxm.tolist(), Bym.tolist()   # Python floats (what float(Bxm[i]) gives)

@@ -1,0 +1,173 @@
+"""Set-up shared between the methods of one size (``release_batch.shared_rows``, ``shared_stats``,
+``shared_sufficient_stats``): the runner hands every method the same ``Split`` objects, and the rows' layout, σ sums
+and exact statistics they compute are kept by the arrays' identities.  A method run after the others on the same
+splits gives, to the bit, what it gives alone on fresh copies of them (outputs, extras, guarantees, spends)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from dpexp import cache
+from dpexp.families.gdsc.algorithms.adassp import AdaSSP
+from dpexp.families.gdsc.algorithms.lr import BayesLR
+from dpexp.families.gdsc.algorithms.narplr import NoiseAwareRPLR
+from dpexp.families.gdsc.algorithms.plr import PrivateLR
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
+from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_stats, shared_sufficient_stats,
+                                                sufficient_stats_many)
+from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+EXPLICIT = dict(p1=0.35, p2=0.6, p3=0.05, omega_x=1.3, omega_y=0.9)
+
+
+def _splits(nan: bool):
+    """Varying n (two of equal n), one split without private rows, one alone of its d (= 2) among d = 3 ones, one
+    without public rows; ``nan``: one with a NaN private row (rplr's group then takes the per-split path, AdaSSP
+    sets it aside)."""
+    ss = [_split(1, scale=3.0), _split(2, n=0), _split(3, n=17), _split(4, d=2), _split(5, n=55, n_pub=3),
+          _split(6, n=1), _split(8, n=30, n_pub=0), _split(9, n=17)]
+    if nan:
+        bad = _split(7, n=20)
+        bad.X_private[3, 1] = np.nan
+        ss.append(bad)
+    return ss
+
+
+def _methods():
+    """The methods of our data path that share set-up, in the config's order."""
+    return [RobustPrivateLR(**EXPLICIT), RobustPrivateLR(prior="fixed", **EXPLICIT), PrivateLR(), BayesLR(),
+            BayesLR(prior="gamma"), NoiseAwareRPLR(**EXPLICIT), AdaSSP(), RobustPrivateLR(sigma="data", **EXPLICIT),
+            NoiseAwareRPLR(clip_public=True, **EXPLICIT)]
+
+
+def _same_result(a, b):
+    if isinstance(a, Exception):
+        assert type(a) is type(b) and str(a) == str(b)
+        return
+    assert not isinstance(b, Exception), b
+    for f in ("predictions", "coef", "coef_interval", "pred_interval", "clip_bounds"):
+        _same(getattr(a, f), getattr(b, f))
+    _same(a.extras, b.extras)
+    assert repr(a.guarantee) == repr(b.guarantee)
+
+
+def _run_many(alg, splits, lgs, trials):
+    try:
+        return alg.run_many(splits, 1.5, 0.0, lgs, trials)
+    except Exception as exc:  # compared as a result
+        return exc
+
+
+@pytest.mark.parametrize("nan", [False, True])
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("secure", [False, True])
+def test_methods_on_the_same_splits_equal_each_alone(nan, trials, secure):
+    splits = _splits(nan)
+    together = []
+    for alg in _methods():   # one after the other on the same Split objects, as the runner calls them
+        lgs = _ledgers(len(splits), secure)
+        together.append((_run_many(alg, splits, lgs, trials), lgs))
+    for alg, (got, lgs) in zip(_methods(), together):
+        cache.clear()
+        alone = copy.deepcopy(splits)   # new arrays: nothing found by identity
+        la = _ledgers(len(alone), secure)
+        ref = _run_many(alg, alone, la, trials)
+        if isinstance(ref, Exception):   # lr's call fails as a whole on NaN rows (as before): the same error
+            _same_result(ref, got)
+            continue
+        for a, b, l1, l2 in zip(ref, got, la, lgs):
+            _same_result(a, b)
+            assert repr(l1.spends) == repr(l2.spends)
+
+
+def test_shared_rows_kept_by_identity_and_equal_to_a_fresh_layout():
+    ss = _splits(False)
+    Xs, ys = [s.X_private for s in ss if s.d == 3], [s.y_private for s in ss if s.d == 3]
+    rows = shared_rows(Xs, ys)
+    assert shared_rows(list(Xs), list(ys)) is rows                        # the same arrays: the same entry
+    assert shared_rows([X.copy() for X in Xs], ys) is not rows           # equal arrays, other objects: not
+    fresh = RowBlocks(Xs, ys)
+    _same(rows.X, fresh.X)
+    _same(rows.sigma_sums(1.0, 5.0), fresh.sigma_sums(1.0, 5.0))
+    assert rows.sigma_sums(1.0, 5.0) is rows.sigma_sums(1.0, 5.0)
+    _same(rows.sigma_sums(0.5, 2.0), fresh.sigma_sums(0.5, 2.0))        # other bounds: their own sums
+    _same(rows.stats(), fresh.stats())
+    for a in (rows.X, rows.y, rows.sigma_sums(1.0, 5.0), *rows.stats()):
+        assert not a.flags.writeable                                      # kept values cannot be written into
+    assert fresh._known is None and fresh.X.flags.writeable              # a caller's own layout: as before
+    fresh.X[0, 0] = 9.0   # (rlr clips its own layout in place)
+    assert rows.X[0, 0] != 9.0
+
+
+def test_shared_stats_equal_per_set_and_none_for_other_rows():
+    ss = _splits(False)[:3]
+    Xs, ys = [(s.X_public, s.X_private) for s in ss], [(s.y_public, s.y_private) for s in ss]
+    XX, Xy, yy, counts = shared_stats(Xs, ys)
+    assert shared_stats(Xs, ys)[0] is XX
+    for i, s in enumerate(ss):
+        X, y = np.concatenate([s.X_public, s.X_private]), np.concatenate([s.y_public, s.y_private])
+        _same(XX[i], X.T @ X)
+        _same(Xy[i], X.T @ y)
+        assert yy[i] == float(y @ y) and counts[i] == len(y)
+    f32 = [(s.X_public.astype(np.float32), s.X_private.astype(np.float32)) for s in ss]
+    assert shared_stats(f32, ys) is None
+    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+    _same(pub, sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss]))
+    assert not pub[0][0].flags.writeable
+
+
+def test_lr_float32_rows_take_the_per_split_path_equal():
+    ss = _splits(False)
+    s32 = [copy.deepcopy(s) for s in ss]
+    for s in s32:
+        s.X_private, s.X_public = s.X_private.astype(np.float32), s.X_public.astype(np.float32)
+    for prior in ("fixed", "gamma"):
+        a = BayesLR(prior=prior).run_many(s32, 1.0, 0.0, _ledgers(len(ss)))
+        cache.clear()
+        b = BayesLR(prior=prior).run_many(copy.deepcopy(s32), 1.0, 0.0, _ledgers(len(ss)))
+        for x, y in zip(a, b):
+            _same_result(x, y)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_plr_rows_laid_out_once_equal_split_by_split(trials, monkeypatch):
+    """plr's clipped private statistics from the shared layout (and the public ones from the shared statistics)
+    equal the per-split code's, which a patched ``stats.clip`` (an audit mutant) brings back."""
+    from dpexp.families.gdsc import release_batch, stats
+
+    splits = _splits(False) + [_split(11, n=17, n_pub=0)]
+    la = _ledgers(len(splits))
+    fast = PrivateLR().run_many(splits, 1.5, 0.0, la, trials)
+    assert release_batch._clipped_private_stats(splits, 1.0, 5.0)   # the layout path was taken
+    cache.clear()
+    monkeypatch.setattr(stats, "clip", lambda X, y, B_x, B_y: (np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)))
+    assert release_batch._clipped_private_stats(splits, 1.0, 5.0) == {}
+    lb = _ledgers(len(splits))
+    slow = PrivateLR().run_many(copy.deepcopy(splits), 1.5, 0.0, lb, trials)
+    for a, b, l1, l2 in zip(slow, fast, lb, la):
+        _same_result(a, b)
+        assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(), dict(precision_prior="scaled"), dict(clip_public=False)])
+def test_narplr_problems_from_the_batch_arrays_equal_the_stacked_releases(trials, params):
+    """narplr's model inputs read from a batched release's (S, T) arrays equal those stacked from its releases."""
+    import dataclasses
+
+    alg = NoiseAwareRPLR(**EXPLICIT, **params)
+    splits = [s for s in _splits(False) if s.d == 3 and s.X_private.shape[0] > 0]
+    rs = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials, public_stats=not alg.params.clip_public)
+    assert all(r.batch is not None for r in rs)
+    fast = alg._problems(splits, rs, trials)
+    slow = alg._problems(splits, [dataclasses.replace(r, batch=None) for r in rs], trials)
+    assert list(fast) == list(slow)
+    for k in fast:
+        _same(fast[k], slow[k])
+        if k == "XX":
+            assert fast[k] is rs[0].batch[0][0].XX   # the batch's own array was read
