@@ -727,6 +727,7 @@ def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone
 
 def _chunk_done(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     records = chunk_records(exp, chunk, seed)
+    cache.clear_objects()   # the entries keyed by this chunk's splits and predictions: no later chunk sees them
     (data, lines), summary = _records_text(records), _records_summary(records)
     if not compress_parts(exp):
         return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)

@@ -582,3 +582,51 @@ def test_ranks_and_codes_of_large_groups_equal_the_argsort_path(m, n, monkeypatc
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
         assert got[1].dtype == want[1].dtype
         assert np.array_equal(got[0], stats.rankdata(B, axis=1))
+
+
+def test_clear_objects_drops_the_object_keyed_entries_only():
+    """``cache.clear_objects`` forgets every ``memo_objects`` entry (a chunk's splits and predictions) and keeps
+    every other memo (loaded data, tuned values, ``memo_for`` entries of long-lived objects); a cleared entry is
+    computed again, to the same value, when asked for."""
+    from dpexp import cache
+
+    a, b, owner = np.arange(3.0), np.ones(2), np.zeros(1)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return float(a.sum() + b.sum())
+
+    try:
+        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0
+        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0 and len(calls) == 1
+        cache.memo("test.plain", "k", lambda: 7)
+        cache.memo_for("test.for", owner, "k", lambda: 8)
+        cache.clear_objects()
+        assert not cache.contains("test.objs", ((id(a), id(b)), "k"))
+        assert cache.contains("test.plain", "k") and cache.contains("test.for", (id(owner), "k"))
+        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0 and len(calls) == 2
+    finally:
+        for ns in ("test.objs", "test.plain", "test.for"):
+            cache.clear(ns)
+
+
+def test_a_chunk_leaves_no_object_keyed_entries(monkeypatch):
+    """``compute_chunk`` clears the ``memo_objects`` entries once its records are made (before writing them): what
+    they hold belongs to the chunk alone, and kept by the bounded memos it held ~120 MiB per worker past the chunk."""
+    from dpexp import cache, runner
+
+    order = []
+
+    def fake(exp, chunk, seed):
+        cache.memo_objects("test.chunk", (order,), None, lambda: order.append("computed"))
+        order.append("records")
+        return []
+
+    monkeypatch.setattr(runner, "chunk_records", fake)
+    monkeypatch.setattr(runner, "compress_parts", lambda exp: False)
+    monkeypatch.setattr(runner, "_chunk_cells", lambda exp, chunk: 0)
+    monkeypatch.setattr(cache, "clear_objects", lambda f=cache.clear_objects: (order.append("cleared"), f()))
+    done = runner.compute_chunk(None, type("C", (), {"index": 0})(), 0)
+    assert order == ["computed", "records", "cleared"] and done.data == b""
+    assert not cache.contains("test.chunk", ((id(order),), None))
