@@ -170,7 +170,7 @@ def clear_objects() -> None:
     grows by 300 MB).  A chunk still running in another thread of the process (a Dask worker) only recomputes what
     it looks up again: the entries are pure functions of their objects."""
     with _LOCK:
-        for namespace in _OBJECT_NAMESPACES:
+        for namespace in tuple(_OBJECT_NAMESPACES):   # a copy: another thread may add one meanwhile
             _MEMOS.pop(namespace, None)
 
 

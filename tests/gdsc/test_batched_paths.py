@@ -579,6 +579,30 @@ def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatc
     assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper
 
 
+@pytest.mark.parametrize("name", ["plr_paper", "oplr_paper"])
+def test_shared_private_products_follow_the_splits_to_other_positions(name):
+    """The same read-only private arrays handed again at other positions (behind a split of another d, whose group
+    is fitted apart): each split gets its own products, not those filed under its old position — every output and
+    spend equals the run on writeable copies (the review's case: a memo keyed by the arrays alone gave split a the
+    products of c and dropped c's private rows)."""
+    from dpexp import cache
+
+    a, c = make_split(40, 5, 4, 1), make_split(30, 5, 4, 3)
+    other = make_split(20, 5, 3, 2)
+    for s in (a, c):
+        for f in ("X_private", "y_private"):
+            setattr(s, f, getattr(s, f).copy())
+            getattr(s, f).flags.writeable = False
+    alg = registry.get("algorithm", name)()
+    cache.clear("gdsc.paper_private_grams")
+    for order in ([a, c], [other, a, c], [a, other, c]):
+        plain = [_copied(s) for s in order]
+        lf, lp = ledgers(len(order)), ledgers(len(order))
+        fast, slow = alg.run_many(order, 2.0, 0.0, lf, 1), alg.run_many(plain, 2.0, 0.0, lp, 1)
+        for k, (x, y) in enumerate(zip(fast, slow)):
+            assert_same(x, y, lf[k], lp[k])
+
+
 @pytest.mark.parametrize("name", ["oplr", "fmlr"])
 def test_scaled_wholes_are_not_served_to_a_patched_scaling(name, monkeypatch):
     """An audit mutant patching the scaling (``audit.mutants.unit_box_unclipped``) gets its own rows, not the ones

@@ -126,7 +126,9 @@ def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.nda
         return out
 
     if all(type(a) is np.ndarray and not a.flags.writeable for a in objs):
-        return cache.memo_objects("gdsc.paper_private_grams", objs, None, compute, maxsize=1)
+        # keyed by the split positions too: the products are filed by position, and the same arrays may come at
+        # other positions in another call (e.g. behind a split of another d)
+        return cache.memo_objects("gdsc.paper_private_grams", objs, tuple(ks), compute, maxsize=1)
     return compute()
 
 
