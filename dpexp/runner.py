@@ -267,7 +267,7 @@ class _LazySeededNoise(SeededNoise):
     _rng = _CellStream()
 
     def __init__(self, root_seed: int, words: tuple[int, ...], state: np.ndarray | None = None) -> None:
-        self._seed, self._words, self._state = root_seed, words, state
+        self._seed, self._words, self._state = int(root_seed), words, state
 
 
 def _cell_streams(exp: ResolvedExperiment, dv: DatasetVariant, ds_key: str, chunk: Chunk, root_seed: int,
