@@ -29,7 +29,7 @@ import warnings
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dpexp import cache
 from dpexp.errors import UserError
@@ -432,6 +432,8 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float, to
         hi *= 2.0
     while f(lo) < 0 and lo > 1e-300:
         lo /= 2.0
+    from scipy import optimize   # here: importing scipy.optimize costs every process ~0.3 s at start
+
     r = float(optimize.brentq(f, lo, hi, xtol=tol * sensitivity, rtol=1e-14, maxiter=500))
     # brentq's root may lie a rounding step below the true one: keep a bracket with f(lo) > 0 >= f(hi), return hi
     w = max(tol * sensitivity, 1e-15 * r)
