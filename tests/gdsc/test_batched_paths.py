@@ -144,6 +144,48 @@ def test_scaled_rows_equal_the_per_part_formula(shared, empty_range):
         np.testing.assert_array_equal(g, _minmax(p, l, 5.0), strict=True)
 
 
+@pytest.mark.parametrize("entries", [1, 10, 40960])
+def test_scaled_rows_in_any_stacks_equal_the_per_part_formula(entries, monkeypatch):
+    """The stacks ``_scaled_rows`` cuts the parts into (``_CHUNK_ENTRIES`` entries, rows or responses) change no
+    float: every part as scaled on its own, each part a stack, several, or all in one."""
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    monkeypatch.setattr(compared_paper, "_CHUNK_ENTRIES", entries)
+    rng = np.random.default_rng(8)
+    parts = [rng.normal(size=(n, 4)) for n in (3, 0, 5, 2, 7)]
+    lo, hi = [rng.normal(size=4) - 3.0 for _ in parts], [rng.normal(size=4) + 3.0 for _ in parts]
+    for p, l, h, g in zip(parts, lo, hi, _scaled_rows(parts, lo, hi)):
+        np.testing.assert_array_equal(g, with_bias(_minmax(p, l, h)), strict=True)
+    y = [rng.normal(size=n) for n in (3, 0, 5, 2, 7)]
+    ly, hy = [-3.0 - j for j in range(5)], [3.0 + j for j in range(5)]
+    for p, l, h, g in zip(y, ly, hy, _scaled_rows(y, ly, hy, bias=False)):
+        np.testing.assert_array_equal(g, _minmax(p, l, h), strict=True)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_outputs_back_equals_the_per_split_formula(trials):
+    """fmlr_paper's predictions mapped back to response units for all splits in one pass = each split's
+    ``(w @ Zᵀ + 1)·(hi − lo)/2 + lo`` on its own, to the bit; a failed fit keeps its exception, an empty test set."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _outputs_back
+
+    rng = np.random.default_rng(3)
+    Zs = [rng.uniform(-1, 1, size=(n, 5)) for n in (7, 0, 4, 9)]
+    W = [rng.normal(size=(trials, 5)) for _ in Zs]
+    W[2] = ValueError("no fit")
+    lo, hi = [-2.5, 0.3, -1.0, -7.25], [4.0, 1.1, 2.0, 0.5]
+    lg = ledgers(6)
+    for g in lg:
+        g.public_only()
+    out = [None] * 6
+    _outputs_back([1, 2, 4, 5], W, Zs, lo, hi, lg, out)
+    assert out[0] is None and out[3] is None and out[4] is W[2]
+    for j, k in ((0, 1), (1, 2), (3, 5)):
+        want = (W[j] @ Zs[j].T + 1.0) * (0.5 * (hi[j] - lo[j])) + lo[j]
+        np.testing.assert_array_equal(out[k].predictions, want, strict=True)
+        assert out[k].predictions.shape == (trials, len(Zs[j])) and out[k].coef is W[j]
+        assert out[k].guarantee == lg[k].guarantee()
+
+
 @pytest.mark.parametrize("n", [0, 5, 64, 200, 640])
 @pytest.mark.parametrize("ufunc", [np.subtract, np.divide])
 def test_by_column_equals_the_broadcast_call(n, ufunc):

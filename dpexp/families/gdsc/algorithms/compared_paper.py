@@ -85,6 +85,34 @@ def _outputs(ks: list[int], weights: list, X_tests: list[np.ndarray], ledgers: l
         out[k] = Output(predictions=pred if back is None else back[j](pred), coef=w, guarantee=ledgers[k].guarantee())
 
 
+def _outputs_back(ks: list[int], weights: list, X_tests: list[np.ndarray], lo: list[float], hi: list[float],
+                  ledgers: list, out: list) -> None:
+    """``_outputs`` with each split's scaled predictions mapped back to response units by its range [lo, hi] of y
+    (monotone): (p + 1)·sc + lo with sc = (hi − lo)/2 — element-wise, so done in one pass over all the splits'
+    predictions (each split's prediction then a view of it): the same floats as split by split."""
+    good, preds, los, scs = [], [], [], []
+    for j, k in enumerate(ks):
+        w = weights[j]
+        if isinstance(w, Exception):
+            out[k] = w
+            continue
+        good.append((k, w))
+        preds.append(w @ X_tests[j].T)
+        los.append(lo[j])
+        scs.append(0.5 * (hi[j] - lo[j]))
+    if not good:
+        return
+    sizes = [p.size for p in preds]
+    flat = np.concatenate([p.reshape(-1) for p in preds])
+    flat += 1.0
+    flat *= np.repeat(np.array(scs, dtype=float), sizes)
+    flat += np.repeat(np.array(los, dtype=float), sizes)
+    at = 0
+    for (k, w), p, n in zip(good, preds, sizes):
+        out[k] = Output(predictions=flat[at:at + n].reshape(p.shape), coef=w, guarantee=ledgers[k].guarantee())
+        at += n
+
+
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(…, d) solution of A w = b (…, d, d), (…, d)."""
     return np.linalg.solve(A, b[..., None])[..., 0]
@@ -335,7 +363,7 @@ class FunctionalMechanismPaper(_PaperLR):
         record_each((ledgers[k] for k in priv), lambda lg: lg.not_dp(FMLR_REASON))
         # the whole objective, one Laplace release through each split's ledger (one generator call each)
         NM, NA = objective_noise_rows(D, trials, sens, epsilon, [ledgers[k] for k in priv])
-        noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
+        drawn = priv
         # min-max scaling of every split's private and test rows: prefixes of its drug's rows scaled once per fold
         # (``_scaled_prefixes``), any other split's in one call each (ranges repeated per row)
         Z, Zt, rest = _scaled_prefixes(priv, splits, views)
@@ -357,12 +385,15 @@ class FunctionalMechanismPaper(_PaperLR):
         priv = each(priv, out, objective)
         if not priv:
             return
-        M = np.stack([ZZ[k][0] for k in priv])[:, None] + np.stack([noise[k][0] for k in priv])
-        a = np.stack([ZZ[k][1] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+        if len(priv) < len(drawn):   # the noise of the splits whose objective was computed (the rows, as drawn)
+            at = {k: j for j, k in enumerate(drawn)}
+            rows = [at[k] for k in priv]
+            NM, NA = NM[rows], NA[rows]
+        M = np.stack([ZZ[k][0] for k in priv])[:, None] + NM
+        a = np.stack([ZZ[k][1] for k in priv])[:, None] + NA
         W = solve_stacked(trimmed_minimiser, M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL)
-        # scaled predictions back to response units (monotone): (p + 1)·(y_max − y_min)/2 + y_min
-        back = [lambda p, lo=views[k][5], sc=0.5 * (views[k][6] - views[k][5]): (p + 1.0) * sc + lo for k in priv]
-        _outputs(priv, W, [Zt[k] for k in priv], ledgers, out, back)
+        _outputs_back(priv, W, [Zt[k] for k in priv], [views[k][5] for k in priv], [views[k][6] for k in priv],
+                      ledgers, out)
 
 
 def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[dict, dict, list[int]]:
@@ -402,20 +433,21 @@ def _first_rows(a: np.ndarray, whole: np.ndarray) -> bool:
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:
     """``with_bias(_minmax(part, lo, hi))`` (or ``_minmax(part, lo, hi)``) of every part, computed in place on
-    stacks of consecutive parts of about ``_CHUNK_ROWS`` rows (``_scaled_stack``; the element-wise steps of a
+    stacks of consecutive parts of about ``_CHUNK_ENTRIES`` entries (``_scaled_stack``; the element-wise steps of a
     stack then run on data in cache, and a part's rows are a contiguous slice of its stack as before)."""
     out: list[np.ndarray] = []
-    i, rows = 0, 0
+    i, entries = 0, 0
     for j, p in enumerate(parts):
-        rows += len(p)
-        if rows >= _CHUNK_ROWS or j == len(parts) - 1:
+        entries += np.size(p)
+        if entries >= _CHUNK_ENTRIES or j == len(parts) - 1:
             out += _scaled_stack(parts[i:j + 1], lo[i:j + 1], hi[i:j + 1], bias)
-            i, rows = j + 1, 0
+            i, entries = j + 1, 0
     return out
 
 
-#: rows of one stack of ``_scaled_rows`` (≈ 330 kB of 10 float columns: the four element-wise passes in cache)
-_CHUNK_ROWS = 4096
+#: entries of one stack of ``_scaled_rows`` (≈ 330 kB of floats, e.g. 4,096 rows of 10 columns or 40,960
+#: responses: the four element-wise passes in cache, few stacks)
+_CHUNK_ENTRIES = 40960
 
 
 def _scaled_stack(parts: list[np.ndarray], lo: list, hi: list, bias: bool) -> list[np.ndarray]:
