@@ -162,6 +162,32 @@ def test_scaled_rows_in_any_stacks_equal_the_per_part_formula(entries, monkeypat
         np.testing.assert_array_equal(g, _minmax(p, l, h), strict=True)
 
 
+@pytest.mark.parametrize("entries", [1, 10, 40960])
+@pytest.mark.parametrize("empty_range", [False, True])
+def test_scaled_rows_with_the_bias_column_scaled_in_place_equal_the_per_part_formula(entries, empty_range,
+                                                                                      monkeypatch):
+    """One range shared by all parts (the Matlab path's x): the bias column scaled with the rows in one array
+    (``_scaled_with_bias``) = with_bias of each part's ``_minmax`` on its own, to the bit — an empty range (the
+    masked branch: that column 0), a NaN range, an empty part, any stacking; int rows take the plain path."""
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    monkeypatch.setattr(compared_paper, "_CHUNK_ENTRIES", entries)
+    rng = np.random.default_rng(9)
+    parts = [rng.normal(size=(n, 5)) * 3.0 for n in (4, 0, 6, 1, 3)]
+    lo, hi = np.full(5, -2.0) - rng.uniform(size=5), np.full(5, 2.0) + rng.uniform(size=5)
+    if empty_range:
+        hi[1], lo[3] = lo[1], np.nan
+    assert compared_paper._with_bias_in_place(parts, lo, hi)
+    for p, g in zip(parts, _scaled_rows(parts, [lo] * len(parts), [hi] * len(parts))):
+        want = with_bias(_minmax(p, lo, hi))
+        np.testing.assert_array_equal(g, want, strict=True)
+        assert np.all(g[:, 0] == 1.0)
+    ints = [np.arange(12).reshape(4, 3), np.ones((2, 3))]
+    assert not compared_paper._with_bias_in_place(ints, lo[:3], hi[:3])
+    for p, g in zip(ints, _scaled_rows(ints, [lo[:3]] * 2, [hi[:3]] * 2)):
+        np.testing.assert_array_equal(g, with_bias(_minmax(np.asarray(p, dtype=float), lo[:3], hi[:3])), strict=True)
+
+
 @pytest.mark.parametrize("trials", [1, 3])
 def test_outputs_back_equals_the_per_split_formula(trials):
     """fmlr_paper's predictions mapped back to response units for all splits in one pass = each split's

@@ -453,10 +453,40 @@ _CHUNK_ENTRIES = 40960
 def _scaled_stack(parts: list[np.ndarray], lo: list, hi: list, bias: bool) -> list[np.ndarray]:
     """``_scaled_rows`` of some parts on one stack: each part's range repeated for its rows, unless all parts share
     one (the Matlab path's x ranges)."""
+    shared = all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi)
+    if bias and shared and _with_bias_in_place(parts, lo[0], hi[0]):
+        return _scaled_with_bias(parts, lo[0], hi[0])
     rows = Rows(parts)
     into = rows.stack if rows.stack.dtype == np.float64 else None
-    if all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi):
+    if shared:
         Z = _minmax(rows.stack, lo[0], hi[0], out=into)
     else:
         Z = _minmax(rows.stack, rows.per_row(lo), rows.per_row(hi), out=into)
     return rows.split(with_bias(Z) if bias else Z)
+
+
+def _with_bias_in_place(parts: list[np.ndarray], lo: Any, hi: Any) -> bool:
+    """Whether ``_scaled_with_bias`` takes these parts: float rows of c columns and one range of c floats."""
+    if not (type(lo) is np.ndarray and type(hi) is np.ndarray and lo.ndim == hi.ndim == 1
+            and lo.shape == hi.shape and lo.dtype == hi.dtype == np.float64):
+        return False
+    c = lo.shape[0]
+    return all(type(p) is np.ndarray and p.dtype == np.float64 and p.ndim == 2 and p.shape[1] == c for p in parts)
+
+
+def _scaled_with_bias(parts: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+    """``with_bias(_minmax(stack, lo, hi))`` of the parts' stacked rows, the bias column scaled with them: the rows
+    copied once into the columns 1… of an (N, c + 1) array whose column 0 is 1, then ``_minmax`` in place with
+    the range [0, 1] put before the others — 2·(1 − 0)/1 − 1 = 1 exactly, and every other column gets the
+    arithmetic it gets alone (element-wise, its range's hi − lo the same float) — so the same floats without
+    ``with_bias``'s copy of the stack.  Each part's rows: a slice of the array."""
+    counts = [len(p) for p in parts]
+    Z = np.empty((sum(counts), lo.shape[0] + 1))
+    Z[:, 0] = 1.0
+    np.concatenate(parts, out=Z[:, 1:])
+    _minmax(Z, np.concatenate(([0.0], lo)), np.concatenate(([1.0], hi)), out=Z)
+    out, at = [], 0
+    for n in counts:
+        out.append(Z[at:at + n])
+        at += n
+    return out
