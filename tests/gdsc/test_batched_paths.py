@@ -188,6 +188,35 @@ def test_scaled_rows_with_the_bias_column_scaled_in_place_equal_the_per_part_for
         np.testing.assert_array_equal(g, with_bias(_minmax(np.asarray(p, dtype=float), lo[:3], hi[:3])), strict=True)
 
 
+@pytest.mark.parametrize("d", [1, 4, 10, 11])
+def test_grams_stacked_per_shape_equal_each_split_alone(d):
+    """The paper methods' XᵀX, Xᵀy of many small splits as one stacked product per shape = each split's own
+    ``X.T @ X``, ``X.T @ y``, to the bit (wide-ranging values); a split of no rows, one alone in its shape, a
+    non-contiguous X and int rows computed alone, mismatched rows failing alone with the error they raise."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _grams
+
+    rng = np.random.default_rng(d)
+    Xs = [rng.normal(size=(n, d)) * 10.0 ** rng.integers(-3, 4, size=(n, d)) for n in
+          rng.choice([10, 9, 7, 3], size=60).tolist() + [0, 0, 5]]
+    ys = [rng.normal(size=len(X)) * 100.0 for X in Xs]
+    Xs.append(np.asfortranarray(rng.normal(size=(10, d))))
+    ys.append(rng.normal(size=10))
+    Xs.append(np.arange(10 * d).reshape(10, d))
+    ys.append(np.arange(10))
+    Xs.append(rng.normal(size=(10, d)))
+    ys.append(rng.normal(size=9))                       # fails alone
+    out = [None] * len(Xs)
+    got = _grams(list(range(len(Xs))), Xs.__getitem__, ys.__getitem__, out)
+    bad = len(Xs) - 1
+    assert bad not in got and isinstance(out[bad], ValueError) and out[:bad] == [None] * bad
+    with pytest.raises(ValueError) as exc:
+        Xs[bad].T @ ys[bad]
+    assert str(out[bad]) == str(exc.value)
+    for k in range(bad):
+        np.testing.assert_array_equal(got[k][0], Xs[k].T @ Xs[k], strict=True)
+        np.testing.assert_array_equal(got[k][1], Xs[k].T @ ys[k], strict=True)
+
+
 @pytest.mark.parametrize("trials", [1, 3])
 def test_outputs_back_equals_the_per_split_formula(trials):
     """fmlr_paper's predictions mapped back to response units for all splits in one pass = each split's

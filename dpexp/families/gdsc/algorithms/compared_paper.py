@@ -27,7 +27,7 @@ its row normalisation being switched off) and say ``public_only`` (the dataset's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from pydantic import Field
@@ -121,18 +121,53 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _public_ridges(ks: list[int], Xs: dict[int, np.ndarray], ys: dict[int, np.ndarray], trials: int,
                    out: list, lam: float = 1.0) -> dict[int, np.ndarray | Exception]:
     """``public_ridge`` of each split's (X, y), solved as one stack, each repeated ``trials`` times."""
+    grams = _grams(ks, Xs.__getitem__, ys.__getitem__, out)
     A: dict[int, np.ndarray] = {}
-    b: dict[int, np.ndarray] = {}
 
-    def statistics(k: int) -> None:
-        X = Xs[k]
-        A[k], b[k] = lam * np.eye(X.shape[1]) + X.T @ X, X.T @ ys[k]
+    def ridge(k: int) -> None:
+        A[k] = lam * np.eye(Xs[k].shape[1]) + grams[k][0]
 
-    ks = each(ks, out, statistics)
+    ks = each([k for k in ks if k in grams], out, ridge)
     if not ks:
         return {}
-    W = solve_stacked(_solve, np.stack([A[k] for k in ks]), np.stack([b[k] for k in ks]))
+    W = solve_stacked(_solve, np.stack([A[k] for k in ks]), np.stack([grams[k][1] for k in ks]))
     return {k: w if isinstance(w, Exception) else repeat_trials(w, trials) for k, w in zip(ks, W)}
+
+
+def _grams(ks: list[int], X_of: Callable[[int], np.ndarray], y_of: Callable[[int], np.ndarray],
+           out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Xᵀ X and Xᵀ y of each split's (X, y) = (``X_of(k)``, ``y_of(k)``), keyed by split; a split whose products
+    raise gets the exception in ``out[k]`` and is left out.  The splits whose X (n, d) and y (n,) are C-contiguous
+    float arrays of one shape (e.g. the public rows, 10 or fewer per drug) take one stacked product per shape:
+    numpy's matmul makes on each matrix of a stack the BLAS call it makes on the matrix alone (syrk for XᵀX, the
+    transposed operand being the same memory; gemv for Xᵀy) — the same floats for one call per shape instead of two
+    per split (tests/gdsc/test_batched_paths.py)."""
+    got: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    alone = []
+    for k in ks:
+        X, y = X_of(k), y_of(k)
+        if (type(X) is np.ndarray and type(y) is np.ndarray and X.dtype == np.float64 and y.dtype == np.float64
+                and X.ndim == 2 and y.ndim == 1 and X.shape[0] == y.shape[0] and X.flags.c_contiguous
+                and y.flags.c_contiguous):
+            by_shape.setdefault(X.shape, []).append(k)
+        else:
+            alone.append(k)
+    for g in by_shape.values():
+        if len(g) == 1:
+            alone += g
+            continue
+        XS = np.stack([X_of(k) for k in g])
+        XT = np.swapaxes(XS, -1, -2)
+        G, v = XT @ XS, (XT @ np.stack([y_of(k) for k in g])[..., None])[..., 0]
+        got.update((k, (G[j], v[j])) for j, k in enumerate(g))
+
+    def one(k: int) -> None:
+        X = X_of(k)
+        got[k] = (X.T @ X, X.T @ y_of(k))
+
+    each(alone, out, one)
+    return got
 
 
 def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
@@ -183,20 +218,19 @@ class PrivateLRPaper(_PaperLR):
 
     def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
         p = self.params
-        stats: dict[int, tuple[np.ndarray, ...]] = {}
         grams = _private_grams(splits, ks)
 
-        def statistics(k: int) -> None:   # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
-            s = splits[k]
-            priv = grams.get(k, ())
-            if isinstance(priv, Exception):
-                raise priv
-            Xu = s.X_public
-            stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
+        def private(k: int) -> None:   # a split whose private products failed fails
+            if isinstance(grams.get(k), Exception):
+                raise grams[k]
 
-        ks = each(ks, out, statistics)
+        ks = each(ks, out, private)
+        # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
+        public = _grams(ks, lambda k: splits[k].X_public, lambda k: splits[k].y_public, out)
+        ks = [k for k in ks if k in public]
         if not ks:
             return
+        stats = {k: public[k] + grams.get(k, ()) for k in ks}
         b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
         rows = [j for j, k in enumerate(ks) if len(stats[k]) == 4]
         record_each((ledgers[k] for k in ks if len(stats[k]) == 2), lambda lg: lg.public_only())
@@ -210,8 +244,14 @@ class PrivateLRPaper(_PaperLR):
                                           [ledgers[k] for k in priv], size=trials, reason=PLR_REASON,
                                           labels=("X'X", "X'y"))
             U = np.triu(U) + np.swapaxes(np.triu(U, 1), -1, -2)          # mirrored upper triangle
-            XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
-            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + V
+            if len(rows) == len(ks):   # every split (the usual case): in place, the same sums in the same order
+                XX += np.stack([stats[k][2] for k in priv])[:, None]
+                XX += U
+                Xy += np.stack([stats[k][3] for k in priv])[:, None]
+                Xy += V
+            else:
+                XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
+                Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + V
         W = solve_stacked(_solve, XX + p.lam * np.eye(d), Xy)
         _outputs(ks, W, [splits[k].X_test for k in ks], ledgers, out)
 
