@@ -27,6 +27,7 @@ its row normalisation being switched off) and say ``public_only`` (the dataset's
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -290,12 +291,15 @@ class OutputPerturbationPaper(_PaperLR):
             if isinstance(g, Exception):
                 raise g
             N = splits[k].X_private.shape[0]
-            lam = float(np.sqrt(d / (N * epsilon)))   # no private lines (a failed public fit): fails here, as before
+            # no private lines (a failed public fit): fails here, as before; math.sqrt is np.sqrt's float (both
+            # correctly rounded) without a numpy scalar per split
+            lam = math.sqrt(d / (N * epsilon))
             stats[k] = g + (lam / 2.0, (12.0 * R + 8.0) / (lam * N * epsilon))
 
         priv = each([k for k in ks if k not in weights], out, statistics)
         if priv:
-            fits = solve_stacked(ball_constrained_ridge, *(np.stack([stats[k][i] for k in priv]) for i in range(3)), R)
+            fits = solve_stacked(ball_constrained_ridge, np.stack([stats[k][0] for k in priv]),
+                                 np.stack([stats[k][1] for k in priv]), np.array([stats[k][2] for k in priv]), R)
 
             good, fitted = [], []
             for k, w in zip(priv, fits):
