@@ -45,6 +45,8 @@ from dpexp.types import Output, Split
 
 #: eigenvalues at or below this are dropped by the authors' fmlr
 FM_EIG_TOL = 1e-8
+#: numpy's float64 dtype (arrays of floats carry this object: an identity test, the others take the plain path)
+_FLOAT = np.dtype(float)
 
 
 def public_ridge(X: np.ndarray, y: np.ndarray, lam: float = 1.0) -> np.ndarray:
@@ -104,7 +106,7 @@ def _outputs_back(ks: list[int], weights: list, X_tests: list[np.ndarray], lo: l
     if not good:
         return
     sizes = [p.size for p in preds]
-    flat = np.concatenate([p.reshape(-1) for p in preds])
+    flat = np.concatenate(preds, axis=None)   # each flattened, in order
     flat += 1.0
     flat *= np.repeat(np.array(scs, dtype=float), sizes)
     flat += np.repeat(np.array(los, dtype=float), sizes)
@@ -148,7 +150,7 @@ def _grams(ks: list[int], X_of: Callable[[int], np.ndarray], y_of: Callable[[int
     alone = []
     for k in ks:
         X, y = X_of(k), y_of(k)
-        if (type(X) is np.ndarray and type(y) is np.ndarray and X.dtype == np.float64 and y.dtype == np.float64
+        if (type(X) is np.ndarray and type(y) is np.ndarray and X.dtype is _FLOAT and y.dtype is _FLOAT
                 and X.ndim == 2 and y.ndim == 1 and X.shape[0] == y.shape[0] and X.flags.c_contiguous
                 and y.flags.c_contiguous):
             by_shape.setdefault(X.shape, []).append(k)
