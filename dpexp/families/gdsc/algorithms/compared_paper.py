@@ -126,9 +126,14 @@ def _public_ridges(ks: list[int], Xs: dict[int, np.ndarray], ys: dict[int, np.nd
     """``public_ridge`` of each split's (X, y), solved as one stack, each repeated ``trials`` times."""
     grams = _grams(ks, Xs.__getitem__, ys.__getitem__, out)
     A: dict[int, np.ndarray] = {}
+    ridges: dict[int, np.ndarray] = {}   # λI per number of columns, made once (the same floats for each split)
 
     def ridge(k: int) -> None:
-        A[k] = lam * np.eye(Xs[k].shape[1]) + grams[k][0]
+        d = Xs[k].shape[1]
+        lam_I = ridges.get(d)
+        if lam_I is None:
+            lam_I = ridges[d] = lam * np.eye(d)
+        A[k] = lam_I + grams[k][0]
 
     ks = each([k for k in ks if k in grams], out, ridge)
     if not ks:
