@@ -217,6 +217,27 @@ def test_grams_stacked_per_shape_equal_each_split_alone(d):
         np.testing.assert_array_equal(got[k][1], Xs[k].T @ ys[k], strict=True)
 
 
+def test_stack_equals_np_stack():
+    """The paper methods' ``_stack`` = ``np.stack``: the same shape, dtype and bytes (views, Fortran-ordered and
+    mixed int/float arrays), and np.stack's own error for what it refuses (shapes that differ, no arrays)."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _stack
+
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(6, 3, 3))
+    cases = [[G[j] for j in range(6)], [rng.normal(size=4) for _ in range(5)], [np.asfortranarray(G[0]), G[1].T],
+             [np.arange(4), rng.normal(size=4)], [np.float64(1.5), np.float64(2.0)], [rng.normal(size=(1, 0))] * 3,
+             [rng.normal(size=(2, 3))]]
+    for arrays in cases:
+        want, got = np.stack(arrays), _stack(arrays)
+        assert got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    for bad in ([rng.normal(size=3), rng.normal(size=4)], []):
+        with pytest.raises(ValueError) as want:
+            np.stack(bad)
+        with pytest.raises(ValueError) as got:
+            _stack(bad)
+        assert str(got.value) == str(want.value)
+
+
 @pytest.mark.parametrize("trials", [1, 3])
 def test_outputs_back_equals_the_per_split_formula(trials):
     """fmlr_paper's predictions mapped back to response units for all splits in one pass = each split's
