@@ -144,6 +144,124 @@ def test_scaled_rows_equal_the_per_part_formula(shared, empty_range):
         np.testing.assert_array_equal(g, _minmax(p, l, 5.0), strict=True)
 
 
+@pytest.mark.parametrize("entries", [1, 10, 40960])
+def test_scaled_rows_in_any_stacks_equal_the_per_part_formula(entries, monkeypatch):
+    """The stacks ``_scaled_rows`` cuts the parts into (``_CHUNK_ENTRIES`` entries, rows or responses) change no
+    float: every part as scaled on its own, each part a stack, several, or all in one."""
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    monkeypatch.setattr(compared_paper, "_CHUNK_ENTRIES", entries)
+    rng = np.random.default_rng(8)
+    parts = [rng.normal(size=(n, 4)) for n in (3, 0, 5, 2, 7)]
+    lo, hi = [rng.normal(size=4) - 3.0 for _ in parts], [rng.normal(size=4) + 3.0 for _ in parts]
+    for p, l, h, g in zip(parts, lo, hi, _scaled_rows(parts, lo, hi)):
+        np.testing.assert_array_equal(g, with_bias(_minmax(p, l, h)), strict=True)
+    y = [rng.normal(size=n) for n in (3, 0, 5, 2, 7)]
+    ly, hy = [-3.0 - j for j in range(5)], [3.0 + j for j in range(5)]
+    for p, l, h, g in zip(y, ly, hy, _scaled_rows(y, ly, hy, bias=False)):
+        np.testing.assert_array_equal(g, _minmax(p, l, h), strict=True)
+
+
+@pytest.mark.parametrize("entries", [1, 10, 40960])
+@pytest.mark.parametrize("empty_range", [False, True])
+def test_scaled_rows_with_the_bias_column_scaled_in_place_equal_the_per_part_formula(entries, empty_range,
+                                                                                      monkeypatch):
+    """One range shared by all parts (the Matlab path's x): the bias column scaled with the rows in one array
+    (``_scaled_with_bias``) = with_bias of each part's ``_minmax`` on its own, to the bit — an empty range (the
+    masked branch: that column 0), a NaN range, an empty part, any stacking; int rows take the plain path."""
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    monkeypatch.setattr(compared_paper, "_CHUNK_ENTRIES", entries)
+    rng = np.random.default_rng(9)
+    parts = [rng.normal(size=(n, 5)) * 3.0 for n in (4, 0, 6, 1, 3)]
+    lo, hi = np.full(5, -2.0) - rng.uniform(size=5), np.full(5, 2.0) + rng.uniform(size=5)
+    if empty_range:
+        hi[1], lo[3] = lo[1], np.nan
+    assert compared_paper._with_bias_in_place(parts, lo, hi)
+    for p, g in zip(parts, _scaled_rows(parts, [lo] * len(parts), [hi] * len(parts))):
+        want = with_bias(_minmax(p, lo, hi))
+        np.testing.assert_array_equal(g, want, strict=True)
+        assert np.all(g[:, 0] == 1.0)
+    ints = [np.arange(12).reshape(4, 3), np.ones((2, 3))]
+    assert not compared_paper._with_bias_in_place(ints, lo[:3], hi[:3])
+    for p, g in zip(ints, _scaled_rows(ints, [lo[:3]] * 2, [hi[:3]] * 2)):
+        np.testing.assert_array_equal(g, with_bias(_minmax(np.asarray(p, dtype=float), lo[:3], hi[:3])), strict=True)
+
+
+@pytest.mark.parametrize("d", [1, 4, 10, 11])
+def test_grams_stacked_per_shape_equal_each_split_alone(d):
+    """The paper methods' XᵀX, Xᵀy of many small splits as one stacked product per shape = each split's own
+    ``X.T @ X``, ``X.T @ y``, to the bit (wide-ranging values); a split of no rows, one alone in its shape, a
+    non-contiguous X and int rows computed alone, mismatched rows failing alone with the error they raise."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _grams
+
+    rng = np.random.default_rng(d)
+    Xs = [rng.normal(size=(n, d)) * 10.0 ** rng.integers(-3, 4, size=(n, d)) for n in
+          rng.choice([10, 9, 7, 3], size=60).tolist() + [0, 0, 5]]
+    ys = [rng.normal(size=len(X)) * 100.0 for X in Xs]
+    Xs.append(np.asfortranarray(rng.normal(size=(10, d))))
+    ys.append(rng.normal(size=10))
+    Xs.append(np.arange(10 * d).reshape(10, d))
+    ys.append(np.arange(10))
+    Xs.append(rng.normal(size=(10, d)))
+    ys.append(rng.normal(size=9))                       # fails alone
+    out = [None] * len(Xs)
+    got = _grams(list(range(len(Xs))), Xs.__getitem__, ys.__getitem__, out)
+    bad = len(Xs) - 1
+    assert bad not in got and isinstance(out[bad], ValueError) and out[:bad] == [None] * bad
+    with pytest.raises(ValueError) as exc:
+        Xs[bad].T @ ys[bad]
+    assert str(out[bad]) == str(exc.value)
+    for k in range(bad):
+        np.testing.assert_array_equal(got[k][0], Xs[k].T @ Xs[k], strict=True)
+        np.testing.assert_array_equal(got[k][1], Xs[k].T @ ys[k], strict=True)
+
+
+def test_stack_equals_np_stack():
+    """The paper methods' ``_stack`` = ``np.stack``: the same shape, dtype and bytes (views, Fortran-ordered and
+    mixed int/float arrays), and np.stack's own error for what it refuses (shapes that differ, no arrays)."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _stack
+
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(6, 3, 3))
+    cases = [[G[j] for j in range(6)], [rng.normal(size=4) for _ in range(5)], [np.asfortranarray(G[0]), G[1].T],
+             [np.arange(4), rng.normal(size=4)], [np.float64(1.5), np.float64(2.0)], [rng.normal(size=(1, 0))] * 3,
+             [rng.normal(size=(2, 3))]]
+    for arrays in cases:
+        want, got = np.stack(arrays), _stack(arrays)
+        assert got.shape == want.shape and got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    for bad in ([rng.normal(size=3), rng.normal(size=4)], []):
+        with pytest.raises(ValueError) as want:
+            np.stack(bad)
+        with pytest.raises(ValueError) as got:
+            _stack(bad)
+        assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_outputs_back_equals_the_per_split_formula(trials):
+    """fmlr_paper's predictions mapped back to response units for all splits in one pass = each split's
+    ``(w @ Zᵀ + 1)·(hi − lo)/2 + lo`` on its own, to the bit; a failed fit keeps its exception, an empty test set."""
+    from dpexp.families.gdsc.algorithms.compared_paper import _outputs_back
+
+    rng = np.random.default_rng(3)
+    Zs = [rng.uniform(-1, 1, size=(n, 5)) for n in (7, 0, 4, 9)]
+    W = [rng.normal(size=(trials, 5)) for _ in Zs]
+    W[2] = ValueError("no fit")
+    lo, hi = [-2.5, 0.3, -1.0, -7.25], [4.0, 1.1, 2.0, 0.5]
+    lg = ledgers(6)
+    for g in lg:
+        g.public_only()
+    out = [None] * 6
+    _outputs_back([1, 2, 4, 5], W, Zs, lo, hi, lg, out)
+    assert out[0] is None and out[3] is None and out[4] is W[2]
+    for j, k in ((0, 1), (1, 2), (3, 5)):
+        want = (W[j] @ Zs[j].T + 1.0) * (0.5 * (hi[j] - lo[j])) + lo[j]
+        np.testing.assert_array_equal(out[k].predictions, want, strict=True)
+        assert out[k].predictions.shape == (trials, len(Zs[j])) and out[k].coef is W[j]
+        assert out[k].guarantee == lg[k].guarantee()
+
+
 @pytest.mark.parametrize("n", [0, 5, 64, 200, 640])
 @pytest.mark.parametrize("ufunc", [np.subtract, np.divide])
 def test_by_column_equals_the_broadcast_call(n, ufunc):

@@ -27,7 +27,8 @@ its row normalisation being switched off) and say ``public_only`` (the dataset's
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 import numpy as np
 from pydantic import Field
@@ -44,6 +45,8 @@ from dpexp.types import Output, Split
 
 #: eigenvalues at or below this are dropped by the authors' fmlr
 FM_EIG_TOL = 1e-8
+#: numpy's float64 dtype (arrays of floats carry this object: an identity test, the others take the plain path)
+_FLOAT = np.dtype(float)
 
 
 def public_ridge(X: np.ndarray, y: np.ndarray, lam: float = 1.0) -> np.ndarray:
@@ -85,6 +88,48 @@ def _outputs(ks: list[int], weights: list, X_tests: list[np.ndarray], ledgers: l
         out[k] = Output(predictions=pred if back is None else back[j](pred), coef=w, guarantee=ledgers[k].guarantee())
 
 
+def _outputs_back(ks: list[int], weights: list, X_tests: list[np.ndarray], lo: list[float], hi: list[float],
+                  ledgers: list, out: list) -> None:
+    """``_outputs`` with each split's scaled predictions mapped back to response units by its range [lo, hi] of y
+    (monotone): (p + 1)·sc + lo with sc = (hi − lo)/2 — element-wise, so done in one pass over all the splits'
+    predictions (each split's prediction then a view of it): the same floats as split by split."""
+    good, preds, los, scs = [], [], [], []
+    for j, k in enumerate(ks):
+        w = weights[j]
+        if isinstance(w, Exception):
+            out[k] = w
+            continue
+        good.append((k, w))
+        preds.append(w @ X_tests[j].T)
+        los.append(lo[j])
+        scs.append(0.5 * (hi[j] - lo[j]))
+    if not good:
+        return
+    sizes = [p.size for p in preds]
+    flat = np.concatenate(preds, axis=None)   # each flattened, in order
+    flat += 1.0
+    flat *= np.repeat(np.array(scs, dtype=float), sizes)
+    flat += np.repeat(np.array(los, dtype=float), sizes)
+    at = 0
+    for (k, w), p, n in zip(good, preds, sizes):
+        out[k] = Output(predictions=flat[at:at + n].reshape(p.shape), coef=w, guarantee=ledgers[k].guarantee())
+        at += n
+
+
+def _stack(arrays: list) -> np.ndarray:
+    """``np.stack(arrays)`` of equal-shaped arrays of one or more dimensions as one concatenate and a reshape: the
+    same array (the entries copied in the same order) without np.stack's per-array ``expand_dims`` (≈ 0.6 µs an
+    array, several stacks of every split per call).  Anything else (0-d entries, shapes that differ, not arrays):
+    ``np.stack`` itself, which raises as before."""
+    if arrays:
+        first = arrays[0]
+        if type(first) is np.ndarray and first.ndim:
+            shape = first.shape
+            if all(type(a) is np.ndarray and a.shape == shape for a in arrays):
+                return np.concatenate(arrays).reshape((len(arrays),) + shape)
+    return np.stack(arrays)
+
+
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(…, d) solution of A w = b (…, d, d), (…, d)."""
     return np.linalg.solve(A, b[..., None])[..., 0]
@@ -93,18 +138,58 @@ def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _public_ridges(ks: list[int], Xs: dict[int, np.ndarray], ys: dict[int, np.ndarray], trials: int,
                    out: list, lam: float = 1.0) -> dict[int, np.ndarray | Exception]:
     """``public_ridge`` of each split's (X, y), solved as one stack, each repeated ``trials`` times."""
+    grams = _grams(ks, Xs.__getitem__, ys.__getitem__, out)
     A: dict[int, np.ndarray] = {}
-    b: dict[int, np.ndarray] = {}
+    ridges: dict[int, np.ndarray] = {}   # λI per number of columns, made once (the same floats for each split)
 
-    def statistics(k: int) -> None:
-        X = Xs[k]
-        A[k], b[k] = lam * np.eye(X.shape[1]) + X.T @ X, X.T @ ys[k]
+    def ridge(k: int) -> None:
+        d = Xs[k].shape[1]
+        lam_I = ridges.get(d)
+        if lam_I is None:
+            lam_I = ridges[d] = lam * np.eye(d)
+        A[k] = lam_I + grams[k][0]
 
-    ks = each(ks, out, statistics)
+    ks = each([k for k in ks if k in grams], out, ridge)
     if not ks:
         return {}
-    W = solve_stacked(_solve, np.stack([A[k] for k in ks]), np.stack([b[k] for k in ks]))
+    W = solve_stacked(_solve, _stack([A[k] for k in ks]), _stack([grams[k][1] for k in ks]))
     return {k: w if isinstance(w, Exception) else repeat_trials(w, trials) for k, w in zip(ks, W)}
+
+
+def _grams(ks: list[int], X_of: Callable[[int], np.ndarray], y_of: Callable[[int], np.ndarray],
+           out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Xᵀ X and Xᵀ y of each split's (X, y) = (``X_of(k)``, ``y_of(k)``), keyed by split; a split whose products
+    raise gets the exception in ``out[k]`` and is left out.  The splits whose X (n, d) and y (n,) are C-contiguous
+    float arrays of one shape (e.g. the public rows, 10 or fewer per drug) take one stacked product per shape:
+    numpy's matmul makes on each matrix of a stack the BLAS call it makes on the matrix alone (syrk for XᵀX, the
+    transposed operand being the same memory; gemv for Xᵀy) — the same floats for one call per shape instead of two
+    per split (tests/gdsc/test_batched_paths.py)."""
+    got: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    by_shape: dict[tuple[int, ...], list[int]] = {}
+    alone = []
+    for k in ks:
+        X, y = X_of(k), y_of(k)
+        if (type(X) is np.ndarray and type(y) is np.ndarray and X.dtype is _FLOAT and y.dtype is _FLOAT
+                and X.ndim == 2 and y.ndim == 1 and X.shape[0] == y.shape[0] and X.flags.c_contiguous
+                and y.flags.c_contiguous):
+            by_shape.setdefault(X.shape, []).append(k)
+        else:
+            alone.append(k)
+    for g in by_shape.values():
+        if len(g) == 1:
+            alone += g
+            continue
+        XS = _stack([X_of(k) for k in g])
+        XT = np.swapaxes(XS, -1, -2)
+        G, v = XT @ XS, (XT @ _stack([y_of(k) for k in g])[..., None])[..., 0]
+        got.update((k, (G[j], v[j])) for j, k in enumerate(g))
+
+    def one(k: int) -> None:
+        X = X_of(k)
+        got[k] = (X.T @ X, X.T @ y_of(k))
+
+    each(alone, out, one)
+    return got
 
 
 def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
@@ -155,25 +240,24 @@ class PrivateLRPaper(_PaperLR):
 
     def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
         p = self.params
-        stats: dict[int, tuple[np.ndarray, ...]] = {}
         grams = _private_grams(splits, ks)
 
-        def statistics(k: int) -> None:   # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
-            s = splits[k]
-            priv = grams.get(k, ())
-            if isinstance(priv, Exception):
-                raise priv
-            Xu = s.X_public
-            stats[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
+        def private(k: int) -> None:   # a split whose private products failed fails
+            if isinstance(grams.get(k), Exception):
+                raise grams[k]
 
-        ks = each(ks, out, statistics)
+        ks = each(ks, out, private)
+        # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
+        public = _grams(ks, lambda k: splits[k].X_public, lambda k: splits[k].y_public, out)
+        ks = [k for k in ks if k in public]
         if not ks:
             return
+        stats = {k: public[k] + grams.get(k, ()) for k in ks}
         b_xx, b_xy = 2.0 * d * (d + 1) * p.B_x**2 / epsilon, 4.0 * d * p.B_x * p.B_y / epsilon
         rows = [j for j, k in enumerate(ks) if len(stats[k]) == 4]
         record_each((ledgers[k] for k in ks if len(stats[k]) == 2), lambda lg: lg.public_only())
-        XX = repeat_trials(np.stack([stats[k][0] for k in ks]), trials, axis=1)   # (splits, trials, d, d)
-        Xy = repeat_trials(np.stack([stats[k][1] for k in ks]), trials, axis=1)
+        XX = repeat_trials(_stack([stats[k][0] for k in ks]), trials, axis=1)   # (splits, trials, d, d)
+        Xy = repeat_trials(_stack([stats[k][1] for k in ks]), trials, axis=1)
         if rows:
             priv = [ks[j] for j in rows]
             # each split's draws through its own ledger, X'X's full d × d then X'y: one generator call per split,
@@ -182,8 +266,14 @@ class PrivateLRPaper(_PaperLR):
                                           [ledgers[k] for k in priv], size=trials, reason=PLR_REASON,
                                           labels=("X'X", "X'y"))
             U = np.triu(U) + np.swapaxes(np.triu(U, 1), -1, -2)          # mirrored upper triangle
-            XX[rows] = XX[rows] + np.stack([stats[k][2] for k in priv])[:, None] + U
-            Xy[rows] = Xy[rows] + np.stack([stats[k][3] for k in priv])[:, None] + V
+            if len(rows) == len(ks):   # every split (the usual case): in place, the same sums in the same order
+                XX += _stack([stats[k][2] for k in priv])[:, None]
+                XX += U
+                Xy += _stack([stats[k][3] for k in priv])[:, None]
+                Xy += V
+            else:
+                XX[rows] = XX[rows] + _stack([stats[k][2] for k in priv])[:, None] + U
+                Xy[rows] = Xy[rows] + _stack([stats[k][3] for k in priv])[:, None] + V
         W = solve_stacked(_solve, XX + p.lam * np.eye(d), Xy)
         _outputs(ks, W, [splits[k].X_test for k in ks], ledgers, out)
 
@@ -222,12 +312,15 @@ class OutputPerturbationPaper(_PaperLR):
             if isinstance(g, Exception):
                 raise g
             N = splits[k].X_private.shape[0]
-            lam = float(np.sqrt(d / (N * epsilon)))   # no private lines (a failed public fit): fails here, as before
+            # no private lines (a failed public fit): fails here, as before; math.sqrt is np.sqrt's float (both
+            # correctly rounded) without a numpy scalar per split
+            lam = math.sqrt(d / (N * epsilon))
             stats[k] = g + (lam / 2.0, (12.0 * R + 8.0) / (lam * N * epsilon))
 
         priv = each([k for k in ks if k not in weights], out, statistics)
         if priv:
-            fits = solve_stacked(ball_constrained_ridge, *(np.stack([stats[k][i] for k in priv]) for i in range(3)), R)
+            fits = solve_stacked(ball_constrained_ridge, _stack([stats[k][0] for k in priv]),
+                                 _stack([stats[k][1] for k in priv]), np.array([stats[k][2] for k in priv]), R)
 
             good, fitted = [], []
             for k, w in zip(priv, fits):
@@ -237,7 +330,7 @@ class OutputPerturbationPaper(_PaperLR):
                     good.append(k)
                     fitted.append(w)
             if good:   # the output noise, each split's through its own ledger (``heuristic_gamma_norm``'s draws)
-                W = heuristic_gamma_norm_rows(np.stack(fitted),
+                W = heuristic_gamma_norm_rows(_stack(fitted),
                                               [stats[k][3] for k in good], [ledgers[k] for k in good], size=trials,
                                               reason=OPLR_REASON, label="w")
                 weights.update(zip(good, W))
@@ -335,7 +428,7 @@ class FunctionalMechanismPaper(_PaperLR):
         record_each((ledgers[k] for k in priv), lambda lg: lg.not_dp(FMLR_REASON))
         # the whole objective, one Laplace release through each split's ledger (one generator call each)
         NM, NA = objective_noise_rows(D, trials, sens, epsilon, [ledgers[k] for k in priv])
-        noise = {k: (NM[j], NA[j]) for j, k in enumerate(priv)}
+        drawn = priv
         # min-max scaling of every split's private and test rows: prefixes of its drug's rows scaled once per fold
         # (``_scaled_prefixes``), any other split's in one call each (ranges repeated per row)
         Z, Zt, rest = _scaled_prefixes(priv, splits, views)
@@ -357,12 +450,15 @@ class FunctionalMechanismPaper(_PaperLR):
         priv = each(priv, out, objective)
         if not priv:
             return
-        M = np.stack([ZZ[k][0] for k in priv])[:, None] + np.stack([noise[k][0] for k in priv])
-        a = np.stack([ZZ[k][1] for k in priv])[:, None] + np.stack([noise[k][1] for k in priv])
+        if len(priv) < len(drawn):   # the noise of the splits whose objective was computed (the rows, as drawn)
+            at = {k: j for j, k in enumerate(drawn)}
+            rows = [at[k] for k in priv]
+            NM, NA = NM[rows], NA[rows]
+        M = _stack([ZZ[k][0] for k in priv])[:, None] + NM
+        a = _stack([ZZ[k][1] for k in priv])[:, None] + NA
         W = solve_stacked(trimmed_minimiser, M, a, 5.0 * np.sqrt(2.0) * sens / epsilon, FM_EIG_TOL)
-        # scaled predictions back to response units (monotone): (p + 1)·(y_max − y_min)/2 + y_min
-        back = [lambda p, lo=views[k][5], sc=0.5 * (views[k][6] - views[k][5]): (p + 1.0) * sc + lo for k in priv]
-        _outputs(priv, W, [Zt[k] for k in priv], ledgers, out, back)
+        _outputs_back(priv, W, [Zt[k] for k in priv], [views[k][5] for k in priv], [views[k][6] for k in priv],
+                      ledgers, out)
 
 
 def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[dict, dict, list[int]]:
@@ -402,29 +498,60 @@ def _first_rows(a: np.ndarray, whole: np.ndarray) -> bool:
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:
     """``with_bias(_minmax(part, lo, hi))`` (or ``_minmax(part, lo, hi)``) of every part, computed in place on
-    stacks of consecutive parts of about ``_CHUNK_ROWS`` rows (``_scaled_stack``; the element-wise steps of a
+    stacks of consecutive parts of about ``_CHUNK_ENTRIES`` entries (``_scaled_stack``; the element-wise steps of a
     stack then run on data in cache, and a part's rows are a contiguous slice of its stack as before)."""
     out: list[np.ndarray] = []
-    i, rows = 0, 0
+    i, entries = 0, 0
     for j, p in enumerate(parts):
-        rows += len(p)
-        if rows >= _CHUNK_ROWS or j == len(parts) - 1:
+        entries += np.size(p)
+        if entries >= _CHUNK_ENTRIES or j == len(parts) - 1:
             out += _scaled_stack(parts[i:j + 1], lo[i:j + 1], hi[i:j + 1], bias)
-            i, rows = j + 1, 0
+            i, entries = j + 1, 0
     return out
 
 
-#: rows of one stack of ``_scaled_rows`` (≈ 330 kB of 10 float columns: the four element-wise passes in cache)
-_CHUNK_ROWS = 4096
+#: entries of one stack of ``_scaled_rows`` (≈ 330 kB of floats, e.g. 4,096 rows of 10 columns or 40,960
+#: responses: the four element-wise passes in cache, few stacks)
+_CHUNK_ENTRIES = 40960
 
 
 def _scaled_stack(parts: list[np.ndarray], lo: list, hi: list, bias: bool) -> list[np.ndarray]:
     """``_scaled_rows`` of some parts on one stack: each part's range repeated for its rows, unless all parts share
     one (the Matlab path's x ranges)."""
+    shared = all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi)
+    if bias and shared and _with_bias_in_place(parts, lo[0], hi[0]):
+        return _scaled_with_bias(parts, lo[0], hi[0])
     rows = Rows(parts)
     into = rows.stack if rows.stack.dtype == np.float64 else None
-    if all(v is lo[0] for v in lo) and all(v is hi[0] for v in hi):
+    if shared:
         Z = _minmax(rows.stack, lo[0], hi[0], out=into)
     else:
         Z = _minmax(rows.stack, rows.per_row(lo), rows.per_row(hi), out=into)
     return rows.split(with_bias(Z) if bias else Z)
+
+
+def _with_bias_in_place(parts: list[np.ndarray], lo: Any, hi: Any) -> bool:
+    """Whether ``_scaled_with_bias`` takes these parts: float rows of c columns and one range of c floats."""
+    if not (type(lo) is np.ndarray and type(hi) is np.ndarray and lo.ndim == hi.ndim == 1
+            and lo.shape == hi.shape and lo.dtype == hi.dtype == np.float64):
+        return False
+    c = lo.shape[0]
+    return all(type(p) is np.ndarray and p.dtype == np.float64 and p.ndim == 2 and p.shape[1] == c for p in parts)
+
+
+def _scaled_with_bias(parts: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+    """``with_bias(_minmax(stack, lo, hi))`` of the parts' stacked rows, the bias column scaled with them: the rows
+    copied once into the columns 1… of an (N, c + 1) array whose column 0 is 1, then ``_minmax`` in place with
+    the range [0, 1] put before the others — 2·(1 − 0)/1 − 1 = 1 exactly, and every other column gets the
+    arithmetic it gets alone (element-wise, its range's hi − lo the same float) — so the same floats without
+    ``with_bias``'s copy of the stack.  Each part's rows: a slice of the array."""
+    counts = [len(p) for p in parts]
+    Z = np.empty((sum(counts), lo.shape[0] + 1))
+    Z[:, 0] = 1.0
+    np.concatenate(parts, out=Z[:, 1:])
+    _minmax(Z, np.concatenate(([0.0], lo)), np.concatenate(([1.0], hi)), out=Z)
+    out, at = [], 0
+    for n in counts:
+        out.append(Z[at:at + n])
+        at += n
+    return out
