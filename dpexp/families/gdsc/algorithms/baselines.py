@@ -81,19 +81,30 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         function of the public rows and responses (and λ, λ0), the same for every size of the grid (a run's
         ``run_many`` calls of one chunk hold the same drugs at each n_private): memoised by their bytes, so a
         drug's public fit is solved once per chunk (each problem of a batched solve is solved on its own: the
-        same floats as in any batch)."""
+        same floats as in any batch).  A drug's splits of every size hand the same public and test arrays (the
+        datasets share them, and their views' rows: ``protocols.view_rows``): the weights and test predictions
+        are also kept by those arrays' identities (``cache.memo_objects``, one chunk's), found without hashing
+        the rows' bytes or taking the view's rows again."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         W: dict[int, np.ndarray] = {}
         keys: dict[int, tuple] = {}
+        known: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # (weights, predictions) kept by the arrays
+        fit_key = (float(p.lam), float(p.lam0))
 
         def take(k: int) -> None:   # the public and test rows (of the view with d genes), the public responses
             Xu, Xt = self._rows(splits[k])
             yu = splits[k].y_public
             rows[k] = (Xu, yu, Xt)
             if p.prior == "fixed":
+                try:
+                    known[k] = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, _not_memoised, maxsize=_MAXSIZE)
+                    W[k] = known[k][0]
+                    return
+                except _NotMemoised:
+                    pass
                 keys[k] = _public_key(Xu, yu, p.lam, p.lam0)
                 try:
                     W[k] = cache.memo(_NS, keys[k], _not_memoised, maxsize=_MAXSIZE)
@@ -129,14 +140,23 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         done = [k for k in ks if k in W]
         record_each((ledgers[k] for k in done), lambda lg: lg.public_only("public rows only"))
         for k in done:
-            w = W[k]
-            out[k] = Output(predictions=repeat_trials(rows[k][2] @ w, trials), coef=repeat_trials(w, trials),
+            got = known.get(k)
+            if got is None:
+                Xu, yu, Xt = rows[k]
+                got = W[k], Xt @ W[k]
+                if p.prior == "fixed":   # the same floats for the drug's later sizes (read-only: shared)
+                    got[1].setflags(write=False)
+                    got = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, lambda got=got: got, maxsize=_MAXSIZE)
+            w, pred = got
+            out[k] = Output(predictions=repeat_trials(pred, trials), coef=repeat_trials(w, trials),
                             guarantee=ledgers[k].guarantee())
         return out
 
 
 #: the memo of lr_public's fixed-precision weights (``PublicOnlyLR.run_many``): namespace and bound (a chunk's drugs)
 _NS, _MAXSIZE = "gdsc.lr_public_weights", 1024
+#: the memo of its weights and test predictions by the identities of the public and test arrays (one chunk's)
+_NS_OBJ = "gdsc.lr_public_fits"
 
 
 class _NotMemoised(Exception):
