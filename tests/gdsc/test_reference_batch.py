@@ -143,3 +143,22 @@ def test_clip_parts_equals_clipping_each_block():
     y = A[:, 0].copy()
     _clip_parts(y, counts, bounds)
     same(y, np.concatenate(want)[:, 0])
+
+
+def test_clip_into_equals_clip_parts_of_a_copy():
+    # rlr's clipped copy of the shared training rows (train_rows._clip_into) = _clip_parts on a copy, to the bit:
+    # empty blocks, runs of one bound merged, infinite bounds copied, NaN bounds and NaN entries
+    from dpexp.families.gdsc.algorithms.baselines import _clip_parts
+    from dpexp.families.gdsc.train_rows import _clip_into
+    rng = np.random.default_rng(4)
+    counts = [3, 0, 4, 2, 5, 1, 2, 3, 2]
+    bounds = [0.5, 0.5, 0.5, np.inf, 0.2, 0.2, np.inf, np.nan, np.nan]
+    A = rng.normal(size=(sum(counts), 3))
+    A[1, 1] = np.nan
+    A.flags.writeable = False
+    for src in (A, A[:, 0].copy()):
+        want = src.copy()
+        _clip_parts(want, counts, bounds)
+        got = _clip_into(src, counts, bounds)
+        same(got, want)
+        assert got.flags.writeable and not np.shares_memory(got, src)

@@ -12,12 +12,14 @@ import pytest
 
 from dpexp import cache
 from dpexp.families.gdsc.algorithms.adassp import AdaSSP
+from dpexp.families.gdsc.algorithms.baselines import RobustLR
 from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.algorithms.narplr import NoiseAwareRPLR
 from dpexp.families.gdsc.algorithms.plr import PrivateLR
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_stats, shared_sufficient_stats,
                                                 sufficient_stats_many)
+from dpexp.families.gdsc.train_rows import TrainRows, shared_train_rows
 from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
@@ -41,8 +43,9 @@ def _splits(nan: bool):
 def _methods():
     """The methods of our data path that share set-up, in the config's order."""
     return [RobustPrivateLR(**EXPLICIT), RobustPrivateLR(prior="fixed", **EXPLICIT), PrivateLR(), BayesLR(),
-            BayesLR(prior="gamma"), NoiseAwareRPLR(**EXPLICIT), AdaSSP(), RobustPrivateLR(sigma="data", **EXPLICIT),
-            NoiseAwareRPLR(clip_public=True, **EXPLICIT)]
+            BayesLR(prior="gamma"), RobustLR(**EXPLICIT), NoiseAwareRPLR(**EXPLICIT), AdaSSP(),
+            RobustPrivateLR(sigma="data", **EXPLICIT), NoiseAwareRPLR(clip_public=True, **EXPLICIT),
+            BayesLR(prior="gamma"), RobustLR(sigma="data", clip_public=True, **EXPLICIT)]
 
 
 def _same_result(a, b):
@@ -171,3 +174,35 @@ def test_narplr_problems_from_the_batch_arrays_equal_the_stacked_releases(trials
         _same(fast[k], slow[k])
         if k == "XX":
             assert fast[k] is rs[0].batch[0][0].XX   # the batch's own array was read
+
+
+def test_train_rows_kept_by_identity_read_only_and_shared_by_lr_and_rlr():
+    # the training rows' layout of lr and rlr (train_rows.shared_train_rows): one entry per set of arrays, rows
+    # and statistics read-only and equal to a fresh layout's; rlr after lr on the same splits reads lr's layout
+    # (clipping a copy: the kept rows unchanged) and gives what it gives alone
+    ss = [s for s in _splits(False) if s.d == 3]
+    Xs, ys = [(s.X_public, s.X_private) for s in ss], [(s.y_public, s.y_private) for s in ss]
+    train = shared_train_rows(Xs, ys)
+    assert shared_train_rows(list(Xs), list(ys)) is train
+    fresh = RowBlocks(Xs, ys)
+    _same(train.rows.X, fresh.X)
+    _same(train.stats()[:3], fresh.stats())
+    assert train.stats() is train.stats() and train.floats
+    for a in (train.rows.X, train.rows.y, *train.stats()):
+        assert not a.flags.writeable
+    X0 = train.rows.X.copy()
+    BayesLR(prior="gamma").run_many(ss, 1.5, 0.0, _ledgers(len(ss)))
+    assert shared_train_rows(Xs, ys) is train                              # lr found it
+    got = RobustLR(**EXPLICIT).run_many(ss, 1.5, 0.0, _ledgers(len(ss)))
+    assert shared_train_rows(Xs, ys) is train                              # rlr too
+    _same(train.rows.X, X0)
+    cache.clear()
+    alone = RobustLR(**EXPLICIT).run_many(copy.deepcopy(ss), 1.5, 0.0, _ledgers(len(ss)))
+    for a, b in zip(got, alone):
+        _same_result(a, b)
+    other = shared_train_rows([(s.X_public.copy(), s.X_private) for s in ss], ys)   # equal arrays, other objects
+    assert other is not train and other is not shared_train_rows(Xs, ys)             # (one entry: the last asked)
+    f32 = [(X.astype(np.float32), V.astype(np.float32)) for X, V in Xs]
+    assert not TrainRows(f32, ys).floats and TrainRows(f32, ys).stats() is None
+    short = [(y, v[:-1]) for y, v in ys]                                   # y parts shorter than the X parts
+    assert not TrainRows(Xs, short).floats

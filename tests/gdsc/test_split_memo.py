@@ -338,3 +338,24 @@ def test_matlab_raw_rows_are_first_rows_of_the_drugs_whole_rows():
                 assert part.base is full and not full.flags.writeable
                 np.testing.assert_array_equal(part, full[:len(part)])
             assert len(raw.X_private) == len(sp.X_private) and len(raw.X_test) == len(sp.X_test)
+
+
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(protocol="python", public_start=12)])
+def test_views_of_a_drug_at_every_size_give_the_same_read_only_rows(kw):
+    # the view's rows taken once per (fold, drug, d) and chunk (``protocols.view_rows``): the same objects at every
+    # size, read-only, equal to a fresh take; after ``clear_objects`` (the runner's, per chunk) taken anew, equal
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    a, b = (ds.split("Drug_5", Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)) for n in (2, 9))
+    got_a, got_b = a.meta["view"](6), b.meta["view"](6)
+    assert all(x is y and not x.flags.writeable for x, y in zip(got_a, got_b))
+    assert a.meta["view"](5)[0] is not got_a[0]                         # another d: other rows
+    v = a.meta["view"]
+    if "protocol" in kw:
+        sets = v.shared[6]
+        want = sets[0].take(v.keep_public, axis=0), sets[1].take(v.keep_test, axis=0)
+    else:
+        want = v.shared[6].take(v.idx_public, axis=0), v.shared[6].take(v.idx_test, axis=0)
+    assert all(_same(x, y) for x, y in zip(got_a, want))
+    cache.clear_objects()
+    again = b.meta["view"](6)
+    assert again[0] is not got_a[0] and all(_same(x, y) for x, y in zip(again, want))

@@ -30,7 +30,7 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, record_each, repeat_trials
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
 from dpexp.families.gdsc.model import exact_gamma_weights
-from dpexp.families.gdsc.release_batch import RowBlocks
+from dpexp.families.gdsc.train_rows import shared_train_rows
 from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
@@ -81,19 +81,30 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         function of the public rows and responses (and λ, λ0), the same for every size of the grid (a run's
         ``run_many`` calls of one chunk hold the same drugs at each n_private): memoised by their bytes, so a
         drug's public fit is solved once per chunk (each problem of a batched solve is solved on its own: the
-        same floats as in any batch)."""
+        same floats as in any batch).  A drug's splits of every size hand the same public and test arrays (the
+        datasets share them, and their views' rows: ``protocols.view_rows``): the weights and test predictions
+        are also kept by those arrays' identities (``cache.memo_objects``, one chunk's), found without hashing
+        the rows' bytes or taking the view's rows again."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         W: dict[int, np.ndarray] = {}
         keys: dict[int, tuple] = {}
+        known: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # (weights, predictions) kept by the arrays
+        fit_key = (float(p.lam), float(p.lam0))
 
         def take(k: int) -> None:   # the public and test rows (of the view with d genes), the public responses
             Xu, Xt = self._rows(splits[k])
             yu = splits[k].y_public
             rows[k] = (Xu, yu, Xt)
             if p.prior == "fixed":
+                try:
+                    known[k] = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, _not_memoised, maxsize=_MAXSIZE)
+                    W[k] = known[k][0]
+                    return
+                except _NotMemoised:
+                    pass
                 keys[k] = _public_key(Xu, yu, p.lam, p.lam0)
                 try:
                     W[k] = cache.memo(_NS, keys[k], _not_memoised, maxsize=_MAXSIZE)
@@ -129,14 +140,23 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         done = [k for k in ks if k in W]
         record_each((ledgers[k] for k in done), lambda lg: lg.public_only("public rows only"))
         for k in done:
-            w = W[k]
-            out[k] = Output(predictions=repeat_trials(rows[k][2] @ w, trials), coef=repeat_trials(w, trials),
+            got = known.get(k)
+            if got is None:
+                Xu, yu, Xt = rows[k]
+                got = W[k], Xt @ W[k]
+                if p.prior == "fixed":   # the same floats for the drug's later sizes (read-only: shared)
+                    got[1].setflags(write=False)
+                    got = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, lambda got=got: got, maxsize=_MAXSIZE)
+            w, pred = got
+            out[k] = Output(predictions=repeat_trials(pred, trials), coef=repeat_trials(w, trials),
                             guarantee=ledgers[k].guarantee())
         return out
 
 
 #: the memo of lr_public's fixed-precision weights (``PublicOnlyLR.run_many``): namespace and bound (a chunk's drugs)
 _NS, _MAXSIZE = "gdsc.lr_public_weights", 1024
+#: the memo of its weights and test predictions by the identities of the public and test arrays (one chunk's)
+_NS_OBJ = "gdsc.lr_public_fits"
 
 
 class _NotMemoised(Exception):
@@ -211,20 +231,20 @@ class RobustLR(Reference):
     @staticmethod
     def _block_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-        """``run_many``'s statistics of a group from its rows laid out with splits of equal n adjacent
-        (``release_batch.RowBlocks``), each part clipped in place as ``run_many`` clips it, and their products one
-        stacked call per n (each split's summed as by its own calls: the same floats); (XX, Xy, yy, n), or None
-        (rows not float64, or y parts not as long as the X parts: the split-by-split path)."""
-        rows = RowBlocks([(splits[k].X_public, splits[k].X_private) for k in group],
-                      [(splits[k].y_public, splits[k].y_private) for k in group])
-        order = [group[i] for i in rows.order.tolist()]
-        if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1
-                and [len(a) for k in order for a in (splits[k].y_public, splits[k].y_private)] == rows.part_rows):
+        """``run_many``'s statistics of a group from its rows laid out with splits of equal n adjacent — the
+        layout lr's statistics use on the same splits (``train_rows.shared_train_rows``) — clipped into a copy as
+        ``run_many`` clips them, and their products one stacked call per n (each split's summed as by its own
+        calls: the same floats); (XX, Xy, yy, n), or None (rows not float64, or y parts not as long as the X parts:
+        the split-by-split path)."""
+        train = shared_train_rows([(splits[k].X_public, splits[k].X_private) for k in group],
+                                  [(splits[k].y_public, splits[k].y_private) for k in group])
+        if not train.floats:
             return None
-        for j, A in ((0, rows.X), (1, rows.y)):
-            _clip_parts(A, rows.part_rows, [b for k in order for b in (bounds[k][j] if clip_public else np.inf,
-                                                                          bounds[k][j])])
-        return (*rows.stats(), rows.counts.astype(float))
+        order = [group[i] for i in train.rows.order.tolist()]
+        # each split's public part at its bounds (none without clip_public), then its private part
+        bx, by = ([b for k in order for b in (bounds[k][j] if clip_public else np.inf, bounds[k][j])] for j in (0, 1))
+        Xc, yc = train.clipped(bx, by)
+        return (*train.rows.stats(Xc, yc), train.rows.counts.astype(float))
 
     @staticmethod
     def _row_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
@@ -268,23 +288,31 @@ class RobustLR(Reference):
         bounds: dict[int, tuple[float, float]] = {}
         omegas: dict[tuple[int, int], tuple[float, float]] = {}
 
-        def thresholds(k: int) -> None:
-            # rplr's bounds are B = ω·σ with ω a function of (the n it tunes for, d): ω asked once per such key, as
-            # ref.bounds of the split with σ = 1 (exactly ω), then times the split's σ — ref.bounds' own product
-            s = splits[k]
-            np.concatenate([s.X_public[:0], s.X_private[:0]])   # the columns agree (else this split fails alone)
-            key = (ref._tune_n(s), s.d)
-            w = omegas.get(key)
-            if w is None:
-                unit = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
-                             {**s.meta, "sigma_x": 1.0, "sigma_y": 1.0})
-                w = omegas[key] = ref.bounds(unit, epsilon=self.params.tune_epsilon)
-            B_x, B_y = w[0] * s.meta["sigma_x"], w[1] * s.meta["sigma_y"]
-            if not (math.isfinite(B_x) and math.isfinite(B_y)):   # rplr tunes nothing without private rows: no clipping
-                B_x = B_y = np.inf
+        tune_n, eps_t, nd = ref._tune_n, self.params.tune_epsilon, np.ndarray
+        ks = []
+        for k, s in enumerate(splits):   # each split's thresholds; one that raises fails alone (``each``)
+            try:
+                # rplr's bounds are B = ω·σ with ω a function of (the n it tunes for, d): ω asked once per such key,
+                # as ref.bounds of the split with σ = 1 (exactly ω), then times the split's σ — ref.bounds' product
+                Xu, Xv = s.X_public, s.X_private
+                if not (type(Xu) is nd and type(Xv) is nd and Xu.ndim == Xv.ndim == 2 and Xu.shape[1] == Xv.shape[1]
+                        and Xu.dtype == Xv.dtype):
+                    np.concatenate([Xu[:0], Xv[:0]])   # the columns must agree (else this split fails alone)
+                key = (tune_n(s), s.d)
+                w = omegas.get(key)
+                if w is None:
+                    unit = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                                 {**s.meta, "sigma_x": 1.0, "sigma_y": 1.0})
+                    w = omegas[key] = ref.bounds(unit, epsilon=eps_t)
+                meta = s.meta
+                B_x, B_y = w[0] * meta["sigma_x"], w[1] * meta["sigma_y"]
+                if not (math.isfinite(B_x) and math.isfinite(B_y)):   # rplr tunes nothing without private rows
+                    B_x = B_y = np.inf                                  # there: no clipping
+            except Exception as exc:  # recorded per cell
+                out[k] = exc
+                continue
             bounds[k] = B_x, B_y
-
-        ks = each(range(len(splits)), out, thresholds)
+            ks.append(k)
         for d, group in groups(ks, lambda k: splits[k].X_private.shape[1]).items():
             try:
                 XX, Xy, yy, n = (self._block_stats(splits, group, bounds, clip_public)

@@ -9,9 +9,9 @@ import numpy as np
 
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
-from dpexp.families.gdsc.release_batch import shared_stats
 from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
 from dpexp.families.gdsc.stats import sufficient_stats
+from dpexp.families.gdsc.train_rows import shared_train_rows
 from dpexp.models.bayes_lr import posterior_mean_fixed
 from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import as_ledger
@@ -45,9 +45,10 @@ class BayesLR(Reference, BatchedAlgorithm):
         for d, ks in by_d.items():
             # every split's training rows (public then private: ``Split.X_train``) stacked once, splits of equal n
             # adjacent: their statistics one stacked call per n (``release_batch.RowBlocks``; each split's products
-            # summed as by its own ``sufficient_stats``), shared by lr's variants on these splits (``shared_stats``)
-            got = shared_stats([(splits[k].X_public, splits[k].X_private) for k in ks],
-                               [(splits[k].y_public, splits[k].y_private) for k in ks])
+            # summed as by its own ``sufficient_stats``), the layout and statistics shared by lr's variants and rlr
+            # on these splits (``train_rows.shared_train_rows``)
+            got = shared_train_rows([(splits[k].X_public, splits[k].X_private) for k in ks],
+                                    [(splits[k].y_public, splits[k].y_private) for k in ks]).stats()
             if got is not None:
                 XX, Xy, yy, counts = got
             else:   # other rows: split by split

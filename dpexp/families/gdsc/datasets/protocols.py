@@ -231,8 +231,7 @@ class ProtocolView:
                         for lines in (self.public, self.test))
             if self.shared is not None:
                 self.shared[d] = got
-        Xu, Xt = got
-        return _rows(Xu, self.keep_public), _rows(Xt, self.keep_test)
+        return view_rows(got[0], self.keep_public, got[1], self.keep_test)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "shared": None}   # sets of this process: an unpickled view looks them up
@@ -241,3 +240,22 @@ class ProtocolView:
 def _rows(X: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """The rows of ``X`` that ``keep`` selects (a mask, or positions)."""
     return X[keep] if keep.dtype == bool else X.take(keep, axis=0)
+
+
+#: ``view_rows``' memo (of the objects of one chunk: ``cache.clear_objects`` drops it) and its bound (a chunk's drugs)
+_VIEW_NS, _VIEW_MAX = "gdsc.view_rows", 1024
+
+
+def view_rows(Xu: np.ndarray, keep_public: np.ndarray, Xt: np.ndarray, keep_test: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """A view's public and test rows: the rows of the sets ``Xu``, ``Xt`` that ``keep_public``, ``keep_test`` select,
+    read-only and kept by the four arrays' identities (``cache.memo_objects``): a drug's views at every size of a
+    fold hold the same sets and selections, so the rows are taken once and are the same objects for all of them
+    (``lr_public`` memoises its fit and predictions by them)."""
+    def take() -> tuple[np.ndarray, np.ndarray]:
+        got = _rows(Xu, keep_public), _rows(Xt, keep_test)
+        for a in got:
+            a.flags.writeable = False
+        return got
+
+    return cache.memo_objects(_VIEW_NS, (Xu, keep_public, Xt, keep_test), None, take, maxsize=_VIEW_MAX)
