@@ -126,19 +126,13 @@ class WPC(Metric):
         for g in table.groups:                       # non-finite predictions score 0 (vals' default)
             if not g.cells:
                 continue
-            # the drug's σ_y: one value per group in practice, read once per split object (a split is shared by
-            # all algorithms of its size); else the rows of each value (a row's Γ does not depend on the others)
-            sps = list(map(splits.__getitem__, g.cells))
-            sds = {_sd(sp) for sp in dict(zip(map(id, sps), sps)).values()}
-            if len(sds) == 1:
-                by_sd: dict[float, list[int]] = {sds.pop(): list(range(len(sps)))}
-            else:
-                by_sd = {}
-                for r, sp in enumerate(sps):
-                    sd = sd_of.get(id(sp))
-                    if sd is None:
-                        sd = sd_of[id(sp)] = _sd(sp)
-                    by_sd.setdefault(sd, []).append(r)
+            by_sd: dict[float, list[int]] = {}       # the drug's σ_y: one value per group in practice
+            for r, k in enumerate(g.cells):
+                sp = splits[k]
+                sd = sd_of.get(id(sp))               # a split is shared by all algorithms of its size: read once
+                if sd is None:
+                    sd = sd_of[id(sp)] = _sd(sp)
+                by_sd.setdefault(sd, []).append(r)
             for sd, rows in by_sd.items():
                 a, sn = cache.memo("gdsc.wpc_terms", (*g.key, float(sd)), lambda: _defined_terms(g.y, sd),
                                    maxsize=512)               # = memo_array(..., g.y, sd, ...): hashed once
@@ -154,12 +148,8 @@ class WPC(Metric):
                                     for r in rows])
                 n = a.shape[0]
                 z = (0.5 + gam / (n * (n - 1.0)) - 0.5) / sn
-                if one:
-                    for k, v in zip(g.cells, z.tolist()):
-                        vals[k] = v
-                else:
-                    for r, v in zip(rows, z.tolist()):
-                        vals[g.cells[r]] = v
+                for r, v in zip(rows, z.tolist()):
+                    vals[g.cells[r]] = v
         return vals
 
 
