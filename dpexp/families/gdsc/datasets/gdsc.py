@@ -290,7 +290,8 @@ class _PaperDrug:
     seqs: tuple                 # per sequence of the fold (test, public, private): (tested mask, positions, lines)
     raw: Any = None             # matlab: protocols.RawRows of the drug's lines along the sequences (read-only)
     y_private: Any = None       # matlab: its centred responses along the private sequence (read-only)
-    # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public)
+    # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public, the view of
+    # them with other genes, the drug's σ_y)
     test_public: dict = field(default_factory=dict)
 
 
