@@ -241,3 +241,24 @@ def test_response_terms_in_place_equal_the_plain_expressions_to_the_bit():
         B2, B3 = n * (n - 1.0), n * (n * n - 1.0) / 3.0
         var = 2.0 / (n * (n - 1.0)) * A2 * B2 + 4.0 / (n * (n - 1.0) * (n - 2.0)) * (A3 - A2) * (B3 - B2)
         assert s.hex() == float(np.sqrt(max(var, 0.0)) / (n * (n - 1.0))).hex()
+
+
+@pytest.mark.parametrize("sds", [(0.8, 0.8, 0.8), (0.8, float("nan"), 0.8), (float("nan"),) * 3, (0.0, 0.0, 0.0),
+                                 (0.8, 1.2, 0.8), (None, None, None)])
+def test_wpc_many_with_splits_shared_by_several_cells_equals_one_cell_at_a_time(sds, many_equals_one):
+    # as the runner calls it: each split (one per size) shared by the cells of several algorithms, a drug's
+    # sizes giving its σ_y (one value: scored as one group; a NaN, 0 or differing values: each value on its own;
+    # none: the test responses' std)
+    rng = np.random.default_rng(11)
+    outs, splits = [], []
+    for drug, n in enumerate([40, 9]):
+        y = rng.normal(size=n)
+        for size, sd in enumerate(sds):
+            meta = {} if sd is None else {"y_sd": sd}
+            sp = Split(np.zeros((size, 1)), y[:size], np.zeros((2, 1)), y[:2], np.zeros((n, 1)), y, meta)
+            for algo in range(3):
+                P = rng.normal(size=(1, n)) if algo or not size else np.zeros((1, n))   # a repeated row too
+                outs.append(Output(predictions=P))
+                splits.append(sp)
+    one = many_equals_one("wpc", outs, splits)
+    assert any(v != 0.0 for v in one) == any(sd is None or sd > 0 for sd in sds)

@@ -89,8 +89,8 @@ def _same(a, b):
 
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
-               "gdsc.protocol_sets", "gdsc.raw_y_range", "gdsc.raw_x", "gdsc.matlab_centred_y",
-               "gdsc.centred_rows"):
+               "gdsc.protocol_sets", "gdsc.raw_y_ranges", "gdsc.raw_x", "gdsc.matlab_centred_y",
+               "gdsc.centred_rows", "gdsc.has_rows", "gdsc.raw_y_columns"):
         cache.clear(ns)
 
 
@@ -359,3 +359,23 @@ def test_views_of_a_drug_at_every_size_give_the_same_read_only_rows(kw):
     cache.clear_objects()
     again = b.meta["view"](6)
     assert again[0] is not got_a[0] and all(_same(x, y) for x, y in zip(again, want))
+
+
+def test_y_ranges_of_all_drugs_equal_each_drugs_range():
+    # fmlr's response ranges of every drug of a fold at once (the Matlab path): the same floats as one drug at a
+    # time, the means summed as one column is (300 lines: numpy's pairwise blocks), NaNs, a drug without
+    # responses, an infinite response, a zero extreme (the exact path)
+    rng = np.random.default_rng(3)
+    Y = rng.normal(size=(300, 9)) * np.array([1, 2, 0.5, 3, 1, 1, 1, 1e-3, 7])
+    Y[rng.random(Y.shape) < 0.2] = np.nan
+    Y[:, 4] = np.nan
+    Y[7, 5] = np.inf
+    Y[:, 6] = np.where(np.isnan(Y[:, 6]), np.nan, 1.5)               # constant: both extremes 0
+    for seed in range(4):
+        perm = np.random.default_rng(seed).permutation(300)
+        cache.clear("gdsc.raw_y_columns")
+        with np.errstate(invalid="ignore"):                        # inf − inf where the inf is a training line
+            lo, hi = protocols._y_ranges(Y, 40, perm)
+            want = [protocols._y_range(Y, j, 40, perm) for j in range(9)]
+        assert [(float(a).hex(), float(b).hex()) for a, b in want] == [(a.hex(), b.hex()) for a, b in zip(lo, hi)]
+        assert lo[4] == hi[4] == 0.0 and lo[6] == hi[6] == 0.0

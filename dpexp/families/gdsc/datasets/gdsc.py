@@ -289,7 +289,9 @@ class _PaperDrug:
 
     seqs: tuple                 # per sequence of the fold (test, public, private): (tested mask, positions, lines)
     raw: Any = None             # matlab: protocols.RawRows of the drug's lines along the sequences (read-only)
-    # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public)
+    y_private: Any = None       # matlab: its centred responses along the private sequence (read-only)
+    # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public, the view of
+    # them with other genes, the drug's σ_y)
     test_public: dict = field(default_factory=dict)
 
 
@@ -509,7 +511,10 @@ class Gdsc(Dataset):
             sets = protocols.protocol_sets(p.protocol, raw.source + (p.d, p.evidence), prep.X_raw, prep.Y_raw,
                                            perm, sizes.n_test, sizes.n_public, n_priv, p.test_pool,
                                            p.public_start, sizes.max_public, dig)
-            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {})
+            # the memo key of the fold's per-drug entries (``_paper_split``) as one string, hashed once per fold
+            token = repr((p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start,
+                          sizes.max_public))
+            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {}, token)
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
@@ -590,11 +595,10 @@ class Gdsc(Dataset):
         """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
         (``_fold``, memoised), then this drug's tested lines of each."""
         p = self.params
-        e, i, raw, prep, N, perm, dig, n_priv, sets, views = fold
+        e, i, raw, prep, N, perm, dig, n_priv, sets, views, token = fold
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
-        key = (p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start, sizes.max_public, j)
-        fd = cache.memo("gdsc.protocol_drug", key, lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j),
-                        maxsize=DRUG_MEMO)
+        fd = cache.memo("gdsc.protocol_drug", (token, j),
+                        lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j), maxsize=DRUG_MEMO)
         (ht, pt, lt), (hu, pu, lu), (hv, pv, lv) = fd.seqs
         nt, nu = sizes.n_test, sizes.n_public
         (Xt, Xu, Xv), (Yt, Yu, Yv) = sets.X, sets.Y
@@ -603,11 +607,13 @@ class Gdsc(Dataset):
             # the test and public sets are the same lines, normalised alike, for every n_private: their rows once
             # per (fold, drug), shared by the sizes' splits as a split's arrays are shared by its algorithms (never
             # written).  Positions of a mask's True entries select what the mask selects (take: the same rows, less
-            # overhead)
+            # overhead).  The view of them with other genes too (the same lines: the same rows for every size)
             kt, ku = pt[:pt.searchsorted(nt)], pu[:pu.searchsorted(nu)]
+            view = protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt, raw_genes,
+                                          views)   # positions in each set (of hu[:nu], ht[:nt])
             tp = fd.test_public[(nt, nu)] = (kt, ku, Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
-                                             Yu[:, j].take(ku))
-        kt, ku, Xt_, yt, Xu_, yu = tp
+                                             Yu[:, j].take(ku), view, float(prep.sigma_y[j]))
+        kt, ku, Xt_, yt, Xu_, yu, view, y_sd = tp
         kv = pv[:pv.searchsorted(n_priv)]                                          # positions in each set
         meta = {
             "drug": subset,
@@ -616,11 +622,10 @@ class Gdsc(Dataset):
             "sigma_y": sets.sigma_y,
             "sigma_source": ("std of all entries of the private x and of the private y of all drugs pooled, no "
                              "budget spent (the authors' code; not DP)"),
-            "y_sd": float(prep.sigma_y[j]),
+            "y_sd": y_sd,
             "x_bound": 1.0,
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
-            "view": protocols.ProtocolView(e, i, p.evidence, sets.index[1], sets.index[0], ku, kt,
-                                           raw_genes, views),   # positions in each set (of hu[:nu], ht[:nt])
+            "view": view,
         }
         if p.protocol == "matlab":
             # the drug's raw rows of each set are prefixes of its raw rows along the fold's sequences (its lines of
@@ -632,8 +637,18 @@ class Gdsc(Dataset):
             meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
                                             full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max,
                                             full)
-        Xp, yp = Xv.take(kv, axis=0), Yv[:, j].take(kv)
-        Xp.flags.writeable = yp.flags.writeable = False   # inputs, never written: the paper methods share their
+            # the responses keep the training centring (the same for every size of the fold): the private ones
+            # are a prefix of the drug's along the private sequence, taken once per (fold, drug)
+            yv = fd.y_private
+            if yv is None:
+                yv = fd.y_private = protocols.matlab_centred_y(prep.Y_raw, perm, p.test_pool, dig)[:, j].take(lv)
+                yv.flags.writeable = False
+            yp = yv[:len(kv)]
+        else:
+            yp = Yv[:, j].take(kv)
+            yp.flags.writeable = False
+        Xp = Xv.take(kv, axis=0)
+        Xp.flags.writeable = False                         # inputs, never written: the paper methods share their
         return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)       # products by the arrays' identity (compared_paper)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
@@ -641,8 +656,11 @@ class Gdsc(Dataset):
         of its tested lines and those lines (read-only); the rows every size shares are added on first use."""
         p = self.params
         out = []
+        # the tested masks as rows (per data version): a drug's is contiguous, gathered along each sequence
+        has_j = cache.memo_for("gdsc.has_rows", prep.has, None, lambda: np.ascontiguousarray(prep.has.T),
+                               maxsize=4)[j]
         for seq in protocols.fold_sequences(p.protocol, perm, p.test_pool, p.public_start, max_public, dig):
-            has = prep.has[seq, j]
+            has = has_j.take(seq)
             pos = np.flatnonzero(has)
             lines = seq.take(pos)
             has.flags.writeable = pos.flags.writeable = lines.flags.writeable = False

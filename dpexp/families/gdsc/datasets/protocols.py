@@ -165,14 +165,20 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
         sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
         Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
     else:   # matlab: responses centred over all training lines (the same for every size of a fold), x per set
-        Yc = cache.memo_for("gdsc.matlab_centred_y", Y_raw, (dig, test_pool),
-                            lambda: Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :], maxsize=4)
+        Yc = matlab_centred_y(Y_raw, perm, test_pool, dig)
         Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
         Ys = [Yc[i] for i in idx]
     Xp, Yp = Xs[2], Ys[2]
     sx = float(Xp.std()) if Xp.size else float("nan")
     sy = float(np.nanstd(Yp)) if np.isfinite(Yp).any() else float("nan")
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
+
+
+def matlab_centred_y(Y_raw: np.ndarray, perm: np.ndarray, test_pool: int, perm_digest: str) -> np.ndarray:
+    """The Matlab path's responses: every drug's centred over its tested training lines (the same for every size
+    of a fold: memoised per (data, fold))."""
+    return cache.memo_for("gdsc.matlab_centred_y", Y_raw, (perm_digest, test_pool),
+                          lambda: Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :], maxsize=4)
 
 
 def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray] | None, j: int,
@@ -189,9 +195,10 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
     Xc, x_min, x_max = cache.memo_for("gdsc.raw_x", X_raw, None, lambda: (np.ascontiguousarray(X_raw),
                                                                           X_raw.min(axis=0), X_raw.max(axis=0)),
                                       maxsize=8)
-    # the same for every size of a fold: memoised per (data, fold, drug)
-    y_min, y_max = cache.memo_for("gdsc.raw_y_range", Y_raw, (perm_digest or digest(perm), test_pool, j),
-                                  lambda: _y_range(Y_raw, j, test_pool, perm), maxsize=4096)
+    # the same for every size of a fold: every drug's, memoised per (data, fold)
+    lo, hi = cache.memo_for("gdsc.raw_y_ranges", Y_raw, (perm_digest or digest(perm), test_pool),
+                            lambda: _y_ranges(Y_raw, test_pool, perm), maxsize=4)
+    y_min, y_max = lo[j], hi[j]
     rows = (Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0))
     if read_only:
         for r in rows:
@@ -204,6 +211,32 @@ def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tup
     y_all = Y_raw[:, j] - _column_means(Y_raw[perm[test_pool:], j:j + 1])[0]
     tested = y_all[np.isfinite(y_all)]
     return (float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
+
+
+def _y_ranges(Y_raw: np.ndarray, test_pool: int, perm: np.ndarray) -> tuple[list[float], list[float]]:
+    """``_y_range`` of every drug (column of ``Y_raw``) at once: (minima, maxima), the same floats.  Each drug's
+    mean m is the sum of its own column, as ``_column_means`` of that one column sums it: a contiguous row of the
+    transposed training rows is reduced as the one-column array is (numpy's pairwise sum of one contiguous run).
+    Rounding is monotone, so min(y − m) over the finite y is fl(min y − m) (likewise the maximum): the extremes of
+    the raw columns are taken once per data version.  A drug with no finite response, a non-finite m or a zero
+    extreme (−0 and 0 compare equal) is computed as ``_y_range`` does."""
+    YT, y_min, y_max = cache.memo_for("gdsc.raw_y_columns", Y_raw, None, lambda: _y_columns(Y_raw), maxsize=4)
+    T = YT.take(perm[test_pool:], axis=1)                      # (D, training lines), C-contiguous
+    has = ~np.isnan(T)
+    means = np.where(has, T, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1)
+    lo, hi = y_min - means, y_max - means
+    exact = np.isfinite(lo) & np.isfinite(hi) & (lo != 0.0) & (hi != 0.0)
+    lo, hi = lo.tolist(), hi.tolist()
+    for j in np.flatnonzero(~exact).tolist():
+        lo[j], hi[j] = _y_range(Y_raw, j, test_pool, perm)
+    return lo, hi
+
+
+def _y_columns(Y_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Y_raw`` transposed (contiguous) and each column's extremes over its finite entries (±inf: none)."""
+    YT = np.ascontiguousarray(Y_raw.T)
+    finite = np.isfinite(YT)
+    return YT, np.where(finite, YT, np.inf).min(axis=1), np.where(finite, YT, -np.inf).max(axis=1)
 
 
 class ProtocolView:
