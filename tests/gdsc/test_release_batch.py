@@ -427,3 +427,21 @@ def test_release_many_public_only_splits_together_equal_release(params, trials):
                 if ridge is not None:
                     ref = 0.0 if rg is None else rg
                     _same(ridge[i], np.broadcast_to(np.asarray(ref, dtype=float), ridge[i].shape))
+
+
+def test_laplace_rows_cells_spending_alike_share_one_equal_spend():
+    """Cells whose ε, Δ₁ and scale have the same bits record one (frozen) Spend equal to the constructor's; a
+    sensitivity of -0.0 beside 0.0 (equal floats, other bits and repr) keeps each cell its own."""
+    from dpexp.privacy.guarantee import Spend
+
+    lg = _ledgers(3)
+    out = laplace_rows(np.zeros((3, 2)), np.ones((3, 2)), np.full(3, 2.0), 0.5, lg, "sigma_x")
+    ref = Spend("laplace", "pure", epsilon=0.5, delta=0.0, sensitivity=2.0, scale=4.0, label="sigma_x")
+    _same(out, np.full((3, 2), 4.0))
+    for l in lg:
+        (got,) = l.spends
+        assert type(got) is Spend and got == ref and repr(got) == repr(ref)
+        assert list(vars(got).items()) == list(vars(ref).items())
+    lg = _ledgers(2)
+    laplace_rows(np.zeros((2, 1)), np.ones((2, 1)), np.array([0.0, -0.0]), 0.5, lg, "y'y")
+    assert [repr(l.spends[0].sensitivity) for l in lg] == ["0.0", "-0.0"]
