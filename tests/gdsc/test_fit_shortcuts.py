@@ -208,3 +208,27 @@ def test_rplr_naive_group_from_the_batch_arrays_equals_restacking(params, trials
             same(x.extras, y.extras)
             same(x.coef_interval, y.coef_interval)
             assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("T", [1, 3])
+def test_blockwise_clipped_stats_equal_the_broadcast_clip_path(T):
+    """clipped_stats with per-trial bounds, each group clipped split by split into its stack and multiplied there
+    (``_clipped_stats_blockwise``), equals the path through one broadcast clip of all rows to the bit: groups of
+    equal n (G > 1), splits alone of their n, an empty split."""
+    rng = np.random.default_rng(7)
+    counts = [300, 300, 0, 280, 300, 280, 700, 1, 300]
+    Xs = [rng.normal(size=(c, 4)) for c in counts]
+    ys = [rng.normal(scale=2.0, size=c) for c in counts]
+    B = RowBlocks(Xs, ys)
+    bx, by = rng.uniform(0.2, 0.6, (9, T)), rng.uniform(0.5, 1.5, (9, T))
+    B.CLIP_SPLITWISE_ROWS = 0
+    assert B._splitwise(bx, by)
+    fast = B.clipped_stats(bx, by, True, T)
+    B.CLIP_SPLITWISE_ROWS = 10**9
+    plain = B.clipped_stats(bx, by, True, T)
+    same(list(fast), list(plain))
+    for i, (X, y) in enumerate(zip(Xs, ys)):   # and each split's own statistics of its clipped rows
+        Xc = np.clip(np.broadcast_to(X, (T,) + X.shape), -bx[i][:, None, None], bx[i][:, None, None])
+        yc = np.clip(np.broadcast_to(y, (T,) + y.shape), -by[i][:, None], by[i][:, None])
+        XcT = np.swapaxes(Xc, -1, -2)
+        same(fast[0][i], XcT @ Xc)
