@@ -445,3 +445,18 @@ def test_laplace_rows_cells_spending_alike_share_one_equal_spend():
     lg = _ledgers(2)
     laplace_rows(np.zeros((2, 1)), np.ones((2, 1)), np.array([0.0, -0.0]), 0.5, lg, "y'y")
     assert [repr(l.spends[0].sensitivity) for l in lg] == ["0.0", "-0.0"]
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("sigma", ["dp", "data"])
+def test_clip_bounds_many_of_a_whole_batch_equal_per_release(trials, sigma):
+    """The releases of one batched group read their bounds from the group's arrays: equal to each release's own
+    ``clip_bounds`` to the bit (per-trial σ̂ bounds and the data σ's floats)."""
+    from dpexp.families.gdsc.algorithms.rplr import _clip_bounds_many, _whole_batch
+
+    alg = RobustPrivateLR(sigma=sigma, **EXPLICIT)
+    splits = [s for s in _splits() if s.d == 3 and s.X_private.shape[0] > 0]
+    rels = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials)
+    assert _whole_batch(rels) is not None
+    for r, g in zip(rels, _clip_bounds_many(rels, trials)):
+        _same(np.ascontiguousarray(r.clip_bounds(trials)), g)

@@ -668,9 +668,13 @@ def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]
     out: list[np.ndarray | None] = [None] * len(rs)
     if not idx:
         return out
+    tok = _whole_batch(rs) if len(idx) == len(rs) else None
     try:   # the bounds of a batch: all floats or all (trials,) arrays, converted at once (the same values)
-        bx = np.array([rs[i].B_x for i in idx], dtype=float)
-        by = np.array([rs[i].B_y for i in idx], dtype=float)
+        if tok is not None:   # the rows of one batched release: its (S, T) or (S,) arrays hold them already
+            bx, by = tok[0].B_x, tok[0].B_y
+        else:
+            bx = np.array([rs[i].B_x for i in idx], dtype=float)
+            by = np.array([rs[i].B_y for i in idx], dtype=float)
         b = np.empty((len(idx), trials, 2))
         b[..., 0] = bx if bx.ndim == 2 else bx[:, None]
         b[..., 1] = by if by.ndim == 2 else by[:, None]
