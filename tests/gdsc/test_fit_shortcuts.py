@@ -235,9 +235,9 @@ def test_blockwise_clipped_stats_equal_the_broadcast_clip_path(T):
 
 
 def test_one_pair_of_bounds_clips_all_rows_at_once_equal_per_split():
-    """clipped_stats with one bound pair for every split (plr's public bounds) clips the rows in one call, kept on a
-    shared layout for the σ sums at the same bounds: the statistics equal each split's own clip and products and
-    the per-row-bounds path to the bit; the σ sums are unchanged; bounds that differ in one bit take the other path."""
+    """clipped_stats with one bound pair for every split (plr's public bounds) clips all rows in one call each: the
+    statistics equal each split's own clip and products and the per-row-bounds path to the bit (on a shared layout
+    whose σ sums were taken at the same bounds too); bounds that differ in one bit take the other path."""
     from dpexp.families.gdsc.release_batch import shared_rows
     from dpexp.families.gdsc.stats import clip as stats_clip
 
@@ -249,7 +249,6 @@ def test_one_pair_of_bounds_clips_all_rows_at_once_equal_per_split():
     sums = rows.sigma_sums(0.5, 2.0)
     bx, by = np.full(6, 0.5), np.full(6, 2.0)
     XX, Xy, yy = rows.clipped_stats(bx, by, False, 1)
-    assert rows.kept(("clipped", 0.5, 2.0), lambda: None) is not None   # the σ sums' clipped rows, reused
     plain = RowBlocks(Xs, ys)
     Xc, yc = plain._clipped_rows(bx[:, None], by[:, None])
     same([XX, Xy, yy], list(plain.stats(Xc[0], yc[0])))

@@ -245,17 +245,10 @@ class RowBlocks:
         methods sharing these rows (``shared_rows``: rplr, narplr, AdaSSP) sum them once."""
         return self.kept(("sigma_sums", bx, by), lambda: self._sigma_sums(bx, by))
 
-    def clipped_at(self, bx: float, by: float) -> tuple[np.ndarray, np.ndarray]:
-        """All rows clipped at one pair of public bounds (scalars): ``np.clip(X, -bx, bx)``, ``np.clip(y, -by, by)``
-        in one call each (clipping is elementwise: each split's rows equal their own clip), read-only.  Kept by a
-        shared instance: the σ sums of rplr, narplr and AdaSSP clip at the σ bounds, and plr at its own fixed bounds
-        (by default the same pair), so the rows are clipped once for all of them."""
-        return self.kept(("clipped", bx, by), lambda: (_read_only(_clip(self.X, -bx, bx)),
-                                                      _read_only(_clip(self.y, -by, by))))
-
     def _sigma_sums(self, bx: float, by: float) -> np.ndarray:
-        qx, qy = self.clipped_at(bx, by)
-        qx, qy = qx * qx, qy * qy   # q ** 2 (numpy squares as q·q), new arrays (the clipped rows are kept)
+        qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
+        np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
+        np.multiply(qy, qy, out=qy)
         out = np.empty((self.S, 2))
         for n, members, a in self.blocks:
             G = len(members)
@@ -297,8 +290,10 @@ class RowBlocks:
         S, d = self.S, self.X.shape[1]
         if not per_trial:
             if S and self.X.dtype == self.y.dtype == np.float64 and _one_bound(B_x) and _one_bound(B_y):
-                # one pair of bounds for every split (e.g. plr's public bounds): the rows clipped in one call
-                return self.stats(*self.clipped_at(float(B_x[0]), float(B_y[0])))
+                # one pair of bounds for every split (e.g. plr's public bounds): all rows clipped in one call each
+                # (clipping is elementwise: each split's rows equal their own clip)
+                bx, by = float(B_x[0]), float(B_y[0])
+                return self.stats(_clip(self.X, -bx, bx), _clip(self.y, -by, by))
             Xc, yc = self._clipped_rows(B_x[:, None], B_y[:, None])
             return self.stats(Xc[0], yc[0])
         if self._splitwise(B_x, B_y):
