@@ -266,8 +266,9 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     shape; ``sensitivity``: (S,) or (S, T) (per trial, e.g. bounds estimated per trial), the L1 sensitivity of the
     whole vector under the caller's neighbouring relation; ``epsilon``: a number or (S,).  Records in
     ``sources[i]`` exactly the ``Spend`` ``laplace`` records for cell i (ε, the largest sensitivity and the
-    smallest scale over its trials).  ``standard`` must have ``value``'s shape exactly (ValueError otherwise, before
-    anything is recorded): a broadcast would reuse one draw for several released numbers."""
+    smallest scale over its trials; one Spend object for all cells when they spend alike: it is frozen).
+    ``standard`` must have ``value``'s shape exactly (ValueError otherwise, before anything is recorded): a
+    broadcast would reuse one draw for several released numbers."""
     v = np.asarray(value, dtype=float)
     standard = np.asarray(standard, dtype=float)
     if standard.shape != v.shape:   # a mis-sliced draw array would broadcast: one draw reused across trials/cells
@@ -289,8 +290,21 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
         raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
     b = sens / eps[:, None]
     out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
-    _record_rows(sources, _laplace_spends(label, eps.tolist(), s_max.tolist(), b.min(axis=1).tolist()))
+    b_min = b.min(axis=1)
+    if S > 1 and _one_value(eps) and _one_value(s_max) and _one_value(b_min):
+        # every cell spends alike (e.g. one public bound for all): one Spend (frozen), recorded in each ledger
+        spends = _laplace_spends(label, [float(eps[0])], [float(s_max[0])], [float(b_min[0])]) * S
+    else:
+        spends = _laplace_spends(label, eps.tolist(), s_max.tolist(), b_min.tolist())
+    _record_rows(sources, spends)
     return out
+
+
+def _one_value(a: np.ndarray) -> bool:
+    """Every float of the 1-D float64 array ``a`` has the bits of its first (so -0.0 and 0.0 differ, as the
+    spends' reprs would)."""
+    u = a.view(np.uint64)
+    return bool((u == u[0]).all())
 
 
 def _laplace_spends(label: str, eps: list[float], sens: list[float], scales: list[float]) -> list[Spend]:

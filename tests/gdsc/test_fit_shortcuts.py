@@ -208,3 +208,58 @@ def test_rplr_naive_group_from_the_batch_arrays_equals_restacking(params, trials
             same(x.extras, y.extras)
             same(x.coef_interval, y.coef_interval)
             assert repr(l1.spends) == repr(l2.spends)
+
+
+@pytest.mark.parametrize("T", [1, 3])
+def test_blockwise_clipped_stats_equal_the_broadcast_clip_path(T):
+    """clipped_stats with per-trial bounds, each group clipped split by split into its stack and multiplied there
+    (``_clipped_stats_blockwise``), equals the path through one broadcast clip of all rows to the bit: groups of
+    equal n (G > 1), splits alone of their n, an empty split."""
+    rng = np.random.default_rng(7)
+    counts = [300, 300, 0, 280, 300, 280, 700, 1, 300]
+    Xs = [rng.normal(size=(c, 4)) for c in counts]
+    ys = [rng.normal(scale=2.0, size=c) for c in counts]
+    B = RowBlocks(Xs, ys)
+    bx, by = rng.uniform(0.2, 0.6, (9, T)), rng.uniform(0.5, 1.5, (9, T))
+    B.CLIP_SPLITWISE_ROWS = 0
+    assert B._splitwise(bx, by)
+    fast = B.clipped_stats(bx, by, True, T)
+    B.CLIP_SPLITWISE_ROWS = 10**9
+    plain = B.clipped_stats(bx, by, True, T)
+    same(list(fast), list(plain))
+    for i, (X, y) in enumerate(zip(Xs, ys)):   # and each split's own statistics of its clipped rows
+        Xc = np.clip(np.broadcast_to(X, (T,) + X.shape), -bx[i][:, None, None], bx[i][:, None, None])
+        yc = np.clip(np.broadcast_to(y, (T,) + y.shape), -by[i][:, None], by[i][:, None])
+        XcT = np.swapaxes(Xc, -1, -2)
+        same(fast[0][i], XcT @ Xc)
+
+
+def test_one_pair_of_bounds_clips_all_rows_at_once_equal_per_split():
+    """clipped_stats with one bound pair for every split (plr's public bounds) clips all rows in one call each: the
+    statistics equal each split's own clip and products and the per-row-bounds path to the bit (on a shared layout
+    whose σ sums were taken at the same bounds too); bounds that differ in one bit take the other path."""
+    from dpexp.families.gdsc.release_batch import shared_rows
+    from dpexp.families.gdsc.stats import clip as stats_clip
+
+    rng = np.random.default_rng(9)
+    counts = [30, 30, 12, 30, 1, 12]
+    Xs = [rng.normal(size=(c, 3)) for c in counts]
+    ys = [rng.normal(scale=4.0, size=c) for c in counts]
+    rows = shared_rows(Xs, ys)
+    sums = rows.sigma_sums(0.5, 2.0)
+    bx, by = np.full(6, 0.5), np.full(6, 2.0)
+    XX, Xy, yy = rows.clipped_stats(bx, by, False, 1)
+    plain = RowBlocks(Xs, ys)
+    Xc, yc = plain._clipped_rows(bx[:, None], by[:, None])
+    same([XX, Xy, yy], list(plain.stats(Xc[0], yc[0])))
+    for i, (X, y) in enumerate(zip(Xs, ys)):
+        Xi, yi = stats_clip(X, y, 0.5, 2.0)
+        same(XX[i], Xi.T @ Xi)
+        same(Xy[i], Xi.T @ yi)
+        q = np.clip(X, -0.5, 0.5) ** 2, np.clip(y, -2.0, 2.0) ** 2
+        assert sums[i].tolist() == [float(np.sum(q[0])), float(np.sum(q[1]))]
+    bx2 = bx.copy()
+    bx2[3] = np.nextafter(0.5, 1.0)
+    got = RowBlocks(Xs, ys).clipped_stats(bx2, by, False, 1)
+    Xc2, yc2 = plain._clipped_rows(bx2[:, None], by[:, None])
+    same(list(got), list(plain.stats(Xc2[0], yc2[0])))

@@ -389,3 +389,74 @@ def _many_and_each(alg, trials: int) -> list:
         np.testing.assert_allclose(one.predictions, o.predictions, rtol=1e-6, atol=1e-9)
         pairs.append((one, o))
     return pairs
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("params", [dict(sigma="dp", **EXPLICIT), dict(sigma="data", clip_public=True, **EXPLICIT),
+                                    dict(sigma="dp", prior="fixed", **EXPLICIT)])
+def test_release_many_public_only_splits_together_equal_release(params, trials):
+    """Several splits without private rows (public rows of equal and of other n, d = 2 and 3) take the batched
+    public-only path: each Release (zeros, public statistics, extras) and spend equal ``release``'s to the bit, and
+    ``_naive_group`` of them alone or beside released splits equals the per-split ``_naive_stats``; public rows that
+    are not float64 send the group split by split, with the same results."""
+    alg = RobustPrivateLR(**params)
+    splits = [_split(70 + i, n=0, n_pub=p, d=d) for i, (p, d) in enumerate([(6, 3), (6, 3), (4, 3), (6, 2), (6, 2)])]
+    f32 = _split(80, n=0)
+    f32.X_public = f32.X_public.astype(np.float32)
+    for ss in (splits, splits + [_split(81, n=9), _split(82, n=13)], [splits[0], f32, splits[1]]):
+        la, lb = _ledgers(len(ss)), _ledgers(len(ss))
+        one = [alg.release(s, 1.5, lg, trials) for s, lg in zip(ss, la)]
+        many = alg.release_many(ss, 1.5, lb, trials)
+        for r1, r2, l1, l2 in zip(one, many, la, lb):
+            for f in ("XX", "Xy", "yy", "public", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
+                _same(getattr(r1, f), getattr(r2, f))
+            assert repr(l1.spends) == repr(l2.spends)
+        for d in (2, 3):
+            idx = [i for i, s in enumerate(ss) if s.d == d and s.X_public.dtype == np.float64]
+            if not idx:
+                continue
+            sub, rs = [ss[i] for i in idx], [many[i] for i in idx]
+            XX, Xy, yy, extras, ridge = alg._naive_group(sub, rs, trials)
+            assert XX.shape == (len(sub), trials, d, d) and yy.shape == (len(sub), trials)
+            for i, (s, r) in enumerate(zip(sub, rs)):
+                xx, xy, y_, ex, rg = alg._naive_stats(s, r, trials)
+                _same(XX[i], xx)
+                _same(Xy[i], xy)
+                _same(yy[i], y_)
+                assert extras[i] == ex
+                if ridge is not None:
+                    ref = 0.0 if rg is None else rg
+                    _same(ridge[i], np.broadcast_to(np.asarray(ref, dtype=float), ridge[i].shape))
+
+
+def test_laplace_rows_cells_spending_alike_share_one_equal_spend():
+    """Cells whose ε, Δ₁ and scale have the same bits record one (frozen) Spend equal to the constructor's; a
+    sensitivity of -0.0 beside 0.0 (equal floats, other bits and repr) keeps each cell its own."""
+    from dpexp.privacy.guarantee import Spend
+
+    lg = _ledgers(3)
+    out = laplace_rows(np.zeros((3, 2)), np.ones((3, 2)), np.full(3, 2.0), 0.5, lg, "sigma_x")
+    ref = Spend("laplace", "pure", epsilon=0.5, delta=0.0, sensitivity=2.0, scale=4.0, label="sigma_x")
+    _same(out, np.full((3, 2), 4.0))
+    for l in lg:
+        (got,) = l.spends
+        assert type(got) is Spend and got == ref and repr(got) == repr(ref)
+        assert list(vars(got).items()) == list(vars(ref).items())
+    lg = _ledgers(2)
+    laplace_rows(np.zeros((2, 1)), np.ones((2, 1)), np.array([0.0, -0.0]), 0.5, lg, "y'y")
+    assert [repr(l.spends[0].sensitivity) for l in lg] == ["0.0", "-0.0"]
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+@pytest.mark.parametrize("sigma", ["dp", "data"])
+def test_clip_bounds_many_of_a_whole_batch_equal_per_release(trials, sigma):
+    """The releases of one batched group read their bounds from the group's arrays: equal to each release's own
+    ``clip_bounds`` to the bit (per-trial σ̂ bounds and the data σ's floats)."""
+    from dpexp.families.gdsc.algorithms.rplr import _clip_bounds_many, _whole_batch
+
+    alg = RobustPrivateLR(sigma=sigma, **EXPLICIT)
+    splits = [s for s in _splits() if s.d == 3 and s.X_private.shape[0] > 0]
+    rels = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials)
+    assert _whole_batch(rels) is not None
+    for r, g in zip(rels, _clip_bounds_many(rels, trials)):
+        _same(np.ascontiguousarray(r.clip_bounds(trials)), g)

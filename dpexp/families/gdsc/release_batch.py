@@ -206,6 +206,13 @@ class RowBlocks:
     #: loop) rather than in one call with per-row bounds (a broadcast clip, ~3x slower per element)
     CLIP_SPLITWISE_ROWS = 256
 
+    def _splitwise(self, B_x: np.ndarray, B_y: np.ndarray) -> bool:
+        """Clip split by split at bounds (S, T) (``_clipped_rows``): long splits, float64 rows, finite bounds."""
+        S, T = B_x.shape
+        return (self.X.shape[0] >= self.CLIP_SPLITWISE_ROWS * max(S, 1) * T
+                and self.X.dtype == self.y.dtype == np.float64
+                and bool(np.all(np.isfinite(B_x))) and bool(np.all(np.isfinite(B_y))))
+
     def _clipped_rows(self, B_x: np.ndarray, B_y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The rows clipped at their split's bounds B_x, B_y (S, T): X (T, N, d), y (T, N) in the blocks' row
         order — ``np.clip(X[None], -b, b)`` with b each row's bound.  Clipping is exact (a min and a max), so
@@ -214,8 +221,7 @@ class RowBlocks:
         the bounds finite (else the broadcast call)."""
         S, T = B_x.shape
         N = self.X.shape[0]
-        if N >= self.CLIP_SPLITWISE_ROWS * max(S, 1) * T and self.X.dtype == self.y.dtype == np.float64 \
-                and bool(np.all(np.isfinite(B_x))) and bool(np.all(np.isfinite(B_y))):
+        if self._splitwise(B_x, B_y):
             Xc, yc = np.empty((T,) + self.X.shape), np.empty((T, N))
             X, y = self.X, self.y
             stops = np.cumsum(self.counts[self.order]).tolist()
@@ -283,8 +289,15 @@ class RowBlocks:
         split's products in the order of its own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
         S, d = self.S, self.X.shape[1]
         if not per_trial:
+            if S and self.X.dtype == self.y.dtype == np.float64 and _one_bound(B_x) and _one_bound(B_y):
+                # one pair of bounds for every split (e.g. plr's public bounds): all rows clipped in one call each
+                # (clipping is elementwise: each split's rows equal their own clip)
+                bx, by = float(B_x[0]), float(B_y[0])
+                return self.stats(_clip(self.X, -bx, bx), _clip(self.y, -by, by))
             Xc, yc = self._clipped_rows(B_x[:, None], B_y[:, None])
             return self.stats(Xc[0], yc[0])
+        if self._splitwise(B_x, B_y):
+            return self._clipped_stats_blockwise(B_x, B_y, T)
         Xc, yc = self._clipped_rows(B_x, B_y)
         XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
         for n, members, a in self.blocks:
@@ -303,6 +316,46 @@ class RowBlocks:
             XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
             yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
         return XX, Xy, yy
+
+
+    def _clipped_stats_blockwise(self, B_x: np.ndarray, B_y: np.ndarray, T: int
+                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``clipped_stats`` with per-trial bounds (S, T) when ``_splitwise``: each group's rows clipped split by
+        split (``_clipped_rows``' clip calls) straight into its (G, T, n, d) stack — the C-contiguous array the
+        other path copies out of the clipped rows, so the same floats in the same layout, multiplied by the same
+        stacked calls — and multiplied while they are still in cache, not after all groups are clipped."""
+        S, d = self.S, self.X.shape[1]
+        X, y = self.X, self.y
+        bxs, bys = B_x.tolist(), B_y.tolist()
+        XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+        for n, members, a in self.blocks:
+            G = len(members)
+            Xg, yg = np.empty((G, T, n, d)), np.empty((G, T, n))
+            r = a
+            for j, i in enumerate(members):
+                bx, by = bxs[i], bys[i]
+                for t in range(T):
+                    _clip(X[r:r + n], -bx[t], bx[t], out=Xg[j, t])
+                    _clip(y[r:r + n], -by[t], by[t], out=yg[j, t])
+                r += n
+            if G == 1:
+                i = members[0]
+                Xi, yi = Xg[0], yg[0]
+                XiT = np.swapaxes(Xi, -1, -2)
+                XX[i], Xy[i], yy[i] = XiT @ Xi, (XiT @ yi[..., None])[..., 0], np.einsum("tn,tn->t", yi, yi)
+                continue
+            XgT = np.swapaxes(Xg, -1, -2)
+            XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+            yy[members] = np.einsum("gtn,gtn->gt", yg, yg)
+        return XX, Xy, yy
+
+
+def _one_bound(B: np.ndarray) -> bool:
+    """The bounds (S,) are one finite positive float64, bit for bit (a clip at it equals each split's own)."""
+    if B.dtype != np.float64 or B.ndim != 1:
+        return False
+    u = B.view(np.uint64)
+    return bool((u == u[0]).all()) and 0.0 < float(B[0]) < math.inf
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:

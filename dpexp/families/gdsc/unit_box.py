@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpexp import cache
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.audit import UNIT_BOX
@@ -95,7 +96,15 @@ _may_share = np.may_share_memory
 def split_wholes(splits: list[Split], ks: list[int]) -> tuple[np.ndarray, ...] | None:
     """For the splits ``ks``: (X_public, y_public, whole X_private, whole y_private, X_test) of each, flattened, when
     each is a float64 array owning its read-only data (the private rows: the first rows of one, ``whole_rows``) —
-    the rows a chunk's ``run_many`` calls share at every n_private (``datasets.gdsc``); else None."""
+    the rows a chunk's ``run_many`` calls share at every n_private (``datasets.gdsc``); else None.  Looked up once
+    for the arrays of these splits (``cache.memo_objects``, by their identities: oplr and fmlr are handed the same
+    splits of a size; a base and its read-only flag are fixed once checked, as ``_scaled_wholes``' memos assume)."""
+    own = tuple(a for k in ks for s in (splits[k],) for a in (s.X_public, s.y_public, s.X_private, s.y_private,
+                                                              s.X_test))
+    return cache.memo_objects("gdsc.split_wholes", own, None, lambda: _split_wholes(splits, ks), maxsize=1)
+
+
+def _split_wholes(splits: list[Split], ks: list[int]) -> tuple[np.ndarray, ...] | None:
     out: list[np.ndarray] = []
     for k in ks:
         s = splits[k]

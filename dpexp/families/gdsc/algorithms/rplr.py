@@ -362,6 +362,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         eps = self.stats_epsilon(epsilon)
         ok_eps = math.isfinite(eps) and eps > 0
         groups: dict[int, list[tuple[Any, ...]]] = {}
+        empty: list[tuple[Any, ...]] = []   # the splits without private rows
         # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call
         choices: dict[tuple[int, int], tuple[tuple[float, float, float], float, float]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
@@ -374,12 +375,17 @@ class RobustPrivateLR(BatchedAlgorithm):
                     c = choices[(tn, d)] = (sp, wx, wy, ok_eps and min(sp) > 0 and wx > 0 and wy > 0
                                             and math.isfinite(wx) and math.isfinite(wy))
                 sp, wx, wy, valid = c
-                if s.X_private.shape[0] == 0 or not (valid and self._batchable_sigma(s, d, wx, wy)):
+                if s.X_private.shape[0] == 0:   # nothing private: ``release``'s public-only path, below
+                    empty.append((k, s, ledger, sp))
+                    continue
+                if not (valid and self._batchable_sigma(s, d, wx, wy)):
                     out[k] = self.release(s, epsilon, ledger, trials)
                     continue
                 groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
             except Exception as exc:  # recorded per cell
                 out[k] = exc
+        if empty:
+            self._public_only_many(empty, epsilon, eps, trials, out)
         for d, items in groups.items():
             try:
                 if len(items) == 1:   # one split (``run``, the audit's views of perturbed_stats): the per-split path
@@ -392,6 +398,33 @@ class RobustPrivateLR(BatchedAlgorithm):
                 for it in items:
                     out[it[0]] = exc
         return out
+
+    def _public_only_many(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
+                          out: list) -> None:
+        """``release`` of splits without private rows (``items``: (k, split, ledger, budget split)): nothing drawn,
+        each ledger records ``public_only`` and its ``Release`` carries zeros, the budget split's extras and the
+        public rows' exact statistics, those of many splits from one ``shared_sufficient_stats`` call (equal to the
+        bit to each split's ``sufficient_stats``; shared with the other methods of these splits).  Public rows that
+        are not 2-D/1-D float64 of one length, or a failing stacked call, take ``release`` split by split."""
+        ss = [it[1] for it in items]
+        pubs = None
+        if len(items) > 1 and all(type(s.X_public) is np.ndarray and type(s.y_public) is np.ndarray
+                                  and s.X_public.ndim == 2 and s.y_public.ndim == 1
+                                  and s.X_public.shape[0] == s.y_public.shape[0]
+                                  and s.X_public.dtype == s.y_public.dtype == np.float64 for s in ss):
+            try:
+                pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+            except Exception:   # split by split, where a failing split fails alone
+                pubs = None
+        T = trials
+        for j, (k, s, ledger, sp) in enumerate(items):
+            if pubs is None:
+                out[k] = _try(lambda: self.release(s, epsilon, ledger, trials))
+                continue
+            d = s.d
+            ledger.public_only()
+            out[k] = Release(np.zeros((T, d, d)), np.zeros((T, d)), np.zeros(T), pubs[j],
+                             {"p1": sp[0], "p2": sp[1], "p3": sp[2]}, sp, eps, None, None, None, None)
 
     def _batchable_sigma(self, split: Split, d: int, wx: float, wy: float) -> bool:
         """The split's σ (and, with ``sigma: data``, its sensitivities: known before any draw) let the batch release
@@ -494,7 +527,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, float]], np.ndarray | None]:
         """``_naive_stats`` of splits of equal d, stacked: XX (S, T, d, d), Xy (S, T, d), yy (S, T), the extras and
         the ridge (S, T), or (S, 1) when no split's bounds vary per trial; equal to the bit to the per-split calls
-        (a release without private rows takes ``_naive_stats`` itself)."""
+        (the releases without private rows stacked by ``_public_group``)."""
         p = self.params
         d = splits[0].d
         with_ridge = p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check)
@@ -503,9 +536,17 @@ class RobustPrivateLR(BatchedAlgorithm):
         ridge = np.zeros((len(rs), trials)) if with_ridge else None
         extras = [r.extras for r in rs]
         per_trial = False
-        for i, r in enumerate(rs):
-            if r.B_x is None:
-                XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], r, trials)
+        empty = [i for i, r in enumerate(rs) if r.B_x is None]
+        if empty:
+            got = _public_group([rs[i] for i in empty], d, trials)
+            if got is None:   # public statistics of other shapes: split by split
+                for i in empty:
+                    XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], rs[i], trials)
+            elif not priv:   # no split released: the stacked public statistics are the sums
+                return (*got, extras, None if ridge is None else ridge[:, :1])
+            else:
+                for j, i in enumerate(empty):
+                    XX[i], Xy[i], yy[i] = got[0][j], got[1][j], got[2][j]
         if priv:
             pr = [rs[i] for i in priv]
             tok = _whole_batch(pr)   # all rows of one batched release, in order: its arrays are the stacks
@@ -522,13 +563,15 @@ class RobustPrivateLR(BatchedAlgorithm):
             sXX = rXX + (PX[:, None] if PX.ndim == 3 else PX)
             sXy = rXy + (PXy[:, None] if PXy.ndim == 2 else PXy)
             syy = ryy + (Pyy[:, None] if Pyy.ndim == 1 else Pyy)
-            for j, i in enumerate(priv):
-                XX[i], Xy[i], yy[i] = sXX[j], sXy[j], syy[j]
+            if empty:   # the sums go into the per-split lists (stacked with the others' below)
+                for j, i in enumerate(priv):
+                    XX[i], Xy[i], yy[i] = sXX[j], sXy[j], syy[j]
             if with_ridge:
                 per_trial = np.ndim(pr[0].B_x) > 0
                 e = np.array([r.split[0] * r.eps for r in pr])
                 if per_trial:
-                    B = np.stack([r.B_x for r in pr])
+                    # a whole batch's bounds are its (S, T) array, whose rows the releases carry (the same floats)
+                    B = tok[0].B_x if tok is not None else np.stack([r.B_x for r in pr])
                     rg = noise_ridge(d, sensitivities(d, B, B)[0] / e[:, None])
                 else:
                     rg = noise_ridge(d, float_sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
@@ -602,15 +645,36 @@ def _whole_batch(rs: list[Release]) -> tuple | None:
     return tok
 
 
+def _public_group(rs: list[Release], d: int, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``_naive_stats`` of releases without private rows, stacked: each public statistic repeated over the trials,
+    XX (S, T, d, d), Xy (S, T, d), yy (S, T) (the copies ``_naive_stats`` makes of each, so equal to the bit to the
+    stack of its results); None when a public statistic is not of shape (d, d), (d,) and a number."""
+    try:
+        PX = np.stack([r.public[0] for r in rs])
+        PXy = np.stack([r.public[1] for r in rs])
+        Pyy = np.array([r.public[2] for r in rs], dtype=float)
+    except (ValueError, TypeError):
+        return None
+    S = len(rs)
+    if PX.shape != (S, d, d) or PXy.shape != (S, d) or Pyy.shape != (S,) or PX.dtype != float or PXy.dtype != float:
+        return None
+    return (np.broadcast_to(PX[:, None], (S, trials, d, d)).copy(), np.broadcast_to(PXy[:, None], (S, trials, d)).copy(),
+            np.broadcast_to(Pyy[:, None], (S, trials)).copy())
+
+
 def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]:
     """``Release.clip_bounds`` of many releases, as one (S, T, 2) array (None without a release)."""
     idx = [i for i, r in enumerate(rs) if r.B_x is not None]
     out: list[np.ndarray | None] = [None] * len(rs)
     if not idx:
         return out
+    tok = _whole_batch(rs) if len(idx) == len(rs) else None
     try:   # the bounds of a batch: all floats or all (trials,) arrays, converted at once (the same values)
-        bx = np.array([rs[i].B_x for i in idx], dtype=float)
-        by = np.array([rs[i].B_y for i in idx], dtype=float)
+        if tok is not None:   # the rows of one batched release: its (S, T) or (S,) arrays hold them already
+            bx, by = tok[0].B_x, tok[0].B_y
+        else:
+            bx = np.array([rs[i].B_x for i in idx], dtype=float)
+            by = np.array([rs[i].B_y for i in idx], dtype=float)
         b = np.empty((len(idx), trials, 2))
         b[..., 0] = bx if bx.ndim == 2 else bx[:, None]
         b[..., 1] = by if by.ndim == 2 else by[:, None]
