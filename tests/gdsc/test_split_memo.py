@@ -185,6 +185,11 @@ def test_sizes_of_a_repeat_share_the_test_and_public_rows(kw):
         assert len(a.y_private) and np.shares_memory(a.X_private, b.X_private)
         assert np.shares_memory(a.y_private, b.y_private) and a.X_private.flags.c_contiguous
         assert not (a.X_private.flags.writeable or b.y_private.flags.writeable)
+    # every array of a split is read-only on every path: lr_public, lr/rlr's shared layout and the paper methods
+    # memoise what they compute from them by the arrays' identity, so a write would leave a stale entry
+    for sp in (a, b):
+        assert not any(x.flags.writeable for x in (sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test,
+                                                   sp.y_test))
 
 
 def _split_fields(sp):

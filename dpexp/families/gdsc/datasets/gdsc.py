@@ -613,6 +613,8 @@ class Gdsc(Dataset):
                                           views)   # positions in each set (of hu[:nu], ht[:nt])
             tp = fd.test_public[(nt, nu)] = (kt, ku, Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
                                              Yu[:, j].take(ku), view, float(prep.sigma_y[j]))
+            for a in tp[2:6]:   # read-only: lr_public and lr/rlr's shared layout memoise by these arrays' identity
+                a.flags.writeable = False
         kt, ku, Xt_, yt, Xu_, yu, view, y_sd = tp
         kv = pv[:pv.searchsorted(n_priv)]                                          # positions in each set
         meta = {
