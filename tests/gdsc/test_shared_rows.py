@@ -1,7 +1,7 @@
-"""Set-up shared between the methods of one size (``release_batch.shared_rows``, ``shared_stats``,
-``shared_sufficient_stats``): the runner hands every method the same ``Split`` objects, and the rows' layout, σ sums
-and exact statistics they compute are kept by the arrays' identities.  A method run after the others on the same
-splits gives, to the bit, what it gives alone on fresh copies of them (outputs, extras, guarantees, spends)."""
+"""Set-up shared between the methods of one size (``release_batch.shared_rows``, ``shared_sufficient_stats``,
+``train_rows.shared_train_rows``): the runner hands every method the same ``Split`` objects, and the rows' layout,
+σ sums and exact statistics they compute are kept by the arrays' identities.  A method run after the others on the
+same splits gives, to the bit, what it gives alone on fresh copies of them (outputs, extras, guarantees, spends)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dpexp.families.gdsc.algorithms.lr import BayesLR
 from dpexp.families.gdsc.algorithms.narplr import NoiseAwareRPLR
 from dpexp.families.gdsc.algorithms.plr import PrivateLR
 from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR
-from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_stats, shared_sufficient_stats,
+from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_sufficient_stats,
                                                 sufficient_stats_many)
 from dpexp.families.gdsc.train_rows import TrainRows, shared_train_rows
 from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
@@ -107,18 +107,8 @@ def test_shared_rows_kept_by_identity_and_equal_to_a_fresh_layout():
     assert rows.X[0, 0] != 9.0
 
 
-def test_shared_stats_equal_per_set_and_none_for_other_rows():
+def test_shared_sufficient_stats_equal_per_set_and_read_only():
     ss = _splits(False)[:3]
-    Xs, ys = [(s.X_public, s.X_private) for s in ss], [(s.y_public, s.y_private) for s in ss]
-    XX, Xy, yy, counts = shared_stats(Xs, ys)
-    assert shared_stats(Xs, ys)[0] is XX
-    for i, s in enumerate(ss):
-        X, y = np.concatenate([s.X_public, s.X_private]), np.concatenate([s.y_public, s.y_private])
-        _same(XX[i], X.T @ X)
-        _same(Xy[i], X.T @ y)
-        assert yy[i] == float(y @ y) and counts[i] == len(y)
-    f32 = [(s.X_public.astype(np.float32), s.X_private.astype(np.float32)) for s in ss]
-    assert shared_stats(f32, ys) is None
     pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
     _same(pub, sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss]))
     assert not pub[0][0].flags.writeable

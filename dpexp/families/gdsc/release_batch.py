@@ -14,9 +14,9 @@ per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batc
 Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
 deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
 (``shared_rows``: rplr ours and fixed, narplr, AdaSSP, plr), the public rows' exact statistics
-(``shared_sufficient_stats``) and the training rows' (``shared_stats``: lr fixed and gamma) — are kept by the
-arrays' identities in bounded memos (``cache.memo_objects``), read-only; nothing drawn or released is kept
-(tests/gdsc/test_shared_rows.py).
+(``shared_sufficient_stats``) — are kept by the arrays' identities in bounded memos (``cache.memo_objects``),
+read-only; nothing drawn or released is kept (tests/gdsc/test_shared_rows.py).  The training rows' layout and
+statistics of lr and rlr: ``dpexp.families.gdsc.train_rows``.
 """
 
 from __future__ import annotations
@@ -378,7 +378,7 @@ def _parts_key(parts: list) -> tuple[tuple, tuple]:
     return tuple(flat), tuple(shape)
 
 
-#: entries kept by ``shared_stats`` and ``shared_sufficient_stats`` (small arrays): the runner calls every method
+#: entries kept by ``shared_sufficient_stats`` (small arrays): the runner calls every method
 #: of one size before the next size, so a size's entries are asked for within a few calls
 SHARED = 2
 #: row layouts kept by ``shared_rows`` (up to ~7 MiB of rows each): the current size's private rows only
@@ -390,7 +390,7 @@ def shared_rows(Xs: list, ys: list) -> RowBlocks:
     the same ``Split`` objects; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP): keyed by the
     arrays' identities (``cache.memo_objects``, which holds them, so an id cannot be reused while the entry lives;
     bounded, ``SHARED_ROWS``).  Its rows, σ sums and unclipped statistics are pure functions of the rows, computed once
-    for all of them (read-only: a caller that clips in place, e.g. rlr, builds its own ``RowBlocks``).  Nothing
+    for all of them (read-only: a caller that clips works on its own copy).  Nothing
     drawn or released is kept."""
     fx, kx = _parts_key(Xs)
     fy, ky = _parts_key(ys)
@@ -403,23 +403,6 @@ def shared_rows(Xs: list, ys: list) -> RowBlocks:
         return rows
 
     return cache.memo_objects("gdsc.shared_rows", fx + fy, (kx, ky), build, maxsize=SHARED_ROWS)
-
-
-def shared_stats(Xs: list, ys: list) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``RowBlocks(Xs, ys).stats()`` and ``counts`` — the exact (unclipped) statistics of each row set, equal to
-    the bit to its own ``sufficient_stats`` — shared by every call handed the same arrays (e.g. lr fixed and lr
-    gamma on one size's training rows; keyed by their identities as ``shared_rows``, without keeping the laid-out
-    rows), read-only; None for rows that are not 2-D float64 X and 1-D float64 y (the caller's per-split path)."""
-    fx, kx = _parts_key(Xs)
-    fy, ky = _parts_key(ys)
-
-    def build() -> tuple | None:
-        rows = RowBlocks(Xs, ys)
-        if not (rows.X.dtype == rows.y.dtype == np.float64 and rows.X.ndim == 2 and rows.y.ndim == 1):
-            return None
-        return tuple(map(_read_only, (*rows.stats(), rows.counts)))
-
-    return cache.memo_objects("gdsc.shared_stats", fx + fy, (kx, ky), build, maxsize=SHARED)
 
 
 def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray]
