@@ -673,3 +673,38 @@ def test_chunk_records_group_with_mixed_guarantees_and_equal_sizes(tmp_path, mon
     heads, texts = runner._seen_fields([ok[0], fail, ok[1]], (0, 1, "all", 5, 10))
     assert heads[0] is heads[2] and texts[0] is texts[2] and heads[1] == (3, 5, 10, 0, 0, 1, "all", 5, 10)
     assert texts == [runner._head_text(h) for h in heads]
+
+
+def test_outputs_of_a_group_without_failed_splits_equal_the_placed_ones():
+    """``_outputs`` hands every split to ``run_many`` when none failed (no step per cell): its outputs in order, an
+    exception of ``run_many`` for every cell, None past a short answer and nothing past a long one — as the
+    placement of the outputs of the splits that exist gives them (a failed split keeps its error)."""
+    from types import SimpleNamespace
+
+    from dpexp import runner
+
+    class Algo:
+        def __init__(self, answer):
+            self.answer, self.seen = answer, []
+
+        def run_many(self, splits, eps, delta, ledgers, trials):
+            self.seen.append((list(splits), list(ledgers), eps, delta, trials))
+            if self.answer == "raise":
+                raise RuntimeError("bug")
+            return self.answer(splits)
+
+    exp = SimpleNamespace(spec=SimpleNamespace(trials=3))
+    fail = runner._SplitFailure(ValueError("x"), (0, 0, 0, 0))
+    for answer in (lambda s: [f"o{x}" for x in s], lambda s: (f"o{x}" for x in s[:-1]), lambda s: ["a"] * 9, "raise"):
+        got = runner._outputs(exp, SimpleNamespace(instance=Algo(answer)), ["s1", "s2", "s3"], ["l1", "l2", "l3"],
+                              0.5, 1e-5)
+        # the same splits with a failed one before them: the general placement
+        algo = Algo(answer)
+        placed = runner._outputs(exp, SimpleNamespace(instance=algo), [fail, "s1", "s2", "s3"],
+                                 ["l0", "l1", "l2", "l3"], 0.5, 1e-5)
+        assert algo.seen[0][:2] == (["s1", "s2", "s3"], ["l1", "l2", "l3"]) and algo.seen[0][2:] == (0.5, 1e-5, 3)
+        assert str(placed[0]).startswith("data split failed")
+        assert [str(o) if isinstance(o, Exception) else o for o in got] == \
+            [str(o) if isinstance(o, Exception) else o for o in placed[1:]]
+    assert got[0] is got[2] and str(got[0]) == "bug"
+    assert runner._outputs(exp, SimpleNamespace(instance=Algo("raise")), [], [], 0.5, 0.0) == []
