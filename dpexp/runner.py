@@ -118,8 +118,11 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     from texts shared by many cells (a variant's names and budget per subset once per chunk, a split's sizes once
     per size, a guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one
     tuple shared by the records of a variant, budget and guarantee (``_records_summary``).  The cells of a variant
-    and budget are handled as lists (comprehensions over the group: heads, texts, summary fields; the seed keys
-    once per chunk), and their records made by ``zip`` once scored, not cell by cell in Python.
+    and budget are handled as lists (the seed keys once per chunk), and their records made by ``zip`` once scored,
+    not cell by cell in Python.  When the group's cells carry one guarantee object (the usual), a head and its text
+    are one concatenation each (``map`` in C) of the part up to the guarantee columns, made once per chunk per
+    variant, target and guarantee, and the part of the split's sizes, made once per distinct sizes
+    (``_seen_fields``); a group with several guarantees (a failed cell among good ones) is put together cell by cell.
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
