@@ -118,8 +118,11 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     from texts shared by many cells (a variant's names and budget per subset once per chunk, a split's sizes once
     per size, a guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one
     tuple shared by the records of a variant, budget and guarantee (``_records_summary``).  The cells of a variant
-    and budget are handled as lists (comprehensions over the group: heads, texts, summary fields; the seed keys
-    once per chunk), and their records made by ``zip`` once scored, not cell by cell in Python.
+    and budget are handled as lists (the seed keys once per chunk), and their records made by ``zip`` once scored,
+    not cell by cell in Python.  When the group's cells carry one guarantee object (the usual), a head and its text
+    are one concatenation each (``map`` in C) of the part up to the guarantee columns, made once per chunk per
+    variant, target and guarantee, and the part of the split's sizes, made once per distinct sizes
+    (``_seen_fields``); a group with several guarantees (a failed cell among good ones) is put together cell by cell.
     """
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
@@ -152,9 +155,16 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
     # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
     rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
     names = (exp.spec.name, dv.name, dv.params_str)
+    # the texts a record's head starts with: the names once, each subset's once per chunk (``_head_text`` of
+    # consecutive fields concatenates)
+    names_text = _head_text(names)
+    subset_texts = [_head_text((subset,)) for subset in chunk.subsets]
     # per algorithm variant and target, the subsets' (names, subset, variant, epsilon, delta) fields and their texts:
     # the same for every size
     befores_of: dict[tuple[int, Any, Any], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
+    # the same followed by one guarantee's columns (per variant, target and guarantee object): the part of the heads
+    # and texts of a group whose cells all carry that guarantee
+    guaranteed_of: dict[tuple[int, Any, Any, int], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     composed: dict[tuple[Any, ...], Guarantee] = {}   # the ledgers' guarantees by composition key, for this chunk
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
@@ -164,9 +174,7 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
         tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
                 sizes.n_public, sizes.n_test)
-        seen = [(*_seen(sp), *tail) for sp in splits]
-        tail_text = _head_text(tail)
-        seen_texts = [_head_text(sn[:4]) + tail_text for sn in seen]
+        seen, seen_texts = _seen_fields(splits, tail)
         for av in exp.algorithms_for(dv):
             # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
             runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
@@ -189,7 +197,9 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                 guarantees = [out.guarantee if type(out) is Output and out.guarantee is not None
                               else cell_guarantee(av.instance, out) for out in outputs]
                 hits: dict[int, tuple[Any, ...]] = {}
-                for guarantee in guarantees:
+                g0 = guarantees[0]
+                one = all(map(operator.is_, guarantees, itertools.repeat(g0)))   # the usual: one object for all
+                for guarantee in ((g0,) if one else guarantees):
                     if id(guarantee) not in hits:
                         col = rows_by_id.get(id(guarantee))
                         if col is None or col[0] is not guarantee:
@@ -197,24 +207,68 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                             col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
                         hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
                                                       for e, d, _ in targets])
-                cols = [hits[id(guarantee)] for guarantee in guarantees]
                 per_target = []
-                for t, (e, d, et) in enumerate(targets):
-                    got = befores_of.get((id(av), e, d))
-                    if got is None:
-                        befores = [(*names, subset, *av_names, e, d) for subset in chunk.subsets]
-                        got = befores_of[(id(av), e, d)] = (befores, [_head_text(b) for b in befores])
-                    befores, bt = got
-                    per_target.append(([(*b, *c[1], *sn) for b, c, sn in zip(befores, cols, seen)],
-                                       [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
-                                       [c[3][t] for c in cols]))
+                if one:   # each head and text = (the subset's part with the guarantee's, made once per chunk) + sizes'
+                    col = hits[id(g0)]
+                    n = len(guarantees)
+                    for t, (e, d, et) in enumerate(targets):
+                        got = guaranteed_of.get((id(av), e, d, id(g0)))
+                        if got is None:   # ``rows_by_id`` holds ``g0`` while the chunk runs: its id names it
+                            befores, bt = _befores(befores_of, names, names_text, chunk.subsets, subset_texts,
+                                                   id(av), av_names, e, d, et)
+                            got = guaranteed_of[(id(av), e, d, id(g0))] = ([(*b, *col[1]) for b in befores],
+                                                                           [b + col[2] for b in bt])
+                        bg, bgt = got
+                        per_target.append((list(map(operator.add, bg, seen)), list(map(operator.add, bgt, seen_texts)),
+                                           [col[3][t]] * n))
+                else:     # guarantees differ between cells (e.g. a failed cell among good ones): cell by cell
+                    cols = [hits[id(guarantee)] for guarantee in guarantees]
+                    for t, (e, d, et) in enumerate(targets):
+                        befores, bt = _befores(befores_of, names, names_text, chunk.subsets, subset_texts,
+                                               id(av), av_names, e, d, et)
+                        per_target.append(([(*b, *c[1], *sn) for b, c, sn in zip(befores, cols, seen)],
+                                           [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
+                                           [c[3][t] for c in cols]))
                 pending.append((outputs, splits, seed_keys_of[group], per_target))
-                held += sum([getattr(getattr(out, "predictions", None), "nbytes", 0) for out in outputs])
+                try:   # every output's predictions an array (the usual): summed in C
+                    held += sum(map(_PREDICTION_BYTES, outputs))
+                except AttributeError:   # an exception or an output without predictions among them: counted as 0
+                    held += sum([getattr(getattr(out, "predictions", None), "nbytes", 0) for out in outputs])
                 if held > PENDING_BYTES:
                     score()
                     held = 0
     score()
     return records
+
+
+#: the bytes of an ``Output``'s predictions (``chunk_records``' count of what it holds)
+_PREDICTION_BYTES = operator.attrgetter("predictions.nbytes")
+
+
+def _befores(befores_of: dict[tuple[Any, ...], tuple[list[tuple[Any, ...]], list[bytes]]], names: tuple[Any, ...],
+             names_text: bytes, subsets: tuple[str, ...], subset_texts: list[bytes], av_id: int,
+             av_names: tuple[Any, ...], e: Any, d: Any, ed_text: bytes) -> tuple[list[tuple[Any, ...]], list[bytes]]:
+    """The heads' fields before the guarantee columns of a variant's cells under one target (names, subset,
+    variant, ε, δ), one per subset of the chunk, and their text: made once per chunk (``befores_of``), the text
+    from the names', subsets', variant's and target's own (``_head_text`` of consecutive fields concatenates)."""
+    got = befores_of.get((av_id, e, d))
+    if got is None:
+        av_text = _head_text(av_names)
+        got = befores_of[(av_id, e, d)] = ([(*names, subset, *av_names, e, d) for subset in subsets],
+                                           [names_text + st + av_text + ed_text for st in subset_texts])
+    return got
+
+
+def _seen_fields(splits: list[Any], tail: tuple[Any, ...]) -> tuple[list[tuple[Any, ...]], list[bytes]]:
+    """The head's fields after the guarantee columns of each split's cells (``_seen``, then ``tail``: repeat,
+    trials and the sizes asked for) and their text; splits of equal sizes (most of a chunk's, at one size of the
+    grid) share one tuple and one text, made once."""
+    seen = list(map(_seen, splits))
+    distinct = dict.fromkeys(seen)   # keyed by value: sizes are ints, and equal ints write one text
+    tail_text = _head_text(tail)
+    heads = {s: (*s, *tail) for s in distinct}
+    texts = {s: _head_text(s) + tail_text for s in distinct}
+    return list(map(heads.__getitem__, seen)), list(map(texts.__getitem__, seen))
 
 
 def _head_text(fields: tuple[Any, ...]) -> bytes:
@@ -361,6 +415,13 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
 def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledgers: list[PrivacyLedger],
              epsilon: float, delta: float) -> list[Any]:
     """The algorithm's output (or exception) for every split, one ``run_many`` call over the splits that exist."""
+    if splits and _SplitFailure not in set(map(type, splits)):   # the usual, every split exists: no step per cell
+        try:
+            got = av.instance.run_many(list(splits), epsilon, delta, list(ledgers), exp.spec.trials)
+        except Exception as exc:  # a bug in run_many itself: fail every cell of this group
+            got = [exc] * len(splits)
+        got = list(itertools.islice(got, len(splits)))   # placed as the loop below places them: one per split,
+        return got + [None] * (len(splits) - len(got))   # in order, None past the last
     outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
     good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
     if good:

@@ -630,3 +630,81 @@ def test_a_chunk_leaves_no_object_keyed_entries(monkeypatch):
     done = runner.compute_chunk(None, type("C", (), {"index": 0})(), 0)
     assert order == ["computed", "records", "cleared"] and done.data == b""
     assert not cache.contains("test.chunk", ((id(order),), None))
+
+
+def test_chunk_records_group_with_mixed_guarantees_and_equal_sizes(tmp_path, monkeypatch):
+    """A group whose cells carry different guarantee objects (a failed split among good ones: written cell by cell)
+    and one whose cells share one (written from the parts made once per chunk) give the text of their heads field by
+    field, the plain writer's CSV and the heads' summary fields; splits of equal sizes share one head part and
+    text (``_seen_fields``), and a split of other sizes gets its own."""
+    import operator
+
+    from dpexp import runner, spec
+
+    cfg = _small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [0.5, 2.0], "delta": [0.0]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"}])
+    exp = spec.load(cfg, [], None)
+    inst = exp.datasets[0].instance
+    real = type(inst).split
+
+    def split(self, subset, sizes, rng):
+        if subset == "bad":
+            raise ValueError("no rows, here")
+        return real(self, subset, sizes, rng)
+
+    monkeypatch.setattr(type(inst), "split", split)
+    chunk = runner.Chunk(0, 0, 0, ("a", "bad", "c"))
+    recs = runner.chunk_records(exp, chunk, 11)
+    assert len(recs) == runner._chunk_cells(exp, chunk) and all(len(r) == 5 for r in recs)
+    for head, _, _, text, group in recs:
+        assert text == "".join(runner._csv_field(runner._fmt(x)) + "," for x in head).encode()
+        assert all(map(operator.is_, group, runner._summary_fields(head)))
+    rows = [Row(*r[0], m, v, r[2], e) for r in recs for m, v, e in r[1]]
+    assert runner._records_to_csv(recs) == runner._records_to_csv([r[:3] for r in recs]) == _plain(rows)
+    assert runner._records_summary(recs) == runner._records_summary([r[:3] for r in recs])
+    kinds = {(r.subset, r.guarantee) for r in rows if r.algorithm == "plr" and r.n_private == 20}
+    assert kinds == {("a", "pure"), ("bad", "none"), ("c", "pure")}    # one group, two kinds of guarantee
+    assert any(r.error.startswith("RuntimeError: data split failed") for r in rows if r.subset == "bad")
+
+    from dpexp.types import Sizes
+
+    ok = runner._splits(exp.datasets[0], "k", runner.Chunk(0, 0, 0, ("a", "c")), Sizes(20, 5, 10, 20, 5, 10), 11)
+    fail = runner._SplitFailure(ValueError("x"), (3, 5, 10, 0))
+    heads, texts = runner._seen_fields([ok[0], fail, ok[1]], (0, 1, "all", 5, 10))
+    assert heads[0] is heads[2] and texts[0] is texts[2] and heads[1] == (3, 5, 10, 0, 0, 1, "all", 5, 10)
+    assert texts == [runner._head_text(h) for h in heads]
+
+
+def test_outputs_of_a_group_without_failed_splits_equal_the_placed_ones():
+    """``_outputs`` hands every split to ``run_many`` when none failed (no step per cell): its outputs in order, an
+    exception of ``run_many`` for every cell, None past a short answer and nothing past a long one — as the
+    placement of the outputs of the splits that exist gives them (a failed split keeps its error)."""
+    from types import SimpleNamespace
+
+    from dpexp import runner
+
+    class Algo:
+        def __init__(self, answer):
+            self.answer, self.seen = answer, []
+
+        def run_many(self, splits, eps, delta, ledgers, trials):
+            self.seen.append((list(splits), list(ledgers), eps, delta, trials))
+            if self.answer == "raise":
+                raise RuntimeError("bug")
+            return self.answer(splits)
+
+    exp = SimpleNamespace(spec=SimpleNamespace(trials=3))
+    fail = runner._SplitFailure(ValueError("x"), (0, 0, 0, 0))
+    for answer in (lambda s: [f"o{x}" for x in s], lambda s: (f"o{x}" for x in s[:-1]), lambda s: ["a"] * 9, "raise"):
+        got = runner._outputs(exp, SimpleNamespace(instance=Algo(answer)), ["s1", "s2", "s3"], ["l1", "l2", "l3"],
+                              0.5, 1e-5)
+        # the same splits with a failed one before them: the general placement
+        algo = Algo(answer)
+        placed = runner._outputs(exp, SimpleNamespace(instance=algo), [fail, "s1", "s2", "s3"],
+                                 ["l0", "l1", "l2", "l3"], 0.5, 1e-5)
+        assert algo.seen[0][:2] == (["s1", "s2", "s3"], ["l1", "l2", "l3"]) and algo.seen[0][2:] == (0.5, 1e-5, 3)
+        assert str(placed[0]).startswith("data split failed")
+        assert [str(o) if isinstance(o, Exception) else o for o in got] == \
+            [str(o) if isinstance(o, Exception) else o for o in placed[1:]]
+    assert got[0] is got[2] and str(got[0]) == "bug"
+    assert runner._outputs(exp, SimpleNamespace(instance=Algo("raise")), [], [], 0.5, 0.0) == []
