@@ -74,8 +74,11 @@ def test_laplace_rows_rejects_sources_of_another_length():
                                     dict(sigma="dp", clip_public=True, **EXPLICIT),
                                     dict(sigma="data", clip_public=True, **EXPLICIT)])
 def test_release_many_equals_release(params, trials):
-    alg = RobustPrivateLR(**params)
-    splits = _splits()
+    _same_releases(RobustPrivateLR(**params), _splits(), trials)
+
+
+def _same_releases(alg, splits, trials):
+    """``release_many`` of ``splits`` equals ``release`` split by split: every field, and the spends recorded."""
     la, lb = _ledgers(len(splits)), _ledgers(len(splits))
     one = [alg.release(s, 1.5, lg, trials) for s, lg in zip(splits, la)]
     many = alg.release_many(splits, 1.5, lb, trials)
@@ -83,6 +86,7 @@ def test_release_many_equals_release(params, trials):
         for f in ("XX", "Xy", "yy", "public", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
             _same(getattr(r1, f), getattr(r2, f))
         assert repr(l1.spends) == repr(l2.spends)
+    return many
 
 
 def test_release_many_data_sigma_many_bounds_bit_identical():
@@ -362,17 +366,27 @@ def test_naive_group_equals_per_split_naive_stats(trials, sigma, with_empty):
     splits = [s for s in _splits() if s.d == 3 and (with_empty or s.X_private.shape[0] > 0)]
     assert any(s.X_private.shape[0] == 0 for s in splits) == with_empty
     rels = alg.release_many(splits, 1.5, _ledgers(len(splits)), trials)
+    ridge, rgs = _same_naive(alg, splits, rels, trials, 3)
+    for i, rg in enumerate(rgs):
+        if rg is not None:
+            _same(ridge[i], np.broadcast_to(np.asarray(rg, dtype=float), ridge[i].shape))
+
+
+def _same_naive(alg, splits, rels, trials, d):
+    """``_naive_group`` of ``splits`` (d columns) equals ``_naive_stats`` split by split (statistics, extras);
+    returns the group's ridge and each split's own, for the caller's check."""
     XX, Xy, yy, extras, ridge = alg._naive_group(splits, rels, trials)
-    assert XX.shape == (len(splits), trials, 3, 3) and Xy.shape == (len(splits), trials, 3)
+    assert XX.shape == (len(splits), trials, d, d) and Xy.shape == (len(splits), trials, d)
     assert yy.shape == (len(splits), trials)
+    rgs = []
     for i, (s, r) in enumerate(zip(splits, rels)):
         xx, xy, y_, ex, rg = alg._naive_stats(s, r, trials)
         _same(XX[i], xx)
         _same(Xy[i], xy)
         _same(yy[i], y_)
         assert extras[i] == ex
-        if rg is not None:
-            _same(ridge[i], np.broadcast_to(np.asarray(rg, dtype=float), ridge[i].shape))
+        rgs.append(rg)
+    return ridge, rgs
 
 
 def _many_and_each(alg, trials: int) -> list:
@@ -404,26 +418,13 @@ def test_release_many_public_only_splits_together_equal_release(params, trials):
     f32 = _split(80, n=0)
     f32.X_public = f32.X_public.astype(np.float32)
     for ss in (splits, splits + [_split(81, n=9), _split(82, n=13)], [splits[0], f32, splits[1]]):
-        la, lb = _ledgers(len(ss)), _ledgers(len(ss))
-        one = [alg.release(s, 1.5, lg, trials) for s, lg in zip(ss, la)]
-        many = alg.release_many(ss, 1.5, lb, trials)
-        for r1, r2, l1, l2 in zip(one, many, la, lb):
-            for f in ("XX", "Xy", "yy", "public", "extras", "split", "eps", "B_x", "B_y", "sigma_x", "sigma_y"):
-                _same(getattr(r1, f), getattr(r2, f))
-            assert repr(l1.spends) == repr(l2.spends)
+        many = _same_releases(alg, ss, trials)
         for d in (2, 3):
             idx = [i for i, s in enumerate(ss) if s.d == d and s.X_public.dtype == np.float64]
             if not idx:
                 continue
-            sub, rs = [ss[i] for i in idx], [many[i] for i in idx]
-            XX, Xy, yy, extras, ridge = alg._naive_group(sub, rs, trials)
-            assert XX.shape == (len(sub), trials, d, d) and yy.shape == (len(sub), trials)
-            for i, (s, r) in enumerate(zip(sub, rs)):
-                xx, xy, y_, ex, rg = alg._naive_stats(s, r, trials)
-                _same(XX[i], xx)
-                _same(Xy[i], xy)
-                _same(yy[i], y_)
-                assert extras[i] == ex
+            ridge, rgs = _same_naive(alg, [ss[i] for i in idx], [many[i] for i in idx], trials, d)
+            for i, rg in enumerate(rgs):
                 if ridge is not None:
                     ref = 0.0 if rg is None else rg
                     _same(ridge[i], np.broadcast_to(np.asarray(ref, dtype=float), ridge[i].shape))
