@@ -278,6 +278,30 @@ def test_narplr_stacked_public_stats_equal_per_set(trials):
         _same(yy[i], q.yy)
 
 
+@pytest.mark.parametrize("trials", [1, 3])
+def test_narplr_clipped_public_stats_of_equal_sets_equal_the_pieces(trials):
+    """The public statistics of S >= 2 row sets of one shape, clipped as one stacked array, equal those of
+    ``clipped_rows``' pieces (``_exact_stats_many``) to the bit; other sets take that path (signed zeros, rows at
+    the bounds and a NaN among the rows)."""
+    from dpexp.families.gdsc.algorithms.narplr import _clipped_public_stats, _exact_stats_many
+    from dpexp.families.gdsc.release_batch import clipped_rows
+
+    rng = np.random.default_rng(5)
+    for shapes in [[(10, 4)] * 5, [(3, 4)] * 2, [(0, 4)] * 3, [(10, 4)], [(10, 4), (10, 4), (7, 4)]]:
+        Xs = [rng.normal(size=s) for s in shapes]
+        ys = [rng.normal(size=X.shape[0]) for X in Xs]
+        if shapes[0][0]:
+            Xs[0][0, :2] = (-0.0, 0.0)
+            Xs[-1][-1, 0] = np.nan
+        B = rng.uniform(0.2, 1.0, size=(len(Xs), trials))
+        if shapes[0][0]:
+            Xs[0][1, 0] = B[0, 0]
+        got = _clipped_public_stats(Xs, ys, B, 2 * B)
+        ref = _exact_stats_many(clipped_rows(Xs, ys, B, 2 * B))
+        for g, r in zip(got, ref):
+            _same(g, r)
+
+
 def test_narplr_stack_trials_equals_per_release_conversion():
     from dpexp.families.gdsc.algorithms.narplr import _stack_trials, _trials
 

@@ -134,6 +134,23 @@ def _exact_stats_many(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.n
     return XX, Xy, yy
 
 
+def _clipped_public_stats(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_exact_stats_many(clipped_rows(Xs, ys, B_x, B_y))``: the statistics of each row set clipped per trial at its
+    bounds (S, T).  When the S ≥ 2 sets have one shape (a size's splits: the usual) the clipped rows are made as
+    that call's one stacked array (S, T, m, d) directly — the same clipped values (np.clip is elementwise), in the
+    layout ``np.stack`` gives the pieces — without the per-set pieces and their stack."""
+    S = len(Xs)
+    if S < 2 or len({X.shape for X in Xs}) != 1:
+        return _exact_stats_many(clipped_rows(Xs, ys, B_x, B_y))
+    m, d = Xs[0].shape
+    X = np.concatenate(Xs).reshape(S, 1, m, d)
+    y = np.concatenate(ys).reshape(S, 1, m)
+    q = ExactStats.of(np.clip(X, -B_x[:, :, None, None], B_x[:, :, None, None]),
+                      np.clip(y, -B_y[:, :, None], B_y[:, :, None]))
+    return q.XX, q.Xy, q.yy
+
+
 @register_algorithm
 class NoiseAwareRPLR(RobustPrivateLR):
     """Noise-aware robust private LR: rplr's release (same statistics, same ledger spends, so the same guarantee),
@@ -216,8 +233,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
         e = np.array([[r.split[0] * r.eps, r.split[1] * r.eps, r.split[2] * r.eps] for r in rs])
         m = np.array([float(s.X_public.shape[0]) for s in splits])
         if p.clip_public:
-            pXX, pXy, pyy = _exact_stats_many(clipped_rows([s.X_public for s in splits],
-                                                           [s.y_public for s in splits], Bx, By))
+            pXX, pXy, pyy = _clipped_public_stats([s.X_public for s in splits], [s.y_public for s in splits], Bx, By)
         else:
             pXX = np.broadcast_to(np.stack([r.public[0] for r in rs])[:, None], (S, trials, d, d))
             pXy = np.broadcast_to(np.stack([r.public[1] for r in rs])[:, None], (S, trials, d))
