@@ -221,3 +221,29 @@ def _take(stats, public, gram, i):
     s = slice(i, i + 1)
     return (NoisyStats(stats.XX[s], stats.Xy[s], stats.yy[s], stats.n, stats.b_xx[s], stats.b_xy[s], stats.b_yy[s]),
             ExactStats(public.XX[s], public.Xy[s], public.yy[s], public.n), type(gram)(gram.mean[s], gram.var[s]))
+
+
+@pytest.mark.parametrize("share", [0.0, 0.25, float("inf")])
+def test_dropping_converged_problems_changes_no_bit(monkeypatch, share):
+    """The loop's arrays taken again without its frozen problems (as soon as any converge, at the default share, or
+    never) give every float of the batch iterated whole — the plain updates — and of each problem fitted alone."""
+    from dpexp.models import noise_aware_fast
+
+    monkeypatch.setattr(noise_aware_fast, "_DROP_SHARE", share)
+    prior = (2.0, 2.0, 2.0, 2.0)
+    stats, gram, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=40, seed=7, n_pub=10)
+    ref = _plain_fit_gaussian(stats, public, gram, prior)
+    got = fit_gaussian(stats, public, gram, prior)
+    assert got.n_iter == ref[4]
+    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
+        assert _same(x, y), name
+    assert _same(got.converged, ref[5])
+    for i in range(0, 40, 7):
+        one = fit_gaussian(*_take(stats, public, gram, i), prior)
+        assert _same(one.mean[0], got.mean[i]) and _same(one.cov[0], got.cov[i])
+        assert _same(one.E_lam[0], got.E_lam[i]) and _same(one.E_lam0[0], got.E_lam0[i])
+    capped = fit_gaussian(stats, public, gram, prior, max_iter=30)   # stopped with some converged, some not
+    ref8 = _plain_fit_gaussian(stats, public, gram, prior, max_iter=30)
+    for x, y in zip((capped.mean, capped.cov, capped.E_lam, capped.E_lam0, capped.converged),
+                    ref8[:4] + (ref8[5],)):
+        assert _same(x, y)
