@@ -259,47 +259,26 @@ def test_narplr_run_many_equals_run_per_split_with_clipped_public_rows(trials):
 
 @pytest.mark.parametrize("trials", [1, 3])
 def test_narplr_stacked_public_stats_equal_per_set(trials):
-    """narplr's clipped public statistics, one stacked call per shape of row set, equal ``ExactStats.of`` of each
-    set to the bit (sets of several sizes, one empty, one alone of its size)."""
-    from dpexp.families.gdsc.algorithms.narplr import _exact_stats_many
+    """narplr's clipped public statistics, the sets of one shape clipped and multiplied as one stacked array, equal
+    ``ExactStats.of`` of each set's piece of ``clipped_rows`` to the bit (sets of several sizes, one empty, one alone
+    of its size; all of one size; signed zeros, a row at the bound and a NaN among the rows)."""
+    from dpexp.families.gdsc.algorithms.narplr import _clipped_public_stats
     from dpexp.families.gdsc.release_batch import clipped_rows
     from dpexp.models.noise_aware import ExactStats
 
     rng = np.random.default_rng(4)
-    Xs = [rng.normal(size=(m, 4)) for m in (10, 10, 7, 0, 10, 3, 7)]
-    ys = [rng.normal(size=X.shape[0]) for X in Xs]
-    B = rng.uniform(0.2, 1.0, size=(len(Xs), trials))
-    pieces = clipped_rows(Xs, ys, B, 2 * B)
-    XX, Xy, yy = _exact_stats_many(pieces)
-    for i, (X, y) in enumerate(pieces):
-        q = ExactStats.of(X, y)
-        _same(XX[i], q.XX)
-        _same(Xy[i], q.Xy)
-        _same(yy[i], q.yy)
-
-
-@pytest.mark.parametrize("trials", [1, 3])
-def test_narplr_clipped_public_stats_of_equal_sets_equal_the_pieces(trials):
-    """The public statistics of S >= 2 row sets of one shape, clipped as one stacked array, equal those of
-    ``clipped_rows``' pieces (``_exact_stats_many``) to the bit; other sets take that path (signed zeros, rows at
-    the bounds and a NaN among the rows)."""
-    from dpexp.families.gdsc.algorithms.narplr import _clipped_public_stats, _exact_stats_many
-    from dpexp.families.gdsc.release_batch import clipped_rows
-
-    rng = np.random.default_rng(5)
-    for shapes in [[(10, 4)] * 5, [(3, 4)] * 2, [(0, 4)] * 3, [(10, 4)], [(10, 4), (10, 4), (7, 4)]]:
-        Xs = [rng.normal(size=s) for s in shapes]
+    for sizes in [(10, 10, 7, 0, 10, 3, 7), (10, 10, 10), (2,)]:
+        Xs = [rng.normal(size=(m, 4)) for m in sizes]
         ys = [rng.normal(size=X.shape[0]) for X in Xs]
-        if shapes[0][0]:
-            Xs[0][0, :2] = (-0.0, 0.0)
-            Xs[-1][-1, 0] = np.nan
         B = rng.uniform(0.2, 1.0, size=(len(Xs), trials))
-        if shapes[0][0]:
-            Xs[0][1, 0] = B[0, 0]
-        got = _clipped_public_stats(Xs, ys, B, 2 * B)
-        ref = _exact_stats_many(clipped_rows(Xs, ys, B, 2 * B))
-        for g, r in zip(got, ref):
-            _same(g, r)
+        Xs[0][0, :3] = (-0.0, 0.0, B[0, 0])
+        Xs[-1][-1, 0] = np.nan
+        XX, Xy, yy = _clipped_public_stats(Xs, ys, B, 2 * B)
+        for i, (X, y) in enumerate(clipped_rows(Xs, ys, B, 2 * B)):
+            q = ExactStats.of(X, y)
+            _same(XX[i], q.XX)
+            _same(Xy[i], q.Xy)
+            _same(yy[i], q.yy)
 
 
 def test_narplr_stack_trials_equals_per_release_conversion():

@@ -51,7 +51,6 @@ from dpexp.families.gdsc.algorithms.rplr import (Release, RobustPrivateLR, _clip
                                                 _whole_batch)
 from dpexp.families.gdsc.audit import clipped_statistics
 from dpexp.families.gdsc.model import public_posteriors
-from dpexp.families.gdsc.release_batch import clipped_rows
 from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, clipping_scaled_prior,
                                      empirical_gram_prior)
@@ -115,40 +114,30 @@ def _stack_trials(xs: list[Any], trials: int) -> np.ndarray:
     return a if a.shape == (len(xs), trials) else np.broadcast_to(a, (len(xs), trials)).copy()
 
 
-def _exact_stats_many(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``ExactStats.of`` of each row set (X (T, m_i, d), y (T, m_i)), stacked: (S, T, d, d), (S, T, d), (S, T).  The
-    sets of one shape share one stacked call, equal to the bit to their own calls (numpy's stacked matmul and einsum
-    sum each set's products in the order of its own call: tests/gdsc/test_release_batch.py)."""
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for i, (X, _) in enumerate(pieces):
-        groups.setdefault(X.shape, []).append(i)
-    T, _, d = pieces[0][0].shape
-    S = len(pieces)
-    XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
-    for idx in groups.values():
-        if len(idx) == 1:
-            q = ExactStats.of(*pieces[idx[0]])
-        else:
-            q = ExactStats.of(np.stack([pieces[i][0] for i in idx]), np.stack([pieces[i][1] for i in idx]))
-        XX[idx], Xy[idx], yy[idx] = q.XX, q.Xy, q.yy
-    return XX, Xy, yy
-
-
 def _clipped_public_stats(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_exact_stats_many(clipped_rows(Xs, ys, B_x, B_y))``: the statistics of each row set clipped per trial at its
-    bounds (S, T).  When the S ≥ 2 sets have one shape (a size's splits: the usual) the clipped rows are made as
-    that call's one stacked array (S, T, m, d) directly — the same clipped values (np.clip is elementwise), in the
-    layout ``np.stack`` gives the pieces — without the per-set pieces and their stack."""
-    S = len(Xs)
-    if S < 2 or len({X.shape for X in Xs}) != 1:
-        return _exact_stats_many(clipped_rows(Xs, ys, B_x, B_y))
-    m, d = Xs[0].shape
-    X = np.concatenate(Xs).reshape(S, 1, m, d)
-    y = np.concatenate(ys).reshape(S, 1, m)
-    q = ExactStats.of(np.clip(X, -B_x[:, :, None, None], B_x[:, :, None, None]),
-                      np.clip(y, -B_y[:, :, None], B_y[:, :, None]))
-    return q.XX, q.Xy, q.yy
+    """``ExactStats.of`` of each row set (X (m_i, d), y (m_i)) clipped per trial at its bounds B_x, B_y (S, T) as
+    ``release_batch.clipped_rows`` clips it, stacked: (S, T, d, d), (S, T, d), (S, T).  The sets of one shape are
+    clipped as one stacked array (G, T, m, d), the layout ``np.stack`` gives their clipped pieces, and share one
+    stacked call, equal to the bit to their own calls (np.clip is elementwise; numpy's stacked matmul and einsum sum
+    each set's products in the order of its own call: tests/gdsc/test_release_batch.py); a lone set of its shape is
+    its own (T, m, d) call."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, X in enumerate(Xs):
+        groups.setdefault(X.shape, []).append(i)
+    S, T = B_x.shape
+    d = Xs[0].shape[1]
+    XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
+    for (m, _), idx in groups.items():
+        G = len(idx)
+        X = (Xs[idx[0]] if G == 1 else np.concatenate([Xs[i] for i in idx])).reshape(G, 1, m, d)
+        y = (ys[idx[0]] if G == 1 else np.concatenate([ys[i] for i in idx])).reshape(G, 1, m)
+        bx, by = B_x[idx][:, :, None], B_y[idx][:, :, None]     # (G, T, 1)
+        Xc = np.clip(X, -bx[..., None], bx[..., None])           # (G, T, m, d)
+        yc = np.clip(y, -by, by)
+        q = ExactStats.of(Xc[0], yc[0]) if G == 1 else ExactStats.of(Xc, yc)
+        XX[idx], Xy[idx], yy[idx] = q.XX, q.Xy, q.yy
+    return XX, Xy, yy
 
 
 @register_algorithm
