@@ -162,10 +162,6 @@ def _start(batch: tuple, d: int, E_lam0: np.ndarray, eye: np.ndarray) -> tuple:
 #: copies the others' arrays, so not for every problem that converges)
 _DROP_SHARE = 0.25
 
-#: the per-problem constants of the loop, in the order ``_loop_constants`` returns them
-_CONSTANTS = ("T", "muA", "K", "EAKA", "Ap", "zxy", "cp", "kz", "Vxy", "ZT", "R_min", "q_lam", "b", "b0", "q_lam0")
-
-
 def _loop_constants(d: int, batch: tuple, terms: tuple) -> list[np.ndarray]:
     """``_terms``' values the loop reads and the constants derived from them (2b_xy² per diagonal entry of Σ̄,
     [z_yy; t_p], the residual floor R_min and the Gamma shapes of q(λ), q(λ0)), each flattened to (B, …) (ZT to
@@ -196,8 +192,9 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     Every problem's result is that of its own iterations: a problem that has converged is frozen (its values kept
     as they were when it converged), and the loop goes on with the others.  The batch is iterated flattened to one
     axis, and once the frozen problems are ``_DROP_SHARE`` of those it still carries their results are written out
-    and the loop's arrays are taken again without them (a batch iterates until its slowest problem converges: on
-    5,000 GDSC-like releases ~40 iterations while a problem needs ~20).  Each problem's arithmetic — elementwise,
+    and the loop's arrays are taken again without them (a batch iterates until its slowest problem converges:
+    gdsc_eps2's narplr batches of 111 drugs ~22 iterations, one 43, while a problem needs ~20; the frozen problems
+    were ~10 % of the loop's work).  Each problem's arithmetic — elementwise,
     one BLAS or LAPACK call per matrix, one reduction per row — does not depend on which others are in the batch,
     so the results are those of the whole batch iterated together (tests/models/test_noise_aware_fast.py)."""
     terms = _terms(stats, public, gram_prior, prior)
@@ -215,6 +212,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     idx = np.arange(B)
     it = 0
     first = True
+    done = 0                                                     # frozen problems among those the loop carries
     for it in range(1, max_iter + 1):
         if first:
             # the loop's numpy calls are its cost besides the two batched LAPACK calls (tens of problems, ~20
@@ -227,6 +225,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
             Tdiag, muAT = np.diagonal(T, axis1=-2, axis2=-1), np.swapaxes(muA, -1, -2)
             out, TS, C, Sig, H, X, elAp, Prec, Eww2 = (np.empty((k, d, d)) for _ in range(9))
             out_d, TS_d, C_d, Sig_d, X_d, elAp_d, Prec_d = (_diag(x) for x in (out, TS, C, Sig, X, elAp, Prec))
+            SigT, PrecT = Sig.swapaxes(-1, -2), Prec.swapaxes(-1, -2)   # transposed views of the buffers
             V = np.empty((4, k, d))
             W = np.empty((2, k, d, d))
             NEW = np.empty((2, k))                               # [new E λ; new E λ0]
@@ -249,7 +248,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         dW = (T @ w2[..., None])[..., 0] - Tdiag * w2
         e2 = (T @ Sd[..., None])[..., 0] - Tdiag * Sd
         Sig_d[...] = (C_d + Vxy) + (((out_d + (dW + 0.0)) + TS_d) + e2)
-        np.add(Sig, np.swapaxes(Sig, -1, -2), out=H)
+        np.add(Sig, SigT, out=H)
         np.multiply(0.5, H, out=H)                                # _sym(Σ̄)
         G = np.linalg.solve(H, muA)                               # Σ̄⁻¹ μ_A
         # Prec = E[λ0] I + μ_Aᵀ G + E[λ] A_p, the same way
@@ -258,10 +257,12 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         np.add(X, elAp, out=Prec)
         np.add(Prec, 0.0, out=Prec)
         Prec_d[...] = (E_lam0[..., None] + X_d) + elAp_d
-        np.add(Prec, np.swapaxes(Prec, -1, -2), out=H)
+        np.add(Prec, PrecT, out=H)
         np.multiply(0.5, H, out=H)
-        S = _sym(np.linalg.inv(H))
-        h = (np.swapaxes(G, -1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
+        S = np.linalg.inv(H)
+        S = np.add(S, S.swapaxes(-1, -2))
+        np.multiply(0.5, S, out=S)                                # _sym(Prec⁻¹)
+        h = (G.swapaxes(-1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
         m_new = (S @ h[..., None])[..., 0]
         mm_new = m_new[..., :, None] * m_new[..., None, :]
         np.add(S, mm_new, out=Eww2)                               # E[wwᵀ]
@@ -277,7 +278,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
         # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
         step = np.log(q_lam / (b + 0.5 * (R_hat + rp[1]))) - np.log(E_lam)
-        alpha = np.where(step * prev_step < 0, 0.5 * alpha, alpha)
+        np.multiply(alpha, 0.5, out=alpha, where=step * prev_step < 0)   # alpha is this loop's own array
         prev_step = step
         np.multiply(E_lam, np.exp(alpha * step), out=NEW[0, ...])
         np.divide(q_lam0, b0 + 0.5 * (sv[2] + sv[3]), out=NEW[1, ...])
@@ -288,7 +289,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         change = np.maximum(np.maximum(rel[0], rel[1]), mx[0] / (mx[1] + 1e-300))
         # a converged problem is frozen: m_new, mm_new, S are this iteration's own arrays, so the frozen problems'
         # values are copied back into them (mm of a frozen m is its mm as kept); E and NEW swap buffers
-        if converged.any():
+        if done:
             np.copyto(m_new, m, where=converged[..., None])
             np.copyto(mm_new, mm, where=converged[..., None, None])
             np.copyto(S, S_prev, where=converged[..., None, None])
@@ -297,11 +298,11 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
         E, NEW = NEW, E                                           # NEW is written whole in the next iteration
         E_lam, E_lam0 = E[0, ...], E[1, ...]
         converged = converged | (change < tol)
-        if converged.all():
+        done = np.count_nonzero(converged)
+        if done == idx.size:
             break
         S_prev = S
-        done = np.count_nonzero(converged)
-        if done >= _DROP_SHARE * idx.size:                        # write the frozen ones out, go on without them
+        if done and done >= _DROP_SHARE * idx.size:               # write the frozen ones out, go on without them
             at = idx[converged]
             res_m[at], res_S[at], res_E[:, at], res_conv[at] = m[converged], S[converged], E[:, converged], True
             keep = ~converged
@@ -315,6 +316,7 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
             E = E[:, keep]
             E_lam, E_lam0 = E[0, ...], E[1, ...]
             converged = converged[keep]
+            done = 0
             first = True
     res_m[idx], res_S[idx], res_E[:, idx], res_conv[idx] = m, S, E, converged
     return GaussianPosterior(mean=res_m.reshape(batch + (d,)), cov=res_S.reshape(batch + (d, d)),
