@@ -210,3 +210,44 @@ def test_a_group_failing_after_its_draws_leaves_set_aside_splits_to_run(monkeypa
         assert repr(la[k].spends) == repr(lb[k].spends)
     set_aside = ["LinAlgError", "LinAlgError"] + (["OverflowError"] if params else [])   # run's errors for them
     assert [type(o).__name__ for k, o in enumerate(many) if k not in released] == set_aside
+
+
+def _read_only_chunk(drugs: int = 4, sizes=(0, 6, 20, 35), d: int = 3, n_pub: int = 5):
+    """Splits as our GDSC path gives them (``datasets.gdsc``): per drug read-only public and test rows and whole
+    private rows (some rows longer than the norm bound), and per size the first rows of the whole (views): odd drugs
+    lose 3 lines of a size (untested lines dropped), so a size's splits lay out as two interleaved groups of equal n."""
+    from dpexp.types import Split
+
+    out = []
+    for i in range(drugs):
+        s = _split(60 + i, n=40, d=d, n_pub=n_pub, scale=2.5)
+        arrays = [np.array(a) for a in (s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test)]
+        for a in arrays:
+            a.flags.writeable = False
+        Xv, yv, *rest = arrays
+        out += [Split(Xv[:m - 3 * (i % 2 and m > 0)], yv[:m - 3 * (i % 2 and m > 0)], *rest, dict(s.meta))
+                for m in sizes]
+    return out
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_chunk_rows_of_read_only_splits_equal_run(trials):
+    """The norms of the private rows taken from their wholes' (computed once per chunk) and the public rows' layout,
+    norms and finiteness kept for every size (``_ChunkRows``): each size's call, computed then from the memo,
+    equals ``run`` split by split to the bit, and equals the call on writeable copies (no chunk rows)."""
+    from dpexp import cache
+    from dpexp.families.gdsc.algorithms.adassp import _ChunkRows
+    from dpexp.types import Split
+
+    splits = _read_only_chunk()
+    for j in (1, 2, 3, 2):   # one size per call, as the runner calls; the second call of a size from the memo
+        group = splits[j::4]
+        assert _ChunkRows.of(group, list(range(len(group)))) is not None
+        many = _compare(AdaSSP(), group, 1.5, trials)
+        copies = [Split(*(np.array(a) for a in (s.X_private, s.y_private, s.X_public, s.y_public, s.X_test,
+                                                 s.y_test)), dict(s.meta)) for s in group]
+        assert _ChunkRows.of(copies, list(range(len(copies)))) is None
+        lc = _ledgers(len(copies))
+        for a, b in zip(many, AdaSSP().run_many(copies, 1.5, 0.0, lc, trials)):
+            _same_output(a, b)
+    assert len(cache._MEMOS["gdsc.adassp_norms"]) == 1 and len(cache._MEMOS["gdsc.adassp_public"]) == 1
