@@ -134,8 +134,12 @@ class FunctionalMechanismLR(UnitBoxLR):
             # the private rows' M and α released together under one budget: one Laplace mechanism per split,
             # through its ledger (b = Δ₁/ε = noise_scale(d, ε))
             NM, NA = objective_noise_rows(D, trials, fm_sensitivity(D), epsilon, [ledgers[ks[j]] for j in priv])
-            Ms[priv] += NM
-            As[priv] += NA
+            if len(priv) == len(ks):   # every split (the usual case): in place, the same sums without a gather
+                Ms += NM
+                As += NA
+            else:
+                Ms[priv] += NM
+                As[priv] += NA
         W = solve_stacked(trimmed_minimiser, Ms, As, self.params.reg)
         for k, w in zip(ks, W):
             out[k] = w if isinstance(w, Exception) else Output(
