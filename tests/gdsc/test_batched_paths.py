@@ -590,40 +590,6 @@ def test_fmlr_paper_prefixes_of_the_whole_rows_equal_the_plain_scaling(trials):
     assert_same(alg.run_many([copy], 2.0, 0.0, la)[0], alg.run_many([plain[2]], 2.0, 0.0, lb)[0], la[0], lb[0])
 
 
-@pytest.mark.parametrize("trials", [1, 2])
-def test_fmlr_paper_responses_scaled_once_per_fold_equal_the_plain_scaling(trials):
-    """fmlr_paper's private responses as the Matlab path gives them (each size's the first entries of the drug's
-    read-only responses along the fold, each drug its own range): scaled once per fold from the wholes
-    (``_scaled_responses``, memoised) and sliced = scaling each split's own, to the bit, with the same spends —
-    every size in one call and one size per call, computed and then from the memo; writeable responses (no memo)
-    and a split of other responses among them take the plain scaling."""
-    from dataclasses import replace
-
-    from dpexp import cache
-
-    alg = registry.get("algorithm", "fmlr_paper")()
-    splits = []
-    for j, s in enumerate(_matlab_splits()):
-        if j % 4 == 0:   # a new drug (its first size): its responses, read-only
-            whole = np.array(s.y_private.base)
-            whole.flags.writeable = False
-        raw = replace(s.meta["raw"], y_min=-2.0 - j // 4, y_max=3.0 + 0.5 * (j // 4))
-        splits.append(Split(s.X_private, whole[:s.X_private.shape[0]], s.X_public, s.y_public, s.X_test, s.y_test,
-                            {"raw": raw}))
-    plain = [Split(s.X_private, s.y_private.copy(), s.X_public, s.y_public, s.X_test, s.y_test, s.meta)
-             for s in splits]
-    cache.clear("gdsc.fmlr_paper_y")
-    calls = [list(range(len(splits)))] + [list(range(j, len(splits), 4)) for j in (1, 2, 3, 2)]
-    for ks in calls:
-        lf, lp = ledgers(len(ks)), ledgers(len(ks))
-        fast = alg.run_many([splits[k] for k in ks], 2.0, 0.0, lf, trials)
-        slow = alg.run_many([plain[k] for k in ks], 2.0, 0.0, lp, trials)
-        for j, (a, b) in enumerate(zip(fast, slow)):
-            assert not isinstance(a, Exception), a
-            assert_same(a, b, lf[j], lp[j])
-    assert len(cache._MEMOS["gdsc.fmlr_paper_y"]) == 1
-
-
 @pytest.mark.parametrize("n", [1, 7, 64, 333, 801])
 def test_minus_two_after_the_product_equals_the_scaled_transpose_product(n):
     """fmlr_paper's −2·(Zᵀy) = (−2Zᵀ)y (its former form), to the bit: ×(−2) is exact and both are one product of

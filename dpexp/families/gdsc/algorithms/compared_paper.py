@@ -39,7 +39,6 @@ from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials,
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
                                                                   trimmed_minimiser, with_bias)
 from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
-from dpexp.families.gdsc.unit_box import whole_rows
 from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -459,7 +458,8 @@ class FunctionalMechanismPaper(_PaperLR):
         lo, hi = [views[k][3] for k in rest], [views[k][4] for k in rest]
         Z.update(zip(rest, _scaled_rows([views[k][0] for k in rest], lo, hi)))
         Zt.update(zip(rest, _scaled_rows([views[k][2] for k in rest], lo, hi)))
-        yz = dict(zip(priv, _scaled_responses(priv, splits, views)))
+        yz = dict(zip(priv, _scaled_rows([splits[k].y_private for k in priv], [views[k][5] for k in priv],
+                                         [views[k][6] for k in priv], bias=False)))
         ZZ: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
         def objective(k: int) -> None:   # the coefficients Zᵀ Z and −2Zᵀy of the scaled private rows
@@ -504,24 +504,6 @@ def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[d
     Z = {k: scaled[j][:views[k][0].shape[0]] for j, k in enumerate(ks)}
     Zt = {k: scaled[S + j][:views[k][2].shape[0]] for j, k in enumerate(ks)}
     return Z, Zt, []
-
-
-def _scaled_responses(ks: list[int], splits: list[Split], views: dict) -> list[np.ndarray]:
-    """``_scaled_rows`` of the private responses of the splits ``ks``, each with its drug's range [y_min, y_max]
-    (``views[k][5:7]``).  When every one is the first entries of a read-only whole (``unit_box.whole_rows``: the
-    Matlab path's responses, a prefix of the drug's along the fold's private sequence, the same whole at every
-    size) and the ranges are floats, the wholes are scaled once per fold (memoised by their identities and the
-    ranges' bits) and sliced — the scaling is element-wise, so a prefix of the scaled whole is the scaled prefix, to
-    the bit.  Else each split's responses are scaled as they are."""
-    ys = [splits[k].y_private for k in ks]
-    lo, hi = [views[k][5] for k in ks], [views[k][6] for k in ks]
-    wholes = [whole_rows(y) for y in ys]
-    if not ks or not all(w is not None and w.ndim == 1 and w.dtype is _FLOAT for w in wholes) \
-            or not all(type(v) is float for v in lo + hi):
-        return _scaled_rows(ys, lo, hi, bias=False)
-    scaled = cache.memo_objects("gdsc.fmlr_paper_y", tuple(wholes), np.array(lo + hi).tobytes(),
-                                lambda: _read_only(_scaled_rows(wholes, lo, hi, bias=False)), maxsize=1)
-    return [z[:y.shape[0]] for z, y in zip(scaled, ys)]
 
 
 def _read_only(arrays: list[np.ndarray]) -> list[np.ndarray]:
