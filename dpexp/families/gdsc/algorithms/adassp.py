@@ -38,12 +38,10 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
-from dpexp import cache
 from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior, public_posteriors
 from dpexp.families.gdsc.release_batch import (NotBatchable, RowBlocks, finite_rows, float_square, release_sigmas,
                                                 shared_rows)
-from dpexp.families.gdsc.unit_box import split_wholes
 from dpexp.models import adassp as core
 from dpexp.models.vb import VBResult
 from dpexp.privacy.ledger import as_ledger
@@ -163,7 +161,6 @@ class AdaSSP(Algorithm):
         T = int(trials)
         out: list[Output | Exception | None] = [None] * len(splits)
         groups: dict[int, list[int]] = {}
-        p_norm = self.params.clip == "norm"
         if self.params.noise == "laplace" and math.isfinite(epsilon) and epsilon > 0:
             for k, s in enumerate(splits):
                 if s.X_private.shape[0] > 0:
@@ -173,8 +170,7 @@ class AdaSSP(Algorithm):
                 continue
             got: list[Output | Exception | None] = [None] * len(ks)
             try:
-                self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T, got,
-                                _ChunkRows.of(splits, ks) if p_norm else None)
+                self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T, got)
             except NotBatchable:   # nothing drawn: every split of the group takes run
                 continue
             except Exception as exc:  # after the draws: the error of the cells the group released, not yet filled
@@ -195,21 +191,17 @@ class AdaSSP(Algorithm):
                     out[k] = exc
         return out  # type: ignore[return-value]
 
-    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list,
-                   chunk: "_ChunkRows | None" = None) -> None:
+    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list) -> None:
         """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
         ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error; None for a split set
         aside before any of its draws (it takes ``run``).  The private rows are concatenated once, group by group
-        of equal n (``_Blocked``): the finiteness check, the σ sums and the clipped products read that one array.
-        ``chunk``: what the splits' read-only rows give once per chunk (``_ChunkRows``; None: computed here)."""
+        of equal n (``_Blocked``): the finiteness check, the σ sums and the clipped products read that one array."""
         p = self.params
         d = ss[0].d
         rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss], share=True)
         keep = rows.finite()
-        S0 = len(ss)
         if p.public:
-            keep &= (chunk.public_finite() if chunk is not None
-                     else finite_rows([s.X_public for s in ss], [s.y_public for s in ss]))
+            keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
         eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
         e = float(1 / 3) * eps   # each release's share (core.calibrate's default split)
         if p.sigma == "data":
@@ -257,9 +249,7 @@ class AdaSSP(Algorithm):
         s_min = sq(B_X)
         sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
         cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
-        # the private rows' norms from the chunk's (every split kept: the layout is the shared one)
-        XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T,
-                                     chunk.private_norms(rows) if chunk is not None and len(ss) == S0 else None)
+        XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
         try:
             lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
         except np.linalg.LinAlgError:   # a split whose λ_min fails: run's error for it, the others released
@@ -285,11 +275,8 @@ class AdaSSP(Algorithm):
         if p.public:
             pub = [i for i, s in enumerate(ss) if s.X_public.shape[0]]
             if pub:
-                if chunk is not None and len(pub) == S0:   # every split's public rows: the chunk's layout
-                    prow, den = chunk.public_rows()
-                else:
-                    prow, den = _Blocked([ss[i].X_public for i in pub], [ss[i].y_public for i in pub]), None
-                XXp, Xyp = self._clip_products(prow, B_X[pub], B_x[pub], B_Y[pub], T, den)
+                prow = _Blocked([ss[i].X_public for i in pub], [ss[i].y_public for i in pub])
+                XXp, Xyp = self._clip_products(prow, B_X[pub], B_x[pub], B_Y[pub], T)
                 XXn[pub] = XXn[pub] + XXp
                 Xyn[pub] = Xyn[pub] + Xyp
                 lam_t[pub] = lam_t[pub] + np.linalg.eigvalsh(XXp)[..., 0]
@@ -315,18 +302,16 @@ class AdaSSP(Algorithm):
                 parts += [np.isfinite(s), np.isfinite(s / e)]
         return np.all(np.logical_and.reduce(parts), axis=1)
 
-    def _clip_products(self, rows: "_Blocked", B_X: np.ndarray, B_x: np.ndarray, B_Y: np.ndarray, T: int,
-                       den: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _clip_products(self, rows: "_Blocked", B_X: np.ndarray, B_x: np.ndarray, B_Y: np.ndarray, T: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """``run``'s XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (``rows``) clipped by ``_clip`` at
         its bounds (S, T) or (S, 1): one stacked clip, then the products of the splits of equal n as one stacked
         matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid out as
-        ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py).  ``den``: the rows' norms floored
-        at 1e-300, ``np.maximum(row_norms(rows.X), 1e-300)``, if known (``_ChunkRows``)."""
+        ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
         X, y, rep = rows.X, rows.y, rows.per_row    # rep: (T or 1, N), each row's bound
         if self.params.clip == "norm":
-            if den is None:
-                den = np.maximum(row_norms(X), 1e-300)
-            Xc = X[None] * np.minimum(1.0, rep(B_X) / den)[..., None]
+            norms = row_norms(X)
+            Xc = X[None] * np.minimum(1.0, rep(B_X) / np.maximum(norms, 1e-300))[..., None]
         else:
             b = rep(B_x)[..., None]
             Xc = np.clip(np.broadcast_to(X, (T,) + X.shape), -b, b)
@@ -380,65 +365,6 @@ class _Blocked:
         """``release_batch.sigma_sums`` of the splits (S, 2) from these rows (``RowBlocks.sigma_sums``: the same
         rows in the same layout, so the same row-wise reductions: equal to the bit)."""
         return self._rows.sigma_sums(bx, by)
-
-
-class _ChunkRows:
-    """What ``_run_group``'s norm clipping reads of a group's rows that is a pure function of the chunk's read-only
-    arrays, computed once per chunk instead of once per size: every split's private rows are the first rows of its
-    drug's whole private rows, and its public rows are the same arrays at every size (``unit_box.split_wholes``, the
-    GDSC path; the look-up is shared with oplr and fmlr of the same size).  Row norms are computed row by row
-    (``blocks.row_norms``: each row's additions on its own), so a split's are the first ones of its whole's, to
-    the bit.  Memoised by the arrays' identities (``cache.memo_objects``, cleared after each chunk)."""
-
-    def __init__(self, parts: tuple) -> None:
-        self._parts = parts
-        self._S = len(parts) // 5
-
-    @classmethod
-    def of(cls, splits: list[Split], ks: list[int]) -> "_ChunkRows | None":
-        """For the splits ``ks`` when their rows are such arrays of one float64 width (else None)."""
-        parts = split_wholes(splits, ks)
-        if parts is None or len({a.shape[1] for a in parts[0::5] + parts[2::5]}) != 1:
-            return None
-        return cls(parts)
-
-    def _wholes_den(self) -> list[np.ndarray]:
-        """Each split's whole private rows' norms floored at 1e-300 (read-only), from one ``row_norms`` call."""
-        def compute() -> list[np.ndarray]:
-            W = self._parts[2::5]
-            den = np.maximum(row_norms(np.concatenate(W)), 1e-300)
-            den.flags.writeable = False
-            stops = np.cumsum([w.shape[0] for w in W]).tolist()
-            return [den[b - w.shape[0]:b] for w, b in zip(W, stops)]
-        return cache.memo_objects("gdsc.adassp_norms", self._parts[2::5], row_norms, compute, maxsize=1)
-
-    def private_norms(self, rows: "_Blocked") -> np.ndarray:
-        """``np.maximum(row_norms(rows.X), 1e-300)`` of the splits' private rows laid out as ``rows``."""
-        den = self._wholes_den()
-        counts = rows.counts.tolist()
-        return np.concatenate([den[i][:counts[i]] for i in rows.order.tolist()])
-
-    def _public(self) -> tuple:
-        def compute() -> tuple:
-            Xs, ys = list(self._parts[0::5]), list(self._parts[1::5])
-            prow = _Blocked(Xs, ys)
-            prow.X.flags.writeable = False
-            prow.y.flags.writeable = False
-            den = np.maximum(row_norms(prow.X), 1e-300)
-            fin = finite_rows(Xs, ys)
-            den.flags.writeable = fin.flags.writeable = False
-            return prow, den, fin
-        return cache.memo_objects("gdsc.adassp_public", self._parts[0::5] + self._parts[1::5], row_norms, compute,
-                                  maxsize=1)
-
-    def public_finite(self) -> np.ndarray:
-        """``finite_rows`` of the splits' public rows (read-only)."""
-        return self._public()[2]
-
-    def public_rows(self) -> tuple["_Blocked", np.ndarray]:
-        """The splits' public rows laid out as ``_Blocked`` (read-only) and their norms floored at 1e-300."""
-        prow, den, _ = self._public()
-        return prow, den
 
 
 #: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)
