@@ -163,9 +163,9 @@ class FunctionalMechanismLR(UnitBoxLR):
                        for X, y in ((s.X_private, s.y_private), (s.X_public, s.y_public)))
 
         if memo is not None:   # ``_scaled_wholes``: the private rows' products from a prefix of the scaled whole
-            # (each split's own Zv.T @ Zv, Zv.T @ yv into one stack; the public rows' added and α's −2 applied for
-            # all at once: the same element-wise operations as split by split)
-            # (float rows, as the memo's: those whose responses match them)
+            # of the splits whose responses match their rows (float rows, as the memo's): each split's own
+            # Zv.T @ Zv, Zv.T @ yv into one stack, the public rows' added and α's −2 applied for all at once (the
+            # same element-wise operations as split by split)
             sel = [(j, k) for j, k in enumerate(ks) if splits[k].y_private.shape[0] == splits[k].X_private.shape[0]
                    and splits[k].y_public.shape[0] == splits[k].X_public.shape[0]]
             even = [k for _, k in sel]
