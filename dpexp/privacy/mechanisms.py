@@ -651,19 +651,21 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     v, S, d = _vector_per_cell("gamma_norm_rows", values, sources, label)
     _check_eps(epsilon)
     eps = float(epsilon)
-    sens = np.asarray(sensitivities, dtype=float).reshape(S).tolist()
-    for s in sens:
-        _check_nonneg(s, "sensitivity")
-    if scales is None:   # b = Δ/ε (the float division of ``_pure_scale``)
-        b = [s / eps for s in sens]
-    else:   # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
-        b = np.asarray(scales, dtype=float).reshape(S).tolist()
-        for s, x in zip(sens, b):
+    sa = np.asarray(sensitivities, dtype=float).reshape(S)
+    sens = sa.tolist()
+    xa = None if scales is None else np.asarray(scales, dtype=float).reshape(S)
+    if xa is None or not _scales_pass(sa, xa, eps):   # else every check below passes: tested for all cells at once
+        for s in sens:
+            _check_nonneg(s, "sensitivity")
+        for s, x in ([] if xa is None else zip(sens, xa.tolist())):
+            # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
             _check_nonneg(x, "scale")
             implied = 0.0 if s == 0 else ((math.inf if s > 0 else math.nan) if x == 0 else s / x)
             if implied > eps * (1 + _REL):
                 raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale drawn implies epsilon = {implied:g} > "
                                              f"the declared {epsilon:g}")
+    # b = Δ/ε (the float division of ``_pure_scale``) or the scales as given
+    b = [s / eps for s in sens] if xa is None else xa.tolist()
     # gamma_norm's spend, ε the same for every cell: one validated template, Δ and b filled per cell
     base = Spend("gamma-norm", "pure", epsilon=eps, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
     spends = []
@@ -675,14 +677,24 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     lead = _lead(size)
     g = np.empty((S,) + lead + (d,))
     r = np.empty((S,) + lead)
-    for i, src in enumerate(sources):
-        noise = as_noise(src)
-        g[i] = noise.normal(size=lead + (d,))
+    shape = lead + (d,)
+    for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one)
+        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
+        g[i] = noise.normal(size=shape)
         r[i] = noise.gamma(shape=d, scale=1.0, size=lead)
     g /= np.linalg.norm(g, axis=-1, keepdims=True)
     r *= np.asarray(b).reshape((S,) + (1,) * len(lead))
     _record_rows(sources, spends)
     return v.reshape((S,) + (1,) * len(lead) + (d,)) + g * r[..., None]
+
+
+def _scales_pass(sens: np.ndarray, scales: np.ndarray, eps: float) -> bool:
+    """Every cell's sensitivity and scale (S,) passes ``gamma_norm_rows``' checks, tested at once: Δ ≥ 0 and b > 0
+    finite, and the ε implied, Δ/b (the same float division), within the declared ``eps``.  False: some cell may
+    fail (or is NaN), so the cells are checked one by one as before, raising the first one's error."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return bool(np.all((sens >= 0.0) & (sens < math.inf) & (scales > 0.0) & (scales < math.inf)
+                           & (sens / scales <= eps * (1 + _REL))))
 
 
 def heuristic_gamma_norm(value: Any, scale: Any, rng: Any, size: int | Sequence[int] | None = None, *,
@@ -716,14 +728,16 @@ def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
     ``tests/gdsc/test_batched_paths.py``).  Returns (S,) + size + (d,)."""
     v, S, d = _vector_per_cell("heuristic_gamma_norm_rows", values, sources, label)
     sc = np.asarray(scales, dtype=float).reshape(S)
-    for x in sc.tolist():
-        _check_nonneg(x, "scale")
+    if not bool(np.all((sc >= 0.0) & (sc < math.inf))):   # else every check below passes: tested at once
+        for x in sc.tolist():
+            _check_nonneg(x, "scale")
     lead = _lead(size)
     u = np.empty((S,) + lead + (d,))
     g = np.empty((S,) + lead)
-    for i, src in enumerate(sources):
-        noise = as_noise(src)
-        u[i] = noise.uniform(-0.5, 0.5, size=lead + (d,))
+    shape = lead + (d,)
+    for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one)
+        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
+        u[i] = noise.uniform(-0.5, 0.5, size=shape)
         g[i] = noise.gamma(shape=d, scale=1.0, size=lead)
     u /= np.linalg.norm(u, axis=-1, keepdims=True)
     r = g * sc.reshape((S,) + (1,) * len(lead))

@@ -697,6 +697,40 @@ def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatc
     assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper
 
 
+def test_plr_paper_public_products_of_read_only_splits_once_for_every_size(monkeypatch):
+    """plr_paper on every size of a fold (the same read-only public arrays, new private rows per size): the public
+    XᵀX, Xᵀy computed once (memoised by identity and position) and every size's outputs and spends equal the run on
+    writeable copies to the bit — a split whose public responses do not match its rows fails at every size."""
+    from dpexp import cache
+    from dpexp.families.gdsc.algorithms import compared_paper
+
+    base = [make_split(60, 5, 4, 1), make_split(60, 3, 4, 2), make_split(60, 5, 4, 3), make_split(60, 6, 4, 4)]
+    base[2].y_public = base[2].y_public[:-1]   # fails alone
+    for s in base:
+        for f in ("X_public", "y_public"):
+            setattr(s, f, getattr(s, f).copy())
+            getattr(s, f).flags.writeable = False
+    cache.clear("gdsc.paper_public_grams")
+    made = []
+    orig_memo = cache.memo_objects
+
+    def counting(ns, objs, key, compute, maxsize=None):
+        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
+
+    monkeypatch.setattr(compared_paper.cache, "memo_objects", counting)
+    alg = registry.get("algorithm", "plr_paper")()
+    for m in (0, 10, 35, 10):
+        splits = [Split(s.X_private[:m], s.y_private[:m], s.X_public, s.y_public, s.X_test, s.y_test, s.meta)
+                  for s in base]
+        plain = [_copied(s) for s in splits]
+        lf, lp = ledgers(len(splits)), ledgers(len(splits))
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2), alg.run_many(plain, 2.0, 0.0, lp, 2)
+        assert isinstance(fast[2], Exception) and not any(isinstance(a, Exception) for a in fast[:2] + fast[3:])
+        for k, (a, b) in enumerate(zip(fast, slow)):
+            assert_same(a, b, lf[k], lp[k])
+    assert made.count("gdsc.paper_public_grams") == 1
+
+
 @pytest.mark.parametrize("name", ["plr_paper", "oplr_paper"])
 def test_shared_private_products_follow_the_splits_to_other_positions(name):
     """The same read-only private arrays handed again at other positions (behind a split of another d, whose group

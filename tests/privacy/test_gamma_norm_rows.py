@@ -59,3 +59,34 @@ def test_gamma_norm_rows_checks_before_drawing():
 
 def test_gamma_norm_rows_no_cells():
     assert gamma_norm_rows(np.zeros((0, 3)), [], 1.0, [], size=2).shape == (0, 2, 3)
+
+
+@pytest.mark.parametrize("case", [
+    ([0.5, 1.0, 2.0], [0.25, 0.5, 1.0]),                 # every check passes: the one test for all cells
+    ([0.5, 1.0, 2.0], [0.25, 0.4, 0.5]),                 # the second and third imply ε > 2: the second's error
+    ([0.5, 0.0, 2.0], [0.25, 0.0, 1.0]),                 # Δ = b = 0: passes, checked cell by cell
+    ([0.5, float("nan"), 2.0], [0.25, 0.5, 1.0]),        # a NaN sensitivity passes as in gamma_norm
+    ([0.5, 1.0, float("inf")], [0.25, 0.5, 1.0]),        # an infinite sensitivity fails
+    ([0.5, 1.0, 2.0], [0.25, -0.5, 1.0]),                # a negative scale fails
+    ([0.5, 1.0, 2.0], [0.25, float("inf"), 1.0]),        # an infinite scale fails
+])
+def test_gamma_norm_rows_checks_as_gamma_norm_cell_by_cell(case):
+    """The checks of the sensitivities and scales, tested for all cells at once when every one passes, else cell
+    by cell: the same outcome as ``gamma_norm`` of each cell in order (its first error, or the same releases)."""
+    sens, scales = case
+    S, eps = len(sens), 2.0
+    W = np.arange(S * 2, dtype=float).reshape(S, 2)
+    la, lb = ledgers(S, False), ledgers(S, False)
+    try:
+        got = gamma_norm_rows(W, sens, eps, la, size=1, scales=scales, label="w")
+    except Exception as exc:   # the error the first failing cell raises alone, before anything is drawn
+        with pytest.raises(type(exc), match=None) as ref:
+            for i in range(S):
+                gamma_norm(W[i], sens[i], eps, np.random.default_rng(0), size=1, scale=scales[i], label="w")
+        assert str(ref.value).replace("gamma_norm", "") == str(exc).replace("gamma_norm", "")
+        assert all(not x.spends for x in la)
+        return
+    for i in range(S):
+        ref = gamma_norm(W[i], sens[i], eps, lb[i], size=1, scale=scales[i], label="w")
+        np.testing.assert_array_equal(got[i], ref, strict=True)
+        assert repr(la[i].spends) == repr(lb[i].spends)

@@ -68,6 +68,8 @@ def test_gamma_norm_rows_errors():
     lg = ledgers(2, False)
     with pytest.raises(UserError):
         heuristic_gamma_norm_rows(np.zeros((2, 3)), [1.0, -1.0], lg, reason="r")
+    with pytest.raises(UserError, match="got inf"):   # checked at once, then cell by cell: the failing one's error
+        heuristic_gamma_norm_rows(np.zeros((2, 3)), [1.0, np.inf], lg, reason="r")
     with pytest.raises(ValueError):
         heuristic_gamma_norm_rows(np.zeros(3), [1.0], lg[:1], reason="r")
     with pytest.raises(ValueError):
@@ -79,3 +81,13 @@ def test_no_cells():
     U, = heuristic_laplace_rows((np.zeros((0, 3)),), (1.0,), [], size=2, reason="r", labels=("a",))
     assert U.shape == (0, 2, 3)
     assert heuristic_gamma_norm_rows(np.zeros((0, 3)), [], [], size=2, reason="r").shape == (0, 2, 3)
+
+
+def test_gamma_norm_rows_nan_scale_passes_as_alone():
+    """A NaN scale fails the checks tested at once for all cells, and passes the cell-by-cell ones, as alone."""
+    la, lb = ledgers(2, False), ledgers(2, False)
+    got = heuristic_gamma_norm_rows(np.zeros((2, 3)), [1.0, np.nan], la, size=1, reason="r")
+    for i, x in enumerate([1.0, np.nan]):
+        ref = heuristic_gamma_norm(np.zeros(3), x, lb[i], size=1, reason="r")
+        np.testing.assert_array_equal(got[i], ref, strict=True)
+        assert repr(la[i].spends) == repr(lb[i].spends)

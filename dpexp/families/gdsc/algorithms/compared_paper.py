@@ -192,6 +192,29 @@ def _grams(ks: list[int], X_of: Callable[[int], np.ndarray], y_of: Callable[[int
     return got
 
 
+def _public_grams(splits: list[Split], ks: list[int], out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``_grams`` of the public rows of the splits ``ks``, memoised by the arrays' identities (and the splits'
+    positions, as ``_private_grams``) when they are read-only: the Matlab path hands every size of a fold the same
+    public arrays of a drug (``datasets.gdsc``), so their products are computed once per fold, not once per size.
+    The products are kept read-only; a split whose products raise gets the exception in ``out[k]`` on every call."""
+    objs = tuple(a for k in ks for a in (splits[k].X_public, splits[k].y_public))
+    X_of, y_of = (lambda k: splits[k].X_public), (lambda k: splits[k].y_public)
+    if not all(type(a) is np.ndarray and not a.flags.writeable for a in objs):
+        return _grams(ks, X_of, y_of, out)
+
+    def compute() -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, Exception]]:
+        errors: dict[int, Exception] = {}
+        got = _grams(ks, X_of, y_of, errors)   # type: ignore[arg-type]   (``each`` files errors by key)
+        for G, v in got.values():
+            G.flags.writeable = v.flags.writeable = False
+        return got, errors
+
+    got, errors = cache.memo_objects("gdsc.paper_public_grams", objs, tuple(ks), compute, maxsize=1)
+    for k, exc in errors.items():
+        out[k] = exc
+    return got
+
+
 def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
     """Xᵀ X and Xᵀ y of the private rows of each split of ``ks`` that has any (or the exception they raise), keyed by
     split: what ``plr_paper`` and ``oplr_paper`` both compute on the Matlab path's splits, memoised by the arrays'
@@ -248,7 +271,7 @@ class PrivateLRPaper(_PaperLR):
 
         ks = each(ks, out, private)
         # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
-        public = _grams(ks, lambda k: splits[k].X_public, lambda k: splits[k].y_public, out)
+        public = _public_grams(splits, ks, out)
         ks = [k for k in ks if k in public]
         if not ks:
             return

@@ -117,32 +117,43 @@ class FunctionalMechanismLR(UnitBoxLR):
         else:
             test = Rows([splits[k].X_test for k in ks])
             Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
-        M, a = self._objectives(ks, splits, B_x, B_y, out, memo)
+        stacked: list = []
+        M, a = self._objectives(ks, splits, B_x, B_y, out, memo, stacked)
         ks = [k for k in ks if k in M]
         if not ks:
             return
         priv = [j for j, k in enumerate(ks) if splits[k].X_private.shape[0] > 0]
         record_each((ledgers[k] for k in ks if splits[k].X_private.shape[0] == 0), lambda lg: lg.public_only())
-        Ms = repeat_trials(np.stack([M[k] for k in ks]), trials, axis=1)   # (splits, trials, D, D)
-        As = repeat_trials(np.stack([a[k] for k in ks]), trials, axis=1)
+        if stacked and stacked[0] == ks:   # every split's coefficients stacked already, in this order
+            Ms, As = stacked[1], stacked[2]
+        else:
+            Ms, As = np.stack([M[k] for k in ks]), np.stack([a[k] for k in ks])
+        Ms = repeat_trials(Ms, trials, axis=1)   # (splits, trials, D, D), a new array
+        As = repeat_trials(As, trials, axis=1)
         if priv:
             # the private rows' M and α released together under one budget: one Laplace mechanism per split,
             # through its ledger (b = Δ₁/ε = noise_scale(d, ε))
             NM, NA = objective_noise_rows(D, trials, fm_sensitivity(D), epsilon, [ledgers[ks[j]] for j in priv])
-            Ms[priv] += NM
-            As[priv] += NA
+            if len(priv) == len(ks):   # every split (the usual case): in place, the same sums without a gather
+                Ms += NM
+                As += NA
+            else:
+                Ms[priv] += NM
+                As[priv] += NA
         W = solve_stacked(trimmed_minimiser, Ms, As, self.params.reg)
         for k, w in zip(ks, W):
             out[k] = w if isinstance(w, Exception) else Output(
                 predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
 
     def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float, out: list,
-                    memo: list | None = None) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+                    memo: list | None = None, stacked: list | None = None
+                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
         """The exact coefficients M = ZᵀZ and α = −2Zᵀỹ of every split's private plus public rows, scaled into the
         unit box with the bias column, keyed by split; a split whose step fails gets its exception in ``out``.
         Float rows whose responses match them: each kind of rows concatenated once in blocks of equal n and their
         products stacked (``blocks.Blocks``: each the split's own ``Z.T @ Z``, ``Z.T @ y``); any other split (and
-        all, if private and public rows differ in columns) split by split."""
+        all, if private and public rows differ in columns) split by split.  With ``memo`` (``_scaled_wholes``),
+        ``stacked`` (a list) receives [the splits of the memo's path, their M (S, D, D), their α (S, D)]."""
         M: dict[int, np.ndarray] = {}
         a: dict[int, np.ndarray] = {}
 
@@ -151,15 +162,31 @@ class FunctionalMechanismLR(UnitBoxLR):
             return all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
                        for X, y in ((s.X_private, s.y_private), (s.X_public, s.y_public)))
 
-        even = [k for k in ks if rows_ok(k)]
         if memo is not None:   # ``_scaled_wholes``: the private rows' products from a prefix of the scaled whole
-            for j, k in enumerate(ks):
-                if k in even:
-                    Zw, yw, Mu, au = memo[j][:4]
-                    m = splits[k].X_private.shape[0]
-                    Zv, yv = Zw[:m], yw[:m]
-                    M[k], a[k] = Zv.T @ Zv + Mu, -2.0 * (Zv.T @ yv + au)
-        elif even:
+            # of the splits whose responses match their rows (float rows, as the memo's): each split's own
+            # Zv.T @ Zv, Zv.T @ yv into one stack, the public rows' added and α's −2 applied for all at once (the
+            # same element-wise operations as split by split)
+            sel = [(j, k) for j, k in enumerate(ks) if splits[k].y_private.shape[0] == splits[k].X_private.shape[0]
+                   and splits[k].y_public.shape[0] == splits[k].X_public.shape[0]]
+            even = [k for _, k in sel]
+            D = memo[0][0].shape[1]
+            PV, Pa = np.empty((len(sel), D, D)), np.empty((len(sel), D))
+            for i, (j, k) in enumerate(sel):
+                m = splits[k].X_private.shape[0]
+                Zv = memo[j][0][:m]
+                PV[i] = Zv.T @ Zv
+                Pa[i] = Zv.T @ memo[j][1][:m]
+            if sel:
+                PV += np.stack([memo[j][2] for j, _ in sel])
+                Pa += np.stack([memo[j][3] for j, _ in sel])
+                Pa *= -2.0
+            for i, (_, k) in enumerate(sel):
+                M[k], a[k] = PV[i], Pa[i]
+            if stacked is not None:
+                stacked[:] = [[k for _, k in sel], PV, Pa]
+        else:
+            even = [k for k in ks if rows_ok(k)]
+        if memo is None and even:
             parts = []
             for rows in ("private", "public"):
                 b = Blocks([getattr(splits[k], f"X_{rows}").shape[0] for k in even])

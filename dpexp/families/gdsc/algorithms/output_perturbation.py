@@ -118,17 +118,16 @@ class OutputPerturbationLR(UnitBoxLR):
             return n_train[k] > 0 and all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
                                           for X, y in ((s.X_public, s.y_public), (s.X_private, s.y_private)))
 
-        even = [k for k in ks if fits(k)]
         memo = _scaled_wholes(splits, ks, B_x, B_y)
         if memo is not None:   # the rows of every size of the chunk scaled once: a split's are the first rows
             Xt = {k: memo[j][2] for j, k in enumerate(ks)}
-            for j, k in enumerate(ks):
-                n = n_train[k]
-                if k in even:   # a prefix of the scaled public + private rows, the split's own products
-                    Z, yk = memo[j][0][:n], memo[j][1][:n]
-                    stats[k] = (Z.T @ Z / n, Z.T @ yk / n)
+            stacked = _prefix_stats(memo, ks, splits, n_train)
+            for j, k in enumerate(stacked[0]):
+                stats[k] = (stacked[1][j], stacked[2][j])
             even = []
         else:
+            stacked = None
+            even = [k for k in ks if fits(k)]
             test = Rows([splits[k].X_test for k in ks])
             Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
         if even:   # every split's training rows (public, then private: ``Split.X_train``) in blocks of equal n, scaled
@@ -157,8 +156,11 @@ class OutputPerturbationLR(UnitBoxLR):
         ks = each(ks, out, statistics)
         if not ks:
             return
-        W = solve_stacked(ball_constrained_ridge, np.stack([stats[k][0] for k in ks]),
-                          np.stack([stats[k][1] for k in ks]), np.asarray([scales[k][0] for k in ks]), R)
+        if stacked is not None and stacked[0] == ks:   # every split's statistics stacked already, in this order
+            A, b = stacked[1], stacked[2]
+        else:
+            A, b = np.stack([stats[k][0] for k in ks]), np.stack([stats[k][1] for k in ks])
+        W = solve_stacked(ball_constrained_ridge, A, b, np.asarray([scales[k][0] for k in ks]), R)
         fitted = {k: w for k, w in zip(ks, W) if not isinstance(w, Exception)}
         priv = [k for k in fitted if splits[k].X_private.shape[0] > 0]
         noisy: dict[int, np.ndarray] = {}
@@ -190,6 +192,29 @@ class OutputPerturbationLR(UnitBoxLR):
                                 guarantee=ledger.guarantee())
             except Exception as exc:  # recorded per cell
                 out[k] = exc
+
+
+def _prefix_stats(memo: list, ks: list[int], splits: list[Split], n_train: dict[int, int]
+                  ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """XᵀX/n and Xᵀy/n of the scaled training rows of the splits of ``ks`` (with ``_scaled_wholes``' rows
+    ``memo``) that have training rows and one response per row: (those splits, (S, d, d), (S, d)).  Each split's
+    products are its own ``Z.T @ Z``, ``Z.T @ y`` of its first n rows, stored into one stack and divided by the
+    splits' n in one call (the same divisions, element by element, as ``Z.T @ Z / n`` split by split)."""
+    sel = [(j, k) for j, k in enumerate(ks) if n_train[k] > 0
+           and splits[k].y_public.shape[0] == splits[k].X_public.shape[0]
+           and splits[k].y_private.shape[0] == splits[k].X_private.shape[0]]
+    D = memo[0][0].shape[1]
+    XX, Xy = np.empty((len(sel), D, D)), np.empty((len(sel), D))
+    n = np.empty(len(sel))
+    for i, (j, k) in enumerate(sel):
+        m = n_train[k]
+        Z = memo[j][0][:m]
+        XX[i] = Z.T @ Z
+        Xy[i] = Z.T @ memo[j][1][:m]
+        n[i] = m
+    XX /= n[:, None, None]
+    Xy /= n[:, None]
+    return [k for _, k in sel], XX, Xy
 
 
 def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float
