@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import special
@@ -675,17 +675,28 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
         sp.__dict__["sensitivity"], sp.__dict__["scale"] = s, x
         spends.append(sp)
     lead = _lead(size)
-    g = np.empty((S,) + lead + (d,))
-    r = np.empty((S,) + lead)
-    shape = lead + (d,)
-    for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one)
-        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
-        g[i] = noise.normal(size=shape)
-        r[i] = noise.gamma(shape=d, scale=1.0, size=lead)
-    g /= np.linalg.norm(g, axis=-1, keepdims=True)
+    g, r = _directions_and_radii(sources, lead, d, lambda noise, shape: noise.normal(size=shape))
     r *= np.asarray(b).reshape((S,) + (1,) * len(lead))
     _record_rows(sources, spends)
     return v.reshape((S,) + (1,) * len(lead) + (d,)) + g * r[..., None]
+
+
+def _directions_and_radii(sources: Sequence[Any], lead: tuple[int, ...], d: int,
+                          draw: Callable[[Any, tuple[int, ...]], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The two draws of a Gamma-norm release for every cell, each from the cell's own source, in this order:
+    ``draw(noise, lead + (d,))`` (the direction's vector) then Gamma(d, 1) radii of shape ``lead``; returns the
+    vectors normalised to unit length, (S,) + lead + (d,), and the radii, (S,) + lead.  A ledger's noise is read
+    directly (``as_noise`` of one)."""
+    S = len(sources)
+    u = np.empty((S,) + lead + (d,))
+    g = np.empty((S,) + lead)
+    shape = lead + (d,)
+    for i, src in enumerate(sources):
+        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
+        u[i] = draw(noise, shape)
+        g[i] = noise.gamma(shape=d, scale=1.0, size=lead)
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    return u, g
 
 
 def _scales_pass(sens: np.ndarray, scales: np.ndarray, eps: float) -> bool:
@@ -732,14 +743,7 @@ def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
         for x in sc.tolist():
             _check_nonneg(x, "scale")
     lead = _lead(size)
-    u = np.empty((S,) + lead + (d,))
-    g = np.empty((S,) + lead)
-    shape = lead + (d,)
-    for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one)
-        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
-        u[i] = noise.uniform(-0.5, 0.5, size=shape)
-        g[i] = noise.gamma(shape=d, scale=1.0, size=lead)
-    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    u, g = _directions_and_radii(sources, lead, d, lambda noise, shape: noise.uniform(-0.5, 0.5, size=shape))
     r = g * sc.reshape((S,) + (1,) * len(lead))
     # heuristic_gamma_norm's spend, the scale filled per cell into one validated template (as ``_laplace_spends``)
     base = Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=0.0).__dict__

@@ -665,6 +665,26 @@ def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
     assert whole_rows([1.0]) is None
 
 
+def _read_only_copies(splits, fields) -> None:
+    """Each split's ``fields`` replaced by read-only copies (what the paper splits hand the methods)."""
+    for s in splits:
+        for f in fields:
+            setattr(s, f, getattr(s, f).copy())
+            getattr(s, f).flags.writeable = False
+
+
+def _count_memos(monkeypatch, cache_module) -> list[str]:
+    """The namespaces ``cache_module.memo_objects`` computes an entry of from now on (one item per computation)."""
+    made: list[str] = []
+    orig_memo = cache_module.memo_objects
+
+    def counting(ns, objs, key, compute, maxsize=None):
+        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
+
+    monkeypatch.setattr(cache_module, "memo_objects", counting)
+    return made
+
+
 def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatch):
     """plr_paper then oplr_paper on the same read-only splits (the dataset's): the second takes the private XᵀX, Xᵀy
     the first computed (memoised by identity) and both equal their runs on writeable copies to the bit, with the
@@ -674,19 +694,10 @@ def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatc
 
     splits = [make_split(40, 5, 4, 1), make_split(0, 5, 4, 2), make_split(75, 3, 4, 3), make_split(12, 6, 4, 4)]
     splits[3].y_private = splits[3].y_private[:-2]     # fails alone
-    for s in splits:
-        for f in ("X_private", "y_private"):
-            setattr(s, f, getattr(s, f).copy())
-            getattr(s, f).flags.writeable = False
+    _read_only_copies(splits, ("X_private", "y_private"))
     plain = [_copied(s) for s in splits]
     cache.clear("gdsc.paper_private_grams")
-    made = []
-    orig_memo = cache.memo_objects
-
-    def counting(ns, objs, key, compute, maxsize=None):
-        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
-
-    monkeypatch.setattr(compared_paper.cache, "memo_objects", counting)
+    made = _count_memos(monkeypatch, compared_paper.cache)
     for name in ("plr_paper", "oplr_paper"):
         alg = registry.get("algorithm", name)()
         lf, lp = ledgers(len(splits)), ledgers(len(splits))
@@ -706,18 +717,9 @@ def test_plr_paper_public_products_of_read_only_splits_once_for_every_size(monke
 
     base = [make_split(60, 5, 4, 1), make_split(60, 3, 4, 2), make_split(60, 5, 4, 3), make_split(60, 6, 4, 4)]
     base[2].y_public = base[2].y_public[:-1]   # fails alone
-    for s in base:
-        for f in ("X_public", "y_public"):
-            setattr(s, f, getattr(s, f).copy())
-            getattr(s, f).flags.writeable = False
+    _read_only_copies(base, ("X_public", "y_public"))
     cache.clear("gdsc.paper_public_grams")
-    made = []
-    orig_memo = cache.memo_objects
-
-    def counting(ns, objs, key, compute, maxsize=None):
-        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
-
-    monkeypatch.setattr(compared_paper.cache, "memo_objects", counting)
+    made = _count_memos(monkeypatch, compared_paper.cache)
     alg = registry.get("algorithm", "plr_paper")()
     for m in (0, 10, 35, 10):
         splits = [Split(s.X_private[:m], s.y_private[:m], s.X_public, s.y_public, s.X_test, s.y_test, s.meta)

@@ -176,6 +176,18 @@ def _same(x, y):
     return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
 
 
+def _same_as_plain(stats, public, gram, prior):
+    """``fit_gaussian`` of the problems, checked equal to the plain updates (``_plain_fit_gaussian``) to the bit:
+    iterations, mean, covariance, E[λ], E[λ0] and the converged flags; returns the fit."""
+    ref = _plain_fit_gaussian(stats, public, gram, prior)
+    got = fit_gaussian(stats, public, gram, prior)
+    assert got.n_iter == ref[4]
+    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
+        assert _same(x, y), name
+    assert _same(got.converged, ref[5])
+    return got
+
+
 @pytest.mark.parametrize("case", ["rplr", "trials", "noise_free", "flat_one"])
 def test_loop_equals_the_plain_updates_to_the_bit(case):
     """The buffered loop (diagonals written in place, fused reductions, no masking before the first problem
@@ -207,12 +219,7 @@ def test_loop_equals_the_plain_updates_to_the_bit(case):
         stats = NoisyStats(stats.XX[0], stats.Xy[0], stats.yy[0], stats.n, stats.b_xx[0], stats.b_xy[0],
                            stats.b_yy[0])
         public, gram = ExactStats.empty(3), flat_gram_prior(3)
-    ref = _plain_fit_gaussian(stats, public, gram, prior)
-    got = fit_gaussian(stats, public, gram, prior)
-    assert got.n_iter == ref[4]
-    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
-        assert _same(x, y), name
-    assert _same(got.converged, ref[5])
+    got = _same_as_plain(stats, public, gram, prior)
     if case == "rplr":   # frozen problems rode along
         assert len({fit_gaussian(*_take(stats, public, gram, i), prior).n_iter for i in range(8)}) > 1
 
@@ -232,12 +239,7 @@ def test_dropping_converged_problems_changes_no_bit(monkeypatch, share):
     monkeypatch.setattr(noise_aware_fast, "_DROP_SHARE", share)
     prior = (2.0, 2.0, 2.0, 2.0)
     stats, gram, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=40, seed=7, n_pub=10)
-    ref = _plain_fit_gaussian(stats, public, gram, prior)
-    got = fit_gaussian(stats, public, gram, prior)
-    assert got.n_iter == ref[4]
-    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
-        assert _same(x, y), name
-    assert _same(got.converged, ref[5])
+    got = _same_as_plain(stats, public, gram, prior)
     for i in range(0, 40, 7):
         one = fit_gaussian(*_take(stats, public, gram, i), prior)
         assert _same(one.mean[0], got.mean[i]) and _same(one.cov[0], got.cov[i])
