@@ -653,10 +653,17 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     eps = float(epsilon)
     sa = np.asarray(sensitivities, dtype=float).reshape(S)
     sens = sa.tolist()
-    xa = None if scales is None else np.asarray(scales, dtype=float).reshape(S)
+    xa = None
+    if scales is not None:
+        try:
+            xa = np.asarray(scales, dtype=float).reshape(S)
+        except (TypeError, ValueError):   # malformed scales: raised below, after the sensitivities' checks, as ever
+            pass
     if xa is None or not _scales_pass(sa, xa, eps):   # else every check below passes: tested for all cells at once
         for s in sens:
             _check_nonneg(s, "sensitivity")
+        if scales is not None and xa is None:
+            xa = np.asarray(scales, dtype=float).reshape(S)
         for s, x in ([] if xa is None else zip(sens, xa.tolist())):
             # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
             _check_nonneg(x, "scale")
@@ -703,7 +710,7 @@ def _scales_pass(sens: np.ndarray, scales: np.ndarray, eps: float) -> bool:
     """Every cell's sensitivity and scale (S,) passes ``gamma_norm_rows``' checks, tested at once: Δ ≥ 0 and b > 0
     finite, and the ε implied, Δ/b (the same float division), within the declared ``eps``.  False: some cell may
     fail (or is NaN), so the cells are checked one by one as before, raising the first one's error."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):   # a warning here must not pre-empt the per-cell checks' own error
         return bool(np.all((sens >= 0.0) & (sens < math.inf) & (scales > 0.0) & (scales < math.inf)
                            & (sens / scales <= eps * (1 + _REL))))
 

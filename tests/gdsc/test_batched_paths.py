@@ -663,6 +663,7 @@ def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
     assert whole_rows(P.reshape(-1)[1:37].reshape(9, 4)) is None   # starts inside the first row
     assert whole_rows(P[1:][:2]) is None and whole_rows(P[:5][:2]) is P
     assert whole_rows([1.0]) is None
+    assert whole_rows(P.view(np.int64)[:3]) is None                 # another dtype: not the whole's rows
 
 
 def _read_only_copies(splits, fields) -> None:

@@ -185,3 +185,21 @@ def test_noise_aware_intervals_cover_the_clipped_regression():
         cov_rp.append(coverage(rp.run(s, 2.0, 0.0, np.random.default_rng(rep)), s, "coef", 0.9))
     assert 0.80 <= np.mean(cov_na) <= 0.97, np.mean(cov_na)
     assert np.mean(cov_rp) < 0.5, np.mean(cov_rp)
+
+
+def test_clipped_public_stats_of_any_memory_order_equal_the_c_ordered_ones():
+    """The public rows' clipped statistics take the same BLAS calls whatever the rows' memory order: Fortran-ordered
+    or strided sets give the bits of their C-ordered copies (sets alone in their shape group included)."""
+    from dpexp.families.gdsc.algorithms.narplr import _clipped_public_stats
+
+    rng = np.random.default_rng(5)
+    ms, d, T = [1, 4, 5, 5, 10, 0], 3, 2
+    base = [rng.normal(size=(m, 2 * d)) * 3 for m in ms]
+    ys = [rng.normal(size=m) * 3 for m in ms]
+    Bx, By = rng.uniform(0.1, 3, size=(len(ms), T)), rng.uniform(0.1, 3, size=(len(ms), T))
+    want = _clipped_public_stats([np.ascontiguousarray(b[:, :d]) for b in base], ys, Bx, By)
+    for Xs in ([np.asfortranarray(b[:, :d]) for b in base], [b[:, ::2] for b in base]):
+        want_k = _clipped_public_stats([np.ascontiguousarray(X) for X in Xs], ys, Bx, By)
+        got = _clipped_public_stats(Xs, ys, Bx, By)
+        assert all(a.shape == b.shape and a.tobytes() == b.tobytes() for a, b in zip(got, want_k))
+    assert all(a.shape == b.shape for a, b in zip(want, got))

@@ -57,6 +57,22 @@ def test_gamma_norm_rows_checks_before_drawing():
     assert all(np.array_equal(a.noise.bits64(2), b.noise.bits64(2)) for a, b in zip(lg, fresh))
 
 
+def test_gamma_norm_rows_first_error_as_cell_by_cell():
+    """The checks of all cells at once never change which error comes first: a bad sensitivity before malformed
+    scales (as the per-cell checks order them), and an implied ε that overflows raises the accounting error, not a
+    floating-point warning (even with warnings as errors); nothing drawn or recorded."""
+    import warnings
+
+    lg = ledgers(2, False)
+    with pytest.raises(UserError, match="sensitivity"):
+        gamma_norm_rows(np.zeros((2, 3)), [-1.0, 1.0], 1.0, lg, scales=[1.0, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(PrivacyAccountingError):
+            gamma_norm_rows(np.zeros((1, 3)), [1e308], 1.0, lg[:1], scales=[1e-10])
+    assert all(not x.spends for x in lg)
+
+
 def test_gamma_norm_rows_no_cells():
     assert gamma_norm_rows(np.zeros((0, 3)), [], 1.0, [], size=2).shape == (0, 2, 3)
 

@@ -74,7 +74,7 @@ def public_bounds(split: Split, bound_x: float | None, bound_y: float, who: str)
 
 def whole_rows(a: np.ndarray) -> np.ndarray | None:
     """The read-only array whose first rows ``a`` is: ``a`` itself if it owns its (read-only) data, the array it is
-    a view of if it is that array's first rows (``whole[:m]``: same columns and strides, same first row; the GDSC
+    a view of if it is that array's first rows (``whole[:m]``: same dtype, columns and strides, same first row; the GDSC
     path's private rows, ``datasets.gdsc``); None for any other array (writeable ones included: what is computed
     from the whole is memoised by its identity, so it must not change; a view of a read-only array is read-only)."""
     if type(a) is not np.ndarray:
@@ -84,7 +84,8 @@ def whole_rows(a: np.ndarray) -> np.ndarray | None:
         return None if a.flags.writeable else a
     # a view with b's strides and columns lies in b's buffer; it starts at b's first row iff it does not reach b's
     # rows from its own length on (bounds check, no data read; an empty view is an empty prefix)
-    if (type(b) is np.ndarray and b.base is None and not b.flags.writeable and b.strides == a.strides
+    if (type(b) is np.ndarray and b.base is None and not b.flags.writeable and b.dtype == a.dtype
+            and b.strides == a.strides
             and b.shape[1:] == a.shape[1:] and not _may_share(a, b[a.shape[0]:])):
         return b
     return None

@@ -130,8 +130,11 @@ def _clipped_public_stats(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.nd
     XX, Xy, yy = np.empty((S, T, d, d)), np.empty((S, T, d)), np.empty((S, T))
     for (m, _), idx in groups.items():
         G = len(idx)
-        X = (Xs[idx[0]] if G == 1 else np.concatenate([Xs[i] for i in idx])).reshape(G, 1, m, d)
-        y = (ys[idx[0]] if G == 1 else np.concatenate([ys[i] for i in idx])).reshape(G, 1, m)
+        # C order, as np.stack gives the clipped pieces (Fortran-ordered sets, alone or concatenated, would keep
+        # their order through the clip and the products below take another BLAS call); C-ordered ones: no copy
+        X = np.ascontiguousarray(Xs[idx[0]] if G == 1 else np.concatenate([Xs[i] for i in idx]))
+        y = np.ascontiguousarray(ys[idx[0]] if G == 1 else np.concatenate([ys[i] for i in idx]))
+        X, y = X.reshape(G, 1, m, d), y.reshape(G, 1, m)
         bx, by = B_x[idx][:, :, None], B_y[idx][:, :, None]     # (G, T, 1)
         Xc = np.clip(X, -bx[..., None], bx[..., None])           # (G, T, m, d)
         yc = np.clip(y, -by, by)
