@@ -304,7 +304,8 @@ def stage_breakdown(exp, k: int = 2) -> tuple[float, dict[str, float], dict[str,
     return sum(weighted.values()), weighted, paths
 
 
-def print_breakdown(name: str, exp, k: int = 2) -> None:
+def print_breakdown(name: str, exp, k: int = 2) -> float:
+    """Prints ``stage_breakdown``'s split of a cell's CPU; returns its estimate of the CPU per cell (seconds)."""
     per_cell, spent, paths = stage_breakdown(exp, k)
     total = sum(spent.values())
     print(f"  where a cell's CPU goes ({name}, {k} chunks per dataset variant in this process, each data path "
@@ -312,6 +313,7 @@ def print_breakdown(name: str, exp, k: int = 2) -> None:
               f"{stage} {v / total:.0%}" for stage, v in sorted(spent.items(), key=lambda kv: -kv[1])), flush=True)
     print("    per data path: " + ", ".join(f"{label} {share:.0%} of the cells at {cpu * 1e6:.0f} us"
                                             for label, (share, cpu) in paths.items()), flush=True)
+    return per_cell
 
 
 class PeakMemory:
@@ -429,6 +431,27 @@ def algorithm_floor(exp, k: int = 5) -> float:
     return total
 
 
+def host_phase_warnings(floor_before: float, floor_after: float, estimate: float, run_per_cell: float
+                        ) -> list[str]:
+    """Signs that the host's speed moved during the measurement (a shared VM goes through slower phases that last
+    minutes; the fits are LAPACK-bound and the run mostly Python, so a phase can slow one far more than the other):
+    the floors measured before and after the run differ by more than 10 %, or the run's CPU per cell is more than
+    20 % above the in-process estimate of ``stage_breakdown`` taken minutes before it (two worker processes sharing
+    the machine's caches put it 0-15 % above on an idle host).  Either way the overhead ratio of that run says
+    little on its own: compare it with other runs."""
+    lines = []
+    if abs(floor_after - floor_before) > 0.1 * min(floor_before, floor_after):
+        lines.append(f"the two floors differ by {abs(floor_after - floor_before) / min(floor_before, floor_after):.0%}:"
+                     " the host's speed moved; the overhead ratio below is only as good as the floor (compare it "
+                     "with other runs' floors)")
+    if estimate > 0 and run_per_cell > 1.2 * estimate:
+        lines.append(f"the run's CPU per cell ({run_per_cell * 1e6:.0f} us) is {run_per_cell / estimate - 1:.0%} above "
+                     f"the in-process estimate taken before it ({estimate * 1e6:.0f} us; 0-15 % above on an idle "
+                     "host): the host was probably slower during the run, so its overhead ratio is pessimistic "
+                     "(compare it with other runs)")
+    return lines
+
+
 def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
     """Parts 1-4 of the module docstring for gdsc_eps2."""
     floor, terms, other = fit_floor(exp)
@@ -443,19 +466,16 @@ def bench_gdsc(exp, work: Path, how: list[str], extra: list[str]) -> None:
     subprocess.run(dpexp("run", str(GDSC), "--out", str(work / "warm"), "--force", "-q", "--jobs", "1",
                          "--repeats", "1", *warm),
                    cwd=REPO, env=env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    print_breakdown(GDSC.name, exp)
+    estimate = print_breakdown(GDSC.name, exp)
     cpu_by: dict[int, float] = {}
     wall, peaks, cpu_s = timed_run(GDSC, work / "gdsc_eps2", how, extra, cpu_by=cpu_by)
     size = sum(f.stat().st_size for f in (work / "gdsc_eps2").glob("results.csv*"))
     floor2, _, _ = fit_floor(exp)   # again: the machine may be shared; the faster one is the floor
     print(f"  (floor measured again after the run: {floor2:.1f} s)")
-    if abs(floor2 - floor) > 0.1 * min(floor, floor2):
-        # the fits are LAPACK-bound and the run mostly Python: a host whose speed moves (a shared VM) can slow one
-        # far more than the other, so a ratio against a floor measured in such a phase says little
-        print(f"  WARNING: the two floors differ by {abs(floor2 - floor) / min(floor, floor2):.0%}: the host's speed "
-              "moved; the overhead ratio below is only as good as the floor (compare it with other runs' floors)")
-    floor = min(floor, floor2)
     cells = exp.n_cells
+    for line in host_phase_warnings(floor, floor2, estimate, cpu_s / cells):
+        print(f"  WARNING: {line}")
+    floor = min(floor, floor2)
     print(f"full run of {GDSC.name}: {wall:.1f} s wall, {cpu_s:.0f} CPU-seconds in all its processes "
           f"({cells / wall:,.0f} cells/s, {cpu_s / cells * 1e6:.0f} us of CPU per cell; results {size / 1e6:.0f} MB;"
           f" load average {os.getloadavg()[0]:.1f} at the end)")
