@@ -7,6 +7,7 @@ parameters go to the constructor, data only to ``run``/``split``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
@@ -15,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from dpexp.documented import Documented
-from dpexp.errors import UserError
+from dpexp.errors import NonFiniteInput, UserError
 from dpexp.privacy.guarantee import Guarantee
 from dpexp.privacy.ledger import as_ledger
 from dpexp.types import Output, Sizes, Split
@@ -74,6 +75,16 @@ class Algorithm:
     guarantee_text: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = NoParams
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every ``run`` and ``run_many`` a subclass defines refuses non-finite input at the estimator boundary
+        (``_finite_run``, ``_finite_run_many``), so no estimator, built in or plugged in, loops on a NaN or releases
+        a DP-labelled number computed from one (issue 33)."""
+        super().__init_subclass__(**kwargs)
+        for attr, guard in (("run", _finite_run), ("run_many", _finite_run_many)):
+            f = cls.__dict__.get(attr)
+            if f is not None and not getattr(f, "_finite_guard", False):
+                setattr(cls, attr, guard(f))
+
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)
 
@@ -106,6 +117,44 @@ class Algorithm:
             except Exception as exc:  # recorded per cell by the runner
                 out.append(exc)
         return out
+
+
+def _finite_run(run: Callable[..., Output]) -> Callable[..., Output]:
+    """``run`` that first raises ``NonFiniteInput`` (one line: algorithm, then ``Split.nonfinite``'s reason) for a
+    split with a NaN or ±inf among its private or public rows, before anything is drawn."""
+
+    @functools.wraps(run)
+    def checked(self: Algorithm, split: Split, *args: Any, **kwargs: Any) -> Output:
+        reason = split.nonfinite()
+        if reason:
+            raise NonFiniteInput(f"{self.name}: {reason}")
+        return run(self, split, *args, **kwargs)
+
+    checked._finite_guard = True   # type: ignore[attr-defined]
+    return checked
+
+
+def _finite_run_many(run_many: Callable[..., list]) -> Callable[..., list]:
+    """``run_many`` that returns ``NonFiniteInput`` in the place of each split with non-finite rows and runs the
+    others (with their own ledgers, in their order: a split's draws do not depend on the others)."""
+
+    @functools.wraps(run_many)
+    def checked(self: Algorithm, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
+                *args: Any, **kwargs: Any) -> list:
+        reasons = [s.nonfinite() for s in splits]
+        if not any(reasons):
+            return run_many(self, splits, epsilon, delta, ledgers, *args, **kwargs)
+        keep = [i for i, r in enumerate(reasons) if not r]
+        out: list = [NonFiniteInput(f"{self.name}: {r}") if r else None for r in reasons]
+        if keep:
+            done = run_many(self, [splits[i] for i in keep], epsilon, delta, [ledgers[i] for i in keep],
+                            *args, **kwargs)
+            for i, o in zip(keep, done):
+                out[i] = o
+        return out
+
+    checked._finite_guard = True   # type: ignore[attr-defined]
+    return checked
 
 
 class BatchedAlgorithm(Algorithm):

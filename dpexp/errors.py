@@ -18,3 +18,10 @@ class DataNotFoundError(UserError):
 
 class AlgorithmFailure(Exception):
     """An algorithm could not produce an output for a cell (recorded, the run continues)."""
+
+
+class NonFiniteInput(UserError):
+    """An estimator was handed a NaN or ±inf in the rows it reads (private or public x or y), or a non-finite
+    parameter of a loop that needs finite numbers: it refuses before computing anything, with a one-line reason
+    (``non-finite value in private x: 2 rows``), instead of looping forever or releasing a DP-labelled number
+    computed from NaN (issue 33)."""

@@ -31,6 +31,9 @@ class Sizes:
         return slice(0, self.n_test), slice(self.max_test, self.max_test + self.n_public), slice(q0, q0 + n_priv)
 
 
+_UNCHECKED = object()   # ``Split.nonfinite``'s "not checked yet" (None means "all finite")
+
+
 @dataclass
 class Split:
     """The data one cell sees. ``X_*`` are 2-D (rows x features) and ``y_*`` 1-D float arrays.
@@ -51,6 +54,31 @@ class Split:
     @property
     def d(self) -> int:
         return int(self.X_test.shape[1] if self.X_test.ndim == 2 else self.X_private.shape[1])
+
+    def nonfinite(self) -> str | None:
+        """The reason an estimator must refuse this split — ``"non-finite value in private x: 2 rows"`` (several
+        parts joined by "; ") — or None when its private and public rows are all finite.  Rows an estimator reads
+        are the private and public x and y; the test rows are only predicted at and scored.  A split whose arrays
+        are all read-only (the runner's: its datasets freeze them) keeps the answer, since it cannot change; the
+        methods of one cell size share their ``Split`` objects, so each is checked once."""
+        hit = self.__dict__.get("_nonfinite", _UNCHECKED)
+        if hit is not _UNCHECKED:
+            return hit
+        parts = []
+        arrays = (("private x", self.X_private), ("private y", self.y_private),
+                  ("public x", self.X_public), ("public y", self.y_public))
+        for what, a in arrays:
+            a = np.asarray(a)
+            if a.size == 0 or a.dtype.kind not in "fc":
+                continue
+            ok = np.isfinite(a)
+            if not ok.all():
+                rows = int(np.count_nonzero(~ok.reshape(ok.shape[0], -1).all(axis=1))) if ok.ndim else 1
+                parts.append(f"non-finite value in {what}: {rows} row{'s' if rows != 1 else ''}")
+        reason = "; ".join(parts) or None
+        if all(isinstance(a, np.ndarray) and not a.flags.writeable for _, a in arrays):
+            self.__dict__["_nonfinite"] = reason
+        return reason
 
     @property
     def X_train(self) -> np.ndarray:

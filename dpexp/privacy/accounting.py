@@ -83,11 +83,15 @@ def zcdp_to_approx_dp_cks(rho: float, delta: float) -> float:
 def approx_dp_to_zcdp_best(epsilon: float, delta: float) -> float:
     """Largest ρ with ``zcdp_to_approx_dp_best(ρ, δ) <= ε`` (monotone; bisection to relative 1e-12).  Same arithmetic
     as ``dp_gd.rho_for_approx``."""
-    if epsilon <= 0 or not (0 < delta < 1):
-        raise ValueError(f"need epsilon > 0 and delta in (0, 1), got {epsilon}, {delta}")
+    if not (0 < epsilon < math.inf) or not (0 < delta < 1):
+        raise ValueError(f"need finite epsilon > 0 and delta in (0, 1), got {epsilon}, {delta}")
     lo, hi = 0.0, max(epsilon, 1.0)
-    while zcdp_to_approx_dp_best(hi, delta) <= epsilon:
+    for _ in range(2100):   # doubling from ≥ 1 passes every finite ρ (and float64's range) within 1024 steps
+        if not zcdp_to_approx_dp_best(hi, delta) <= epsilon:
+            break
         hi *= 2.0
+    else:
+        raise ValueError(f"no ρ bracket for epsilon={epsilon}, delta={delta}")
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if zcdp_to_approx_dp_best(mid, delta) <= epsilon:

@@ -226,8 +226,8 @@ class SecureNoise:
     def standard_gamma(self, shape, size=None):
         """Gamma(k, 1) by Marsaglia & Tsang (2000) (vectorised rejection); k < 1 via Gamma(k + 1)·U^(1/k)."""
         k = np.asarray(shape, dtype=float)
-        if np.any(~(k > 0)):
-            raise ValueError(f"gamma shape must be > 0, got {shape}")
+        if np.any(~((k > 0) & (k < np.inf))):   # an infinite shape is never accepted: the loop below would not end
+            raise ValueError(f"gamma shape must be > 0 and finite, got {shape}")
         out_shape = _out_shape(size, k)
         kk = np.broadcast_to(k, out_shape).ravel()
         boost = kk < 1.0

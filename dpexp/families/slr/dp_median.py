@@ -54,6 +54,7 @@ import math
 
 import numpy as np
 
+from dpexp.errors import NonFiniteInput
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import exponential_spend, gumbel_argmax, smooth_sensitivity_t
 from dpexp.privacy.noise import as_noise
@@ -278,7 +279,22 @@ def median_index(N: int) -> int:
 
 
 def smooth_sensitivity(zs: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> float:
-    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here)."""
+    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here).
+
+    The search over l = 1, 2, ... stops at the first l where e^{−lt}·(r_u − r_l) ≤ S (no wider window can raise S)
+    or where the window of width w = (l + 1)k covers both paddings (W = r_u − r_l, the largest possible).  The
+    second happens at the latest when w ≥ N + 1, i.e. at l = ⌈(N + 1)/k⌉ − 1, so the loop is bounded by
+    ⌈(N + 1)/k⌉ steps for any finite input.  A non-finite estimate, range or t raises ``NonFiniteInput`` first:
+    with a NaN, S is NaN and neither exit test is ever true (issue 33)."""
+    zs = np.asarray(zs, dtype=float)
+    if not (math.isfinite(r_l) and math.isfinite(r_u) and r_l < r_u):
+        raise NonFiniteInput(f"smooth sensitivity: the output range [r_l, r_u] must be finite with r_l < r_u, "
+                             f"got [{r_l}, {r_u}]")
+    if not (math.isfinite(t) and t >= 0):
+        raise NonFiniteInput(f"smooth sensitivity: the smoothing t must be finite and >= 0, got {t}")
+    bad = int(np.count_nonzero(~np.isfinite(zs)))
+    if bad:
+        raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {zs.size}")
     N = zs.size
     bp = np.empty(N + 2)
     bp[0], bp[-1] = r_l, r_u
@@ -290,19 +306,18 @@ def smooth_sensitivity(zs: np.ndarray, k: int, t: float, r_l: float, r_u: float)
     m = median_index(N)
     span = r_u - r_l
     S = float(max(at(m + k) - at(m), at(m) - at(m - k)))
-    l = 1
-    while True:
+    for l in range(1, -(-(N + 1) // k) + 1):
         decay = math.exp(-l * t)
         if decay * span <= S:
-            break
+            return S
         w = (l + 1) * k
         s = np.arange(w + 1)
         W = float(np.max(at(m + s) - at(m - w + s)))
         S = max(S, decay * W)
         if W >= span:
-            break
-        l += 1
-    return S
+            return S
+    # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings (W = span)
+    raise RuntimeError(f"smooth sensitivity: no exit after {-(-(N + 1) // k)} steps (N = {N}, k = {k})")
 
 
 def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
