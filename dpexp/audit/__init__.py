@@ -43,6 +43,23 @@ def _resolve_delta(alg, entry: AuditEntry, design, epsilon: float, seed: int) ->
     return 0.0
 
 
+def prepare(name: str, epsilon: float | None = None, delta: float | None = None, seed: int = DEFAULT_SEED,
+            params: dict | None = None):
+    """What ``audit_entry`` audits for ``name``: (the algorithm — or its audit view — built from its plan's
+    parameters updated by ``params``, the design, ε, δ).  The name must have an audited plan."""
+    from dpexp import registry
+
+    cls = registry.get("algorithm", name)
+    entry = entry_for(name)
+    alg = cls(**{**entry.params, **(params or {})})
+    design = entry.design(alg)
+    if entry.view is not None:   # audit the raw release (the outputs are post-processing of it)
+        alg = entry.view(alg)
+    eps = float(epsilon if epsilon is not None else entry.epsilon)
+    dl = float(delta) if delta is not None else _resolve_delta(alg, entry, design, eps, seed)
+    return alg, design, eps, dl
+
+
 def audit_entry(name: str, epsilon: float | None = None, delta: float | None = None, trials: int | None = None,
                 confidence: float = DEFAULT_CONFIDENCE, seed: int = DEFAULT_SEED,
                 params: dict | None = None) -> AuditResult:
@@ -62,12 +79,7 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
     if not entry.audited:
         return AuditResult(name, NOT_DP, note=entry.not_dp or "", relation=str(getattr(cls, "neighbouring", "")))
     try:
-        alg = cls(**{**entry.params, **(params or {})})
-        design = entry.design(alg)
-        if entry.view is not None:   # audit the raw release (the outputs are post-processing of it)
-            alg = entry.view(alg)
-        eps = float(epsilon if epsilon is not None else entry.epsilon)
-        dl = float(delta) if delta is not None else _resolve_delta(alg, entry, design, eps, seed)
+        alg, design, eps, dl = prepare(name, epsilon, delta, seed, params)
         n = int(trials if trials is not None else max(2_000, round(DEFAULT_TRIALS * entry.trials_factor)))
         return audit_algorithm(name, alg, design, entry.relation or "replace-one", eps, dl, n, confidence, seed,
                                pilot_trials=entry.pilot_trials, chunk=entry.chunk, rho_delta=entry.rho_delta)

@@ -3,8 +3,9 @@
 1. candidate neighbouring pairs from the entry's ``Design`` (``neighbours.candidate_pairs``);
 2. a short pilot on every candidate dataset, and for each (pair, scalar projection) a split-sample ε bound;
    the pair and projection with the largest bound are kept (pilot samples are *not* reused later);
-3. ``trials`` fresh runs on each side of the kept pair (vectorised through ``Algorithm.run(..., trials)``,
-   in chunks), seeded by named streams (``dpexp.rng.stream``) so results do not depend on ``--jobs``;
+3. ``trials`` fresh runs on each side of the kept pair through ``Algorithm.run_many`` — the production entry point
+   the figures run — with both splits in every call, in alternating order (``_run_pair``), vectorised over trials
+   in chunks, seeded by named streams (``dpexp.rng.stream``) so results do not depend on ``--jobs``;
 4. events chosen on the first half of those runs, evaluated on the second half with Clopper–Pearson bounds
    (``events.audit_samples``) → ε̂_lb;
 5. PASS if ε̂_lb ≤ the claimed ε, else FAIL with the witnessing event and counts.  The claim is the worst
@@ -64,14 +65,17 @@ def claimed_budget(alg: Algorithm, epsilon: float, delta: float, splits: list[Sp
     """
     from dpexp.privacy.accounting import worst
 
+    if not splits:
+        raise ValueError("claimed_budget needs the probe splits")
     gs = []
-    for i, split in enumerate(splits or []):
-        out = alg.run(split, epsilon, delta, stream(seed, "audit", name, "claim", i), 1)
+    rngs = [stream(seed, "audit", name, "claim", i) for i in range(len(splits))]
+    outs = _many(alg, list(splits), epsilon, delta, rngs, 1)
+    for out in outs:
+        if isinstance(out, Exception):
+            raise out
         if out.guarantee is None:
             return math.nan, math.nan, "the algorithm reported no guarantee"
         gs.append(out.guarantee)
-    if not gs:
-        raise ValueError("claimed_budget needs the probe splits")
     g = worst(gs)
     if g.kind == "none":
         return math.nan, math.nan, g.reason
@@ -150,15 +154,38 @@ def score_projections(A: np.ndarray, B: np.ndarray) -> list[Projection]:
             (f"Gaussian log-likelihood-ratio score of {idx.size} released numbers", gauss)]
 
 
-def _run_chunked(alg: Algorithm, split: Split, epsilon: float, delta: float, rng: np.random.Generator,
-                 trials: int, chunk: int) -> list[Output]:
-    outs = []
-    left = trials
+def _many(alg, splits: list[Split], epsilon: float, delta: float, rngs: list, trials: int) -> list:
+    """``alg.run_many``; an audit view that has none (a view of an algorithm whose ``run_many`` is the default
+    loop over ``run``, e.g. ``slr.audit.NoisyStatsRelease``) runs split by split, as that loop does."""
+    many = getattr(alg, "run_many", None)
+    if many is not None:
+        return many(splits, epsilon, delta, rngs, trials)
+    return [alg.run(s, epsilon, delta, r, trials) for s, r in zip(splits, rngs)]
+
+
+def _run_pair(alg: Algorithm, D: Split, Dprime: Split, epsilon: float, delta: float, rng_d: np.random.Generator,
+              rng_dprime: np.random.Generator, trials: int, chunk: int) -> tuple[list[Output], list[Output]]:
+    """``trials`` runs on each side of a neighbouring pair through ``run_many`` — the entry point the runner calls
+    for every figure, with its batched paths — ``chunk`` trials a call.  Every call holds both splits, each with its
+    own stream, and their order alternates from call to call, so the audited split sits first in one call and
+    second in the next (a split's draws must not depend on its position or on the other split: the runner's
+    contract).  A split the algorithm fails raises that split's exception."""
+    outs_d: list[Output] = []
+    outs_dprime: list[Output] = []
+    left, call = int(trials), 0
     while left > 0:
         t = min(chunk, left)
-        outs.append(alg.run(split, epsilon, delta, rng, t))
+        batch = [(D, rng_d, outs_d), (Dprime, rng_dprime, outs_dprime)]
+        if call % 2:
+            batch.reverse()
+        res = _many(alg, [b[0] for b in batch], epsilon, delta, [b[1] for b in batch], t)
+        for (_, _, sink), out in zip(batch, res):
+            if isinstance(out, Exception):
+                raise out
+            sink.append(out)
         left -= t
-    return outs
+        call += 1
+    return outs_d, outs_dprime
 
 
 def _project(outs: list[Output], proj: Callable[[Output], np.ndarray]) -> np.ndarray:
@@ -180,13 +207,15 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
     chunk = max(1, int(chunk))
 
     # -- step 2: pilot over candidate pairs and projections -------------------------------------------------
-    cache: dict[str, list[Output] | Exception] = {}
+    cache: dict[tuple[str, str], tuple[list[Output], list[Output]] | Exception] = {}
 
-    def pilot_run(key: str, split: Split) -> list[Output] | Exception:
+    def pilot_run(p: NeighbourPair) -> tuple[list[Output], list[Output]] | Exception:
+        key = (p.key_d, p.key_dprime)
         if key not in cache:
             try:
-                cache[key] = _run_chunked(alg, split, epsilon, delta, stream(seed, "audit", name, "pilot", key),
-                                          pilot, chunk)
+                cache[key] = _run_pair(alg, p.D, p.Dprime, epsilon, delta,
+                                       stream(seed, "audit", name, "pilot", p.key_d),
+                                       stream(seed, "audit", name, "pilot", p.key_dprime), pilot, chunk)
             except Exception as exc:  # a candidate the algorithm cannot handle is skipped
                 cache[key] = exc
         return cache[key]
@@ -195,16 +224,17 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
     errors: list[str] = []
     if len(pairs) == 1 and pilot_trials == 0:
         p = pairs[0]
-        out = alg.run(p.D, epsilon, delta, stream(seed, "audit", name, "probe"), 1)
-        label, fn = projections(out, p.D)[0]
+        out, _ = _run_pair(alg, p.D, p.Dprime, epsilon, delta, stream(seed, "audit", name, "probe"),
+                           stream(seed, "audit", name, "probe", "D'"), 1, 1)
+        label, fn = projections(out[0], p.D)[0]
         best = (math.inf, p, label, fn)
     else:
         for p in pairs:
-            a, b = pilot_run(p.key_d, p.D), pilot_run(p.key_dprime, p.Dprime)
-            if isinstance(a, Exception) or isinstance(b, Exception):
-                exc = a if isinstance(a, Exception) else b
-                errors.append(f"{p.description}: {type(exc).__name__}: {exc}")
+            ab = pilot_run(p)
+            if isinstance(ab, Exception):
+                errors.append(f"{p.description}: {type(ab).__name__}: {ab}")
                 continue
+            a, b = ab
             # joint scores are fitted on the first half of the pilot; every candidate is ranked on the second
             FA = np.concatenate([features(o) for o in a])
             FB = np.concatenate([features(o) for o in b])
@@ -222,10 +252,10 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
     _, pair, label, fn = best
 
     # -- steps 3-4: fresh runs, events chosen on the first half, evaluated on the second -------------------
-    a = _project(_run_chunked(alg, pair.D, epsilon, delta, stream(seed, "audit", name, "main", "D"), trials,
-                              chunk), fn)
-    b = _project(_run_chunked(alg, pair.Dprime, epsilon, delta, stream(seed, "audit", name, "main", "D'"), trials,
-                              chunk), fn)
+    outs_d, outs_dprime = _run_pair(alg, pair.D, pair.Dprime, epsilon, delta,
+                                    stream(seed, "audit", name, "main", "D"), stream(seed, "audit", name, "main", "D'"),
+                                    trials, chunk)
+    a, b = _project(outs_d, fn), _project(outs_dprime, fn)
     r: EventResult = audit_samples(a, b, claimed_delta, confidence, top_k)
     lb = r.epsilon_lb
     verdict = FAIL if (math.isfinite(lb) and lb > claimed_eps + 1e-12) else PASS

@@ -382,6 +382,44 @@ def audit_mutant(name: str, trials: int | None = None, confidence: float | None 
     return dataclasses.replace(r, algorithm=m.name)
 
 
+def injection(name: str, trials: int = 64, seed: int = 7) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the mutant ``name`` changes on a fixed input: the released numbers (predictions and ``coef`` of the
+    audit's view) on every candidate pair of its algorithm's design (a clipping bug shows only on a pair with a row
+    outside the bounds) and the claimed (ε, δ) of the first pair, run through the audit's production path
+    (``core._run_pair``: ``run_many`` with both splits) with the same streams, without and with the bug.  Returns
+    (clean, mutated) dicts of ``released`` (one array) and ``claim`` ((ε, δ) or the error).
+    A mutant whose two dicts are equal injects nothing (tests/audit/test_mutant_injection.py)."""
+    from dpexp.audit import prepare
+    from dpexp.audit.core import _run_pair, claimed_budget, features
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.audit.entries import entry_for
+    from dpexp.rng import stream
+
+    m = _get(name)
+
+    def observe() -> dict[str, Any]:
+        alg, design, eps, dl = prepare(m.algorithm, seed=seed, params=m.params or None)
+        pairs = candidate_pairs(design, entry_for(m.algorithm).relation or "replace-one")
+        try:
+            claim: Any = claimed_budget(alg, eps, dl, [pairs[0].D, pairs[0].Dprime], seed, m.algorithm)
+        except Exception as exc:  # noqa: BLE001 — a refused claim is an observable change too
+            claim = f"{type(exc).__name__}: {exc}"
+        released: list[Any] = []
+        for i, pair in enumerate(pairs):
+            try:
+                a, b = _run_pair(alg, pair.D, pair.Dprime, eps, dl, stream(seed, "inject", i, "D"),
+                                 stream(seed, "inject", i, "D'"), trials, trials)
+                released.append(np.concatenate([features(o) for o in a + b]).ravel())
+            except Exception as exc:  # noqa: BLE001 — a refused release is an observable change too
+                released.append(f"{type(exc).__name__}: {exc}")
+        return {"released": released, "claim": claim}
+
+    clean = observe()
+    with m.patch():
+        mutated = observe()
+    return clean, mutated
+
+
 def format_mutant_table(mutants: list[Mutant], results: list[Any]) -> str:
     head = ["mutant", "kind", "claimed_eps", "eps_lb", "verdict", "detected", "seconds", "bug"]
     rows = []
