@@ -10,16 +10,28 @@ OUTROOT := results$(if $(FAST),/fast)
 FIGROOT := figures$(if $(FAST),/fast)
 REPORT  ?= report
 CONFIGS := $(sort $(wildcard configs/*.yaml))
+comma   := ,
 
-.PHONY: install demo test test-fast figures audit audit-mutants bench clean
+.PHONY: install lock demo test test-fast figures audit audit-mutants bench clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The environment comes from requirements.lock (exact versions of every dependency and extra: what CI and the
+# docs' numbers ran on); dpexp itself is installed editable on top, without resolving again.  pyproject.toml keeps
+# the version ranges for installing dpexp into an environment of your own.  `make lock` re-resolves the lock.
+$(STAMP): pyproject.toml requirements.lock
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+## lock: re-resolve requirements.lock from pyproject.toml's ranges and extras (uv pip compile)
+lock:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile pyproject.toml $(foreach e,$(subst $(comma), ,$(EXTRAS)),--extra $(e)) \
+	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 --no-header -o requirements.lock
 
 ## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo)
 demo: $(STAMP)

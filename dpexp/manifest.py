@@ -36,11 +36,28 @@ def git_info() -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
-def versions() -> dict[str, str]:
+#: the lock file of exact versions that ``make demo`` / ``make test`` install (beside the package in a checkout)
+LOCK = Path(__file__).resolve().parent.parent / "requirements.lock"
+
+
+def lock_hash(path: Path = LOCK) -> str | None:
+    """SHA-256 of the lock file the environment was installed from (None outside a checkout that has one)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    """What decides the last bits of a result besides the code: interpreter, numpy/scipy, the platform, the lock
+    file's hash and whether numpy's CPU dispatch was restricted (``NPY_DISABLE_CPU_FEATURES``)."""
+    import os
+
     import scipy
 
     return {"dpexp": __version__, "python": platform.python_version(), "numpy": np.__version__,
-            "scipy": scipy.__version__, "platform": platform.platform()}
+            "scipy": scipy.__version__, "platform": platform.platform(), "lock_sha256": lock_hash(),
+            "npy_disable_cpu_features": os.environ.get("NPY_DISABLE_CPU_FEATURES") or None}
 
 
 def now() -> str:
