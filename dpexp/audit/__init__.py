@@ -44,15 +44,16 @@ def _resolve_delta(alg, entry: AuditEntry, design, epsilon: float, seed: int) ->
 
 
 def prepare(name: str, epsilon: float | None = None, delta: float | None = None, seed: int = DEFAULT_SEED,
-            params: dict | None = None):
+            params: dict | None = None, design=None):
     """What ``audit_entry`` audits for ``name``: (the algorithm — or its audit view — built from its plan's
-    parameters updated by ``params``, the design, ε, δ).  The name must have an audited plan."""
+    parameters updated by ``params``, the design — the plan's, or ``design(alg)`` when given —, ε, δ).  The name
+    must have an audited plan."""
     from dpexp import registry
 
     cls = registry.get("algorithm", name)
     entry = entry_for(name)
     alg = cls(**{**entry.params, **(params or {})})
-    design = entry.design(alg)
+    design = (design or entry.design)(alg)
     if entry.view is not None:   # audit the raw release (the outputs are post-processing of it)
         alg = entry.view(alg)
     eps = float(epsilon if epsilon is not None else entry.epsilon)
@@ -62,9 +63,9 @@ def prepare(name: str, epsilon: float | None = None, delta: float | None = None,
 
 def audit_entry(name: str, epsilon: float | None = None, delta: float | None = None, trials: int | None = None,
                 confidence: float = DEFAULT_CONFIDENCE, seed: int = DEFAULT_SEED,
-                params: dict | None = None) -> AuditResult:
+                params: dict | None = None, design=None) -> AuditResult:
     """Audit one registered algorithm by name (one row of the table); never raises for algorithm failures.
-    ``params`` update the plan's parameters (the mutants use it)."""
+    ``params`` update the plan's parameters and ``design`` replaces its design function (the mutants use them)."""
     t0 = time.perf_counter()
     from dpexp import registry
 
@@ -79,7 +80,7 @@ def audit_entry(name: str, epsilon: float | None = None, delta: float | None = N
     if not entry.audited:
         return AuditResult(name, NOT_DP, note=entry.not_dp or "", relation=str(getattr(cls, "neighbouring", "")))
     try:
-        alg, design, eps, dl = prepare(name, epsilon, delta, seed, params)
+        alg, design, eps, dl = prepare(name, epsilon, delta, seed, params, design)
         n = int(trials if trials is not None else max(2_000, round(DEFAULT_TRIALS * entry.trials_factor)))
         return audit_algorithm(name, alg, design, entry.relation or "replace-one", eps, dl, n, confidence, seed,
                                pilot_trials=entry.pilot_trials, chunk=entry.chunk, rho_delta=entry.rho_delta)

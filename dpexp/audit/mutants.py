@@ -234,6 +234,21 @@ def dca_unclipped() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def dca_cross_terms_forgotten() -> Iterator[None]:
+    """The distributed BLR family's Δ₂ (supplement eq. (18)) counting the squares x_j² and the x_j y terms but not
+    the cross terms x_j x_k (j < k) of XᵀX."""
+    dlr = _target(_DCA_MODULE)
+
+    def ss_sensitivity(c_x, c_y, d=None):
+        c = np.asarray(c_x, dtype=float)
+        c = np.full(int(d), float(c)) if c.ndim == 0 else c
+        return float(np.sqrt(np.sum(c**4) + 4.0 * np.sum(c**2) * c_y**2))
+
+    with _patched(dlr, "ss_sensitivity", ss_sensitivity):
+        yield
+
+
 # ---------------------------------------------------------------------------------------------------- mutants
 @dataclass(frozen=True)
 class Mutant:
@@ -250,6 +265,14 @@ class Mutant:
     params: dict[str, Any] = field(default_factory=dict)
     violation: bool = True
     weak: bool = False
+    #: the audit design to use instead of the plan's ("module:function"), for a bug only another design can show
+    design: str | None = None
+
+    def design_fn(self) -> Callable[[Any], Any] | None:
+        if self.design is None:
+            return None
+        obj, attr = _resolve(self.design)
+        return getattr(obj, attr)
 
 
 _GDSC = "dpexp.families.gdsc.stats:sensitivities"
@@ -340,6 +363,11 @@ def _build() -> list[Mutant]:
           Mutant("input_perturbation/unclipped", "input_perturbation", "bound", "Alg. 2 step 1 (clip each record "
                  "to the assumed bounds) forgotten while Δ₂ assumes it: the record (10, ±10) moves x·y by 200 ≫ Δ₂",
                  dca_unclipped)]
+    M += [Mutant(f"{n}/cross-terms-forgotten", n, "named", "Δ₂ of the statistics (ss_sensitivity) without the "
+                 "d(d − 1)/2 cross terms x_j x_k of XᵀX: at d = 4 the record (1,1,1,1,0) → (1,1,−1,−1,0) moves "
+                 "only cross terms, by twice the forgotten Δ₂ (a factor-2 violation no d = 1 design sees)",
+                 dca_cross_terms_forgotten, design="dpexp.families.dca.audit:bounded_clients_cross")
+          for n in ("ta", "ddp")]
     for n in ("ta_proj", "ddp_proj"):
         M += [_half(n), Mutant(f"{n}/double-eps", n, "double-eps", "Δ₂ of both rounds (ss_sensitivity, "
                                "sq_sensitivity) understated by 2", lambda: scaled(_DCA, _DCA_SQ))]
@@ -356,8 +384,8 @@ def _oplr_patch() -> Iterator[None]:
 MUTANTS: list[Mutant] = _build()
 #: the fast subset run by `make test` (tests/audit/test_audit_mutants.py)
 FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/half-noise", "rplr/half-noise", "rplr/sigma-data-free",
-                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise", "dp_exp_theil_sen/double-eps",
-                "dp_ss_theil_sen/half-noise")
+                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise", "ta/cross-terms-forgotten",
+                "dp_exp_theil_sen/double-eps", "dp_ss_theil_sen/half-noise")
 
 
 def mutant_names() -> list[str]:
@@ -378,7 +406,7 @@ def audit_mutant(name: str, trials: int | None = None, confidence: float | None 
     m = _get(name)
     with m.patch():
         r = audit_entry(m.algorithm, trials=trials, confidence=confidence or DEFAULT_CONFIDENCE,
-                        seed=DEFAULT_SEED if seed is None else seed, params=m.params or None)
+                        seed=DEFAULT_SEED if seed is None else seed, params=m.params or None, design=m.design_fn())
     return dataclasses.replace(r, algorithm=m.name)
 
 
@@ -398,7 +426,7 @@ def injection(name: str, trials: int = 64, seed: int = 7) -> tuple[dict[str, Any
     m = _get(name)
 
     def observe() -> dict[str, Any]:
-        alg, design, eps, dl = prepare(m.algorithm, seed=seed, params=m.params or None)
+        alg, design, eps, dl = prepare(m.algorithm, seed=seed, params=m.params or None, design=m.design_fn())
         pairs = candidate_pairs(design, entry_for(m.algorithm).relation or "replace-one")
         try:
             claim: Any = claimed_budget(alg, eps, dl, [pairs[0].D, pairs[0].Dprime], seed, m.algorithm)

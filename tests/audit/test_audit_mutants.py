@@ -170,3 +170,14 @@ def test_cli_audit_mutants_and_bad_name():
     bad = CliRunner().invoke(main, ["audit", "--mutants", "no_such/mutant"])
     assert bad.exit_code == 2
     assert "unknown mutant" in bad.output
+
+
+@pytest.mark.parametrize("algorithm", ["ta", "ddp"])
+def test_dca_statistics_pass_on_the_cross_term_design(algorithm):
+    """The d = 4 design of the cross-term mutants holds for the correct algorithms (the mutant is detected on it:
+    FAST_MUTANTS)."""
+    from dpexp.families.dca.audit import bounded_clients_cross
+
+    r = audit_entry(algorithm, design=bounded_clients_cross)
+    assert r.verdict == PASS, r
+    assert "(1,1,1,1,0) -> (1,1,-1,-1,0)" in r.neighbours

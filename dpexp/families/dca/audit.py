@@ -52,6 +52,27 @@ def bounded_clients_outliers(alg: Algorithm) -> Design:
     return replace(d, extra_pairs=(REALISING_PAIR, ((10.0, 10.0), (10.0, -10.0))))
 
 
+#: the d = 4 design that sees XᵀX's cross terms: c_x = 1 per feature, c_y = 0.01 (the xy terms negligible)
+CROSS_D, CROSS_BOUND_X, CROSS_BOUND_Y = 4, 1.0, 0.01
+
+#: the record pair that moves only cross terms: x = (1, 1, 1, 1) → (1, 1, −1, −1), y = 0 — the squares x_j² and every
+#: x_j y stay, the four products x_j x_k with one index in {1, 2} and one in {3, 4} move by 2c² each: by 4c² in L2.
+#: The declared Δ₂ = sqrt(d(2d − 1)c⁴ + 4dc²c_y²) = 5.29c² (the pair realises 76 %); a Δ₂ that forgets the
+#: d(d − 1)/2 cross terms, sqrt(dc⁴ + 4dc²c_y²) = 2.0c², is half of what this pair moves: a factor-2 violation that
+#: no d = 1 design can see (there are no cross terms at d = 1)
+CROSS_PAIR = ((1.0, 1.0, 1.0, 1.0, 0.0), (1.0, 1.0, -1.0, -1.0, 0.0))
+
+
+def bounded_clients_cross(alg: Algorithm) -> Design:
+    """Every |x_j| ≤ 1 (d = 4) and |y| ≤ 0.01, declared as ``meta['bound_x'|'bound_y']``; the pair ``CROSS_PAIR``
+    on every base.  The design of the cross-term mutants (``ta/cross-terms-forgotten``); the correct algorithms
+    PASS on it too (tests/audit/test_audit_mutants.py)."""
+    b, by = CROSS_BOUND_X, CROSS_BOUND_Y
+    return Design(x_lo=(-b,) * CROSS_D, x_hi=(b,) * CROSS_D, y_lo=-by, y_hi=by, n=20,
+                  X_test=((b,) * CROSS_D,), meta={"bound_x": b, "bound_y": by}, extra_pairs=(CROSS_PAIR,),
+                  max_pairs=3)
+
+
 class ReleasedSums:
     """Audit view of the distributed BLR family (ta, ddp, input perturbation and the projected variants): the noisy
     sums each ``dlr.release_sum`` call returned, as ``Output.coef`` — the statistics round (x², xy for d = 1) and,
