@@ -92,8 +92,10 @@ NOISE_STATEMENTS = {
               "reproduction, never for releasing statistics about real people (use --noise secure)",
     "secure": "privacy noise drawn from the OS CSPRNG (os.urandom); no seed that regenerates it exists or is recorded "
               "(seed_key is empty): results are not reproducible by design; the root seed regenerates only the data "
-              "splits and non-privacy randomness; the samplers are textbook floating-point transforms, not "
-              "floating-point safe (Mironov 2012; docs/privacy.md)",
+              "splits and non-privacy randomness; Laplace and Gaussian releases use OpenDP's floating-point-safe "
+              "samplers (their spends say so: dpexp.privacy.fp_safe), bounded scalar Laplace releases Mironov's "
+              "snapping; the Gamma-norm, Gumbel-max and Student-t samplers and the DCA clients' noise shares are "
+              "textbook floating-point transforms, not floating-point safe (Mironov 2012; docs/privacy.md)",
 }
 
 

@@ -35,7 +35,8 @@ from dpexp import cache
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import PrivacyAccountingError, Spend
 from dpexp.privacy.ledger import PrivacyLedger
-from dpexp.privacy.noise import as_noise
+from dpexp.privacy import fp_safe
+from dpexp.privacy.noise import as_noise, is_secure
 
 #: relative slack allowed between a declared ε (or ρ) and the one implied by the scale drawn (rounding only)
 _REL = 1e-9
@@ -192,7 +193,9 @@ def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     records Mironov's ε′ = (1 + 2⁻⁴⁹·B/u)·ε (u = Δ₁ rounded up to a power of two); ignored in seeded mode.
     Recorded: ``Spend("laplace", "pure", ε, sensitivity=Δ₁, scale=b)``.
     """
-    if scale is None and bound is None:
+    noise = as_noise(rng)
+    secure = getattr(noise, "secure", False)   # a plain numpy Generator is seeded
+    if scale is None and bound is None and not secure:
         out = _laplace_one_scale(value, sensitivity, epsilon, rng, size, label)
         if out is not None:
             return out
@@ -200,14 +203,29 @@ def laplace(value: Any, sensitivity: Any, epsilon: float | None, rng: Any,
     lead = _lead(size)
     sens = _check_nonneg(sensitivity, "sensitivity")
     b_arr, eps_rec = _pure_scale("laplace", sens, epsilon, scale, label)
-    noise = as_noise(rng)
-    if bound is not None and getattr(noise, "secure", False):
-        return _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label)
+    if secure:
+        if bound is not None:
+            return _snap_release(parts, value, sens, b_arr, eps_rec, bound, rng, noise, size, scale, label)
+        return _fp_safe_laplace(parts, value, sens, b_arr, eps_rec, rng, size, label)
     out = []
     for part in parts:
         b = _per_trial(b_arr, lead, np.ndim(part), "scale")
         out.append(np.asarray(part, dtype=float) + noise.laplace(0.0, b, size=_shape(part, size)))
     _record(rng, Spend("laplace", "pure", epsilon=eps_rec, delta=0.0, sensitivity=_max(sens), scale=_min(b_arr),
+                       label=label))
+    return tuple(out) if isinstance(value, tuple) else out[0]
+
+
+def _fp_safe_laplace(parts, value, sens, b_arr, eps_rec, rng, size, label):
+    """``laplace`` with a secure source: OpenDP's floating-point-safe sampler (``fp_safe``), recording its map."""
+    lead = _lead(size)
+    out = []
+    for part in parts:
+        b = _per_trial(b_arr, lead, np.ndim(part), "scale")
+        shape = _shape(part, size)
+        out.append(fp_safe.add_laplace(np.broadcast_to(np.asarray(part, dtype=float), shape), b))
+    eps = max(float(eps_rec), fp_safe.laplace_epsilon(sens, b_arr))
+    _record(rng, Spend(fp_safe.LAPLACE, "pure", epsilon=eps, delta=0.0, sensitivity=_max(sens), scale=_min(b_arr),
                        label=label))
     return tuple(out) if isinstance(value, tuple) else out[0]
 
@@ -289,6 +307,9 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     if not (float(sens.min()) >= 0.0 and float(s_max.max()) < math.inf):
         raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
     b = sens / eps[:, None]
+    secure = [is_secure(src) for src in sources]
+    if any(secure):   # a secure cell's noise comes from OpenDP's floating-point-safe sampler, not from ``standard``
+        return _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label)
     out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
     b_min = b.min(axis=1)
     if S > 1 and _one_value(eps) and _one_value(s_max) and _one_value(b_min):
@@ -296,6 +317,24 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
         spends = _laplace_spends(label, [float(eps[0])], [float(s_max[0])], [float(b_min[0])]) * S
     else:
         spends = _laplace_spends(label, eps.tolist(), s_max.tolist(), b_min.tolist())
+    _record_rows(sources, spends)
+    return out
+
+
+def _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label) -> np.ndarray:
+    """``laplace_rows`` when some cells' sources are secure: those cells' noise from ``fp_safe`` (their standard draws
+    unused) and their spends from its map; the others as ``laplace_rows`` draws them."""
+    bb = b.reshape(b.shape + (1,) * (v.ndim - 2))
+    out = v + bb * standard
+    spends = []
+    for i, sec in enumerate(secure):
+        if sec:
+            out[i] = fp_safe.add_laplace(v[i], bb[i])
+            e = max(float(eps[i]), fp_safe.laplace_epsilon(sens[i], b[i]))
+            spends.append(Spend(fp_safe.LAPLACE, "pure", epsilon=e, delta=0.0, sensitivity=float(s_max[i]),
+                                scale=float(b[i].min()), label=label))
+        else:
+            spends += _laplace_spends(label, [float(eps[i])], [float(s_max[i])], [float(b[i].min())])
     _record_rows(sources, spends)
     return out
 
@@ -533,14 +572,25 @@ def gaussian(value: Any, sigma: Any, rng: Any, size: int | Sequence[int] | None 
     parts = value if isinstance(value, tuple) else (value,)
     lead = _lead(size)
     noise = as_noise(rng)
+    secure = getattr(noise, "secure", False)
     out = []
     for part in parts:
         s = _per_trial(sig, lead, np.ndim(part), "sigma")
-        out.append(np.asarray(part, dtype=float) + noise.normal(0.0, s, size=_shape(part, size)))
+        if secure:   # OpenDP's floating-point-safe sampler (``fp_safe``)
+            shape = _shape(part, size)
+            out.append(fp_safe.add_gaussian(np.broadcast_to(np.asarray(part, dtype=float), shape), s))
+        else:
+            out.append(np.asarray(part, dtype=float) + noise.normal(0.0, s, size=_shape(part, size)))
     if _ledger_of(rng) is not None:
         if sensitivity is None:
             raise PrivacyAccountingError(f"gaussian {label!r}: a ledger needs sensitivity= to record the spend")
-        _record(rng, gaussian_spend(sensitivity, sig, epsilon, delta=delta, calibration=calibration, label=label))
+        if secure:   # the map evaluated where OpenDP's own map puts the release (its grid rounding paid)
+            _record(rng, gaussian_spend(fp_safe.gaussian_equivalent_sensitivity(sensitivity, sig), sig, epsilon,
+                                        delta=delta, calibration=calibration, label=label,
+                                        mechanism=fp_safe.GAUSSIAN))
+        else:
+            _record(rng, gaussian_spend(sensitivity, sig, epsilon, delta=delta, calibration=calibration,
+                                        label=label))
     return tuple(out) if isinstance(value, tuple) else out[0]
 
 
@@ -573,9 +623,13 @@ def gaussian_zcdp(value: Any, sensitivity: float, rho: float | None, rng: Any,
     if rho is not None and implied > rho * (1 + _REL):
         raise PrivacyAccountingError(f"gaussian_zcdp {label!r}: sigma implies rho = {implied:g} > the declared "
                                      f"{rho:g}")
-    out = gaussian(value, sig, as_noise(rng), size)
-    _record(rng, Spend("gaussian", "zcdp", rho=float(rho) if rho is not None else implied, sensitivity=_max(sens),
-                       scale=_min(sig), label=label))
+    noise = as_noise(rng)
+    out = gaussian(value, sig, noise, size)
+    recorded, mechanism = (float(rho) if rho is not None else implied), "gaussian"
+    if getattr(noise, "secure", False):   # OpenDP's map at its sampler's grid (``fp_safe``): at most an ulp above Δ₂²/(2σ²)
+        r = _ratio_max(fp_safe.gaussian_equivalent_sensitivity(sens, sig), sig)
+        recorded, mechanism = max(recorded, 0.5 * r * r), fp_safe.GAUSSIAN
+    _record(rng, Spend(mechanism, "zcdp", rho=recorded, sensitivity=_max(sens), scale=_min(sig), label=label))
     return out
 
 
