@@ -291,3 +291,16 @@ def test_oi_mos_sensitivity_and_noise_scale(monkeypatch):
     other = make_split(x=tracts[2][0], y=tracts[2][1], meta={"group_id": "IL", "group_data": tracts})
     algo.run(other, 16.0, 0.0, OnesRNG(), trials=1)
     assert calls == []
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 10, 11, 64])
+def test_round_edges_are_the_rounds_of_round_robin(n):
+    """``round_edges`` builds only the sampled rounds, equal to those rows of the whole decomposition."""
+    from dpexp.families.slr.matchings import n_rounds, round_edges, round_robin
+
+    a, b = round_robin(n)
+    rounds = np.random.default_rng(n).integers(0, n_rounds(n), size=(3, 2))
+    ra, rb = round_edges(n, rounds)
+    assert np.array_equal(ra, a[rounds]) and np.array_equal(rb, b[rounds])
+    edges = {frozenset(e) for e in zip(a.ravel().tolist(), b.ravel().tolist())}
+    assert len(edges) == n * (n - 1) // 2 and a.size == n * (n - 1) // 2      # every edge exactly once

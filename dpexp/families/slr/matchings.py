@@ -30,14 +30,21 @@ def round_robin(n: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if n < 2:
         return np.zeros((0, 0), dtype=np.int64), np.zeros((0, 0), dtype=np.int64)
+    return round_edges(n, np.arange(n_rounds(n)))
+
+
+def round_edges(n: int, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of the given rounds of ``round_robin(n)`` only: ``a, b`` of shape ``rounds.shape + (edges,)``, equal
+    to ``round_robin(n)[0][rounds]``, ``[1][rounds]`` without building all n_rounds(n) rounds (at n = 10,000 the
+    whole decomposition is 50 M index pairs, 0.8 GB, of which a sample of k = 10 rounds uses 0.1 %)."""
     N = n if n % 2 == 0 else n + 1
     R = N - 1
-    r = np.arange(R)[:, None]
-    i = np.arange(1, N // 2)[None, :]
-    a = np.concatenate([r, (r + i) % R], axis=1)
-    b = np.concatenate([np.full((R, 1), N - 1), (r - i) % R], axis=1)
+    r = np.asarray(rounds, dtype=np.int64)[..., None]
+    i = np.arange(1, N // 2)
+    a = np.concatenate([r, (r + i) % R], axis=-1)
+    b = np.concatenate([np.broadcast_to(np.int64(N - 1), r.shape), (r - i) % R], axis=-1)
     if N != n:  # drop the edge of each round that touches the dummy vertex (always the first column)
-        a, b = a[:, 1:], b[:, 1:]
+        a, b = a[..., 1:], b[..., 1:]
     return a, b
 
 
@@ -46,14 +53,14 @@ def sample_matchings(n: int, k: int, rng: np.random.Generator, trials: int = 1) 
 
     Each trial draws a uniform relabelling of the points and k of the round-robin rounds without replacement.
     """
-    a0, b0 = round_robin(n)
-    R = a0.shape[0]
+    R = n_rounds(n) if n >= 2 else 0
     if not 1 <= k <= R:
         raise ValueError(f"k must be in [1, {R}] for n = {n}, got {k}")
     perm = rng.permuted(np.tile(np.arange(n), (trials, 1)), axis=1)
     rounds = np.argsort(rng.random((trials, R)), axis=1)[:, :k]  # k rounds without replacement
-    a = np.take_along_axis(perm, a0[rounds].reshape(trials, -1), axis=1)
-    b = np.take_along_axis(perm, b0[rounds].reshape(trials, -1), axis=1)
+    a0, b0 = round_edges(n, rounds)                               # (trials, k, edges): only the sampled rounds
+    a = np.take_along_axis(perm, a0.reshape(trials, -1), axis=1)
+    b = np.take_along_axis(perm, b0.reshape(trials, -1), axis=1)
     return a, b
 
 
