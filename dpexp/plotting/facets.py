@@ -12,8 +12,6 @@ marked ``paper: true``: the one to set beside the published figure (the report p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from pydantic import Field, model_validator
 
 from dpexp.documented import Documented
@@ -145,16 +143,3 @@ def footnote(panels: list[Panel], reasons: dict[str, str], limit: int = 3) -> st
         parts.append((f"({p.letter}) " if p.letter else "") + "; ".join(items))
     return f"{DAGGER} not differentially private — " + ". ".join(parts) if parts else ""
 
-
-def paper_panel_stem(plot: dict[str, Any], stem: str) -> str | None:
-    """The file stem of the ``paper: true`` panel of a plot (its config entry as in the manifest), or None."""
-    for p in ((plot.get("options") or {}).get("panels") or []):
-        if isinstance(p, dict) and p.get("paper"):
-            return f"{stem}_{p.get('name')}"
-    return None
-
-
-def panel_stems(plot: dict[str, Any], stem: str) -> list[str]:
-    """The file stems of a plot's panels as listed in its config (the panels' own figures)."""
-    return [f"{stem}_{p.get('name')}" for p in ((plot.get("options") or {}).get("panels") or [])
-            if isinstance(p, dict) and p.get("name")]
