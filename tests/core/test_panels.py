@@ -267,3 +267,24 @@ def test_the_panelled_figure_reads(name, tmp_path, drawn):
             int(style.COLUMN * style.DPI)
         assert f.axes[0].get_ylim() == pytest.approx(axes[0].get_ylim())
     assert "(a) every curve" in " ".join(t.get_text() for t in fig.texts).replace("\n", " ").replace("\u00a0", " ")
+
+
+@pytest.mark.parametrize("panels, fragment", [
+    ([{"name": "a", "labels": ["LR typo"]}], "plots[0].options.panels[0].labels must name algorithm labels"),
+    ([{"name": "a", "labels": ["gdsc LR"]}, {"name": "b", "labels": ["gdsc LR"]}], "at home in one panel"),
+    ([{"name": "a", "labels": [f"x{i}" for i in range(9)]}], "at most 8"),
+])
+def test_a_bad_panel_is_a_config_error(tmp_path, monkeypatch, panels, fragment):
+    from click.testing import CliRunner
+
+    from dpexp.cli import main
+
+    monkeypatch.setenv("DPEXP_DATA_DIR", str(REPO / "tests" / "gdsc" / "fixtures"))
+    cfg = {"name": "p", "seed": 1, "repeats": 1, "datasets": [{"name": "gdsc", "params": {"d": 5, "test_pool": 6, "public_pool": 4}}],
+           "sizes": {"n_private": [0], "n_public": 3, "n_test": 6}, "privacy": {"epsilon": 1.0},
+           "algorithms": [{"name": "lr", "label": "gdsc LR"}], "metrics": ["spearman"],
+           "plots": [{"kind": "gdsc_curve", "options": {"panels": panels}}]}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 2 and fragment in r.output and len(r.output.strip().splitlines()) == 1, r.output
