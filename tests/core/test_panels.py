@@ -250,10 +250,15 @@ def test_the_panelled_figure_reads(name, tmp_path, drawn):
     assert len(fig.legends) == 3
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    r = FigureCanvasAgg(fig).get_renderer()       # the saved figure was closed: measure it on a new canvas
-    fig.draw(r)
-    boxes = [leg.get_window_extent(r) for leg in fig.legends]
-    assert sum(b.width * b.height for b in boxes) / (w * h * fig.dpi ** 2) <= 0.30
+    def legend_share(f):
+        r = FigureCanvasAgg(f).get_renderer()       # the saved figure was closed: measure it on a new canvas
+        f.draw(r)
+        boxes = [leg.get_window_extent(r) for leg in f.legends]
+        fw, fh = f.get_size_inches()
+        return sum(b.width * b.height for b in boxes) / (fw * fh * f.dpi ** 2), boxes, r
+
+    share, boxes, r = legend_share(fig)
+    assert share <= 0.30                          # measured 0.21 (Fig. 2); each panel alone 0.13-0.17
     for b, ax in zip(boxes, axes):                       # under its panel, inside the figure
         a = ax.get_window_extent(r)
         assert b.y1 < a.y0 and b.x0 >= 0 and b.x1 <= w * fig.dpi + 1
@@ -266,6 +271,7 @@ def test_the_panelled_figure_reads(name, tmp_path, drawn):
         assert f.get_size_inches()[0] == style.COLUMN and png_width(tmp_path / f"{stem}.png") == \
             int(style.COLUMN * style.DPI)
         assert f.axes[0].get_ylim() == pytest.approx(axes[0].get_ylim())
+        assert legend_share(f)[0] <= 0.30
     assert "(a) every curve" in " ".join(t.get_text() for t in fig.texts).replace("\n", " ").replace("\u00a0", " ")
 
 
@@ -288,3 +294,19 @@ def test_a_bad_panel_is_a_config_error(tmp_path, monkeypatch, panels, fragment):
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     r = CliRunner().invoke(main, ["validate", str(path)])
     assert r.exit_code == 2 and fragment in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_another_varying_grid_column_gives_a_row_of_panels_per_value(tmp_path, drawn):
+    cfg = _config("gdsc_eps2")
+    one = _results(cfg)
+    df = pd.concat([one, one.assign(epsilon=1.0, value=one["value"] - 0.05)], ignore_index=True)
+    plot = cfg["plots"][0]
+    spec = SimpleNamespace(**{"title": None, "metric": None, "x": None, **plot})
+    registry.get("plot", "gdsc_curve")(df, spec, _manifest(cfg), tmp_path / "two", ["png"])
+    fig = drawn[0][1]
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == [f"({k}) {t}, ε = {e}" for e in (1, 2) for k, t in
+                      zip("abc", ("paper protocol", "ours (corrected, DP)", "beyond the paper"))]
+    assert len(fig.legends) == 3                                   # a legend per column, not per panel
+    assert all(len(layout._curves(ax)) <= 8 for ax in fig.axes)
+    assert [len(f.axes) for _, f in drawn[1:]] == [2, 2, 2]         # each panel alone: a row per ε
