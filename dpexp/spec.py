@@ -610,6 +610,12 @@ def _check_plots(spec: ExperimentSpec, labels: set[str], source: str) -> None:
         if unknown:  # a typo here used to drop the baseline from the figure silently
             raise ConfigError(f"{source}: plots[{i}].options.baselines must name algorithm labels "
                               f"({', '.join(map(repr, sorted(labels)))}), got {unknown[0]!r}")
+        for j, panel in enumerate(p.options.get("panels") or []):
+            for key in ("labels", "references"):
+                unknown = [lb for lb in (panel or {}).get(key) or [] if lb not in labels]
+                if unknown:  # the curve would be drawn in an "other curves" panel instead
+                    raise ConfigError(f"{source}: plots[{i}].options.panels[{j}].{key} must name algorithm labels "
+                                      f"({', '.join(map(repr, sorted(labels)))}), got {unknown[0]!r}")
 
 
 def _check_sizes(spec: ExperimentSpec, datasets: list[DatasetVariant], source: str) -> None:

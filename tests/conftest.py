@@ -20,13 +20,14 @@ def _no_progress_noise(monkeypatch):
 @pytest.fixture(autouse=True)
 def _every_figure_fits(monkeypatch):
     """Every figure a test draws keeps its declared width, shows all it draws and gives the plot room
-    (``dpexp.plotting.layout.misfits``): the GDSC figure that grew to 1670 px with its plot squeezed to 55 %."""
-    from dpexp.plotting import layout
+    (``dpexp.plotting.layout.misfits``): the GDSC figure that grew to 1670 px with its plot squeezed to 55 %.  Its
+    log axes are labelled in the one format (``dpexp.plotting.ticks.log_label_problems``)."""
+    from dpexp.plotting import layout, ticks
 
     original = layout.save
 
     def checked(fig, out_stem, formats):
-        problems = layout.misfits(fig)
+        problems = layout.misfits(fig) + ticks.log_label_problems(fig, draw=False)
         assert not problems, f"{out_stem.name}: {problems}"
         return original(fig, out_stem, formats)
 

@@ -80,16 +80,19 @@ def grid_shape(n: int) -> tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
-def panels(n: int, width: style.Width | float = "page", height: float | None = None) -> tuple[Any, list[Any]]:
-    """A figure with ``n`` panels (``grid_shape``) ``width`` wide; ``height`` per row (default: 0.75 of a panel's
-    width, between 2.3 and 2.8 in), constrained layout."""
+def panels(n: int, width: style.Width | float = "page", height: float | None = None, *,
+           shape: tuple[int, int] | None = None, sharey: bool = False) -> tuple[Any, list[Any]]:
+    """A figure with ``n`` panels (``grid_shape``, or ``shape`` = (rows, columns)) ``width`` wide; ``height`` per
+    row (default: 0.75 of a panel's width, between 2.3 and 2.8 in), constrained layout; ``sharey``: one y axis for
+    all panels (tick labels on the first column only)."""
     import matplotlib.pyplot as plt
 
     style.apply()
-    rows, cols = grid_shape(n)
+    rows, cols = shape or grid_shape(n)
     w = style.width_of(width)
     h = height if height is not None else min(2.8, max(2.3, 0.75 * w / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(w, h * rows), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(rows, cols, figsize=(w, h * rows), squeeze=False, layout="constrained",
+                             sharey=sharey)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -107,7 +110,8 @@ def decorate(ax: Any, xlabel: str, ylabel: str, title: str = "", title_size: flo
 
 def finish_plot(fig: Any, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str], *,
                 looks: Any = None, subtitle: str = "", notes: Sequence[str] = (),
-                legend: Literal["below", "inside", "none"] = "below", title: str | None = None) -> list[Path]:
+                legend: Literal["below", "inside", "panels", "none"] = "below",
+                title: str | None = None) -> list[Path]:
     """Title (the resolved config's, ``titles.title_of``) and ``subtitle``; notes under the figure: the non-DP
     footnote of ``looks``, ``notes``, and how the run differed from its config (``titles.run_note``); then
     ``layout.finish`` (one legend below, declared width) and save.  ``title``: instead of the config's."""

@@ -32,8 +32,10 @@ class CurveOptions(PlotOptions):
 
 def grid_ticks(ax: Any, xs: np.ndarray, axis: str = "x", max_ticks: int = 9) -> None:
     """On a log axis, label the grid values themselves (1, 1.78, 3.16, 5.62, 10, 31.6) instead of decades only,
-    when there are few enough of them; minor tick labels off."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+    when there are few enough of them, in the one log-axis format (``ticks.LogTicks``); minor tick labels off."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    from dpexp.plotting.ticks import LogTicks
 
     v = np.unique(np.asarray(xs, dtype=float))
     v = v[np.isfinite(v) & (v > 0)]
@@ -41,7 +43,7 @@ def grid_ticks(ax: Any, xs: np.ndarray, axis: str = "x", max_ticks: int = 9) -> 
         return
     a = ax.xaxis if axis == "x" else ax.yaxis
     a.set_major_locator(FixedLocator(v))
-    a.set_major_formatter(FuncFormatter(lambda t, _pos: f"{t:.3g}"))
+    a.set_major_formatter(LogTicks())
     a.set_minor_locator(NullLocator())
     a.set_minor_formatter(NullFormatter())
 

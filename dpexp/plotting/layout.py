@@ -2,7 +2,8 @@
 
 ``finish`` is the last step of every plot kind: it merges curves with identical values (drawn once, legend
 "A = B"), gathers the legend entries of every panel into one legend *below* the plot (as many columns as fit the
-width; long entries wrapped), wraps the title to the width, writes the notes (non-DP footnote, clipping, how the
+width; long entries wrapped) — or, with ``legend="panels"``, one legend under each column of panels holding that
+column's curves —, labels every log axis in one format (``ticks``), wraps the title to the width, writes the notes (non-DP footnote, clipping, how the
 run differed from its config) under the legend, grows the figure's *height* by what the legend and notes need, and
 saves it.  The width never changes: a test checks that no saved figure is wider than declared and that no text
 leaves the figure.
@@ -16,7 +17,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from dpexp import cache
-from dpexp.plotting import style
+from dpexp.plotting import style, ticks
 
 IDENTICAL_NOTE = "A = B in the legend: curves with identical values, drawn once"
 
@@ -32,8 +33,10 @@ def text_width(text: str, size: float) -> float:
     return w / 72.0
 
 
-#: spaces not to break at: 'ε = 2', 'm − b' and 'et al. 2017' stay on one line (no-break spaces look the same)
-KEEP_TOGETHER = ((" = ", "\u00a0=\u00a0"), (" − ", "\u00a0−\u00a0"), ("et al. ", "et\u00a0al.\u00a0"))
+#: spaces not to break at: 'ε = 2', 'm − b', 'et al. 2017' and a dagger after its label stay on one line (no-break
+#: spaces look the same)
+KEEP_TOGETHER = ((" = ", "\u00a0=\u00a0"), (" − ", "\u00a0−\u00a0"), ("et al. ", "et\u00a0al.\u00a0"),
+                 (" †", "\u00a0†"))
 
 
 def wrap(text: str, width_in: float, size: float) -> str:
@@ -126,19 +129,25 @@ def legend_entries(axes: Sequence[Any]) -> tuple[list[Any], list[str]]:
 
 
 def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", notes: Sequence[str] = (),
-           legend: Literal["below", "inside", "none"] = "below", legend_cols: int | None = None) -> list[Path]:
+           legend: Literal["below", "inside", "panels", "none"] = "below",
+           legend_cols: int | None = None) -> list[Path]:
     """Lay out and save ``fig`` (see the module docstring).  ``notes``: lines printed under the legend (empty ones
-    skipped).  ``legend``: "below" (one legend for all panels), "inside" (each panel keeps its own, best place) or
-    "none".  Returns the written paths."""
+    skipped).  ``legend``: "below" (one legend for all panels), "inside" (each panel keeps its own, best place),
+    "panels" (one legend under each column of panels, with that column's curves) or "none".  Returns the written
+    paths."""
     width, height = fig.get_size_inches()
     axes = [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
     merged = [g for ax in axes for g in merge_identical(ax)]
     notes = [n for n in notes if n] + ([IDENTICAL_NOTE] if merged else [])
+    ticks.apply_log_format(fig)
     if title:
         fig.suptitle(wrap(title, width - 0.1, style.TITLE))
     handles, labels = [], []
+    columns: list[tuple[list[Any], list[str], list[Any]]] = []
     if legend == "below":
         handles, labels = legend_entries(axes)
+    elif legend == "panels":
+        columns = [(*legend_entries(col), col) for col in panel_columns(axes)]
     elif legend == "inside":
         for ax in axes:
             if ax.get_legend_handles_labels()[1]:
@@ -150,11 +159,16 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
         fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     leg = None
+    legs: list[tuple[Any, float]] = []   # (legend, x of its centre in figure coordinates)
     if handles:
         leg = _bottom_legend(fig, handles, labels, width, renderer, legend_cols)
+        legs = [(leg, 0.5)]
+    elif columns:
+        legs = [_column_legend(fig, h, lb, col) for h, lb, col in columns if h]
+        leg = legs[0][0] if legs else None
     foot = fig.text(0.012, 0.0, wrap("\n".join(notes), width - 0.1, style.NOTE), fontsize=style.NOTE,
                     ha="left", va="top", color="0.25", linespacing=1.25) if notes else None
-    leg_h = leg.get_window_extent(renderer).height / fig.dpi if leg is not None else 0.0
+    leg_h = max((lg.get_window_extent(renderer).height / fig.dpi for lg, _x in legs), default=0.0)
     foot_h = foot.get_window_extent(renderer).height / fig.dpi if foot is not None else 0.0
     gap = 0.06
     extra = (leg_h + gap if leg is not None else 0.0) + (foot_h + gap if foot is not None else 0.0)
@@ -165,8 +179,8 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
         engine.set(rect=(0, extra / total, 1, 1 - extra / total))
     if foot is not None:
         foot.set_position((0.012, (foot_h + gap / 2) / total))
-    if leg is not None:
-        leg.set_bbox_to_anchor((0.5, extra / total), transform=fig.transFigure)
+    for lg, x in legs:
+        lg.set_bbox_to_anchor((x, extra / total), transform=fig.transFigure)
     return save(fig, out_stem, formats)
 
 
@@ -194,6 +208,30 @@ def _wrap_axis_labels(fig: Any, axes: Sequence[Any]) -> bool:
                 label.set_text(new)
                 changed = True
     return changed
+
+
+def panel_columns(axes: Sequence[Any]) -> list[list[Any]]:
+    """The ``axes`` grouped by the column of the grid they sit in, left to right (one group per column)."""
+    cols: dict[int, list[Any]] = {}
+    for ax in axes:
+        spec = ax.get_subplotspec() if hasattr(ax, "get_subplotspec") else None
+        key = spec.colspan.start if spec is not None else round(ax.get_position().x0 * 1000)
+        cols.setdefault(key, []).append(ax)
+    return [cols[k] for k in sorted(cols)]
+
+
+def _column_legend(fig: Any, handles: list[Any], labels: list[str], column: list[Any]) -> tuple[Any, float]:
+    """One single-column legend under a column of panels, from its left edge, entries wrapped to its width (so
+    it never reaches past the panel); returns it and the x of its left edge (figure coordinates)."""
+    size = style.SMALL
+    fig_w = fig.get_size_inches()[0]
+    boxes = [ax.get_position() for ax in column]
+    x0, x1 = min(b.x0 for b in boxes), max(b.x1 for b in boxes)
+    pad = (2.2 + 0.8) * size / 72 + 0.12             # handle, handle-text gap and the legend's border, inches
+    text = [wrap(lb, max(0.8, (x1 - x0) * fig_w - pad), size) for lb in labels]
+    leg = fig.legend(handles, text, loc="upper left", bbox_to_anchor=(x0, 0.0), ncols=1, frameon=False,
+                     fontsize=size, borderaxespad=0.0, borderpad=0.2, handletextpad=0.8, labelspacing=0.35)
+    return leg, x0
 
 
 def _bottom_legend(fig: Any, handles: list[Any], labels: list[str], width: float, renderer: Any,

@@ -31,9 +31,24 @@ class Looks:
             self.variant[label] = seen.get(m, 0)
             seen[m] = self.variant[label] + 1
 
-    def name(self, label: str) -> str:
-        """The legend name of ``label``: the label, with a dagger when the curve is not DP."""
-        return self.not_dp.name(label)
+    def name(self, label: str, shown: str | None = None) -> str:
+        """The legend name of ``label``: the label (or ``shown``, another name for it), with a dagger when the
+        curve is not DP."""
+        marked = self.not_dp.name(label)
+        return marked if shown is None else shown + marked[len(str(label)):]
+
+    def within(self, labels: list[str]) -> "Looks":
+        """The same names and colours with the variants of each method numbered over ``labels`` only (in their
+        order): a panel that draws one curve of a method draws it solid, whatever other panels hold."""
+        other = object.__new__(Looks)
+        other.not_dp, other.algorithm = self.not_dp, self.algorithm
+        seen: dict[str, int] = {}
+        other.variant = {}
+        for label in labels:
+            m = style.method(self.algorithm.get(str(label), str(label)))
+            other.variant[str(label)] = seen.get(m, 0)
+            seen[m] = other.variant[str(label)] + 1
+        return other
 
     def look(self, label: str, baseline: bool = False) -> dict[str, Any]:
         """Matplotlib keywords (colour, marker, line style) for the curve ``label``; ``baseline``: a horizontal

@@ -32,6 +32,10 @@ class Figure:
     stem: str
     image: str                              # path relative to the report folder
     links: dict[str, str] = field(default_factory=dict)  # suffix -> path relative to the report folder
+    #: a panelled figure's panels drawn alone (``options.panels``): panel name -> image, relative to the report
+    panels: dict[str, str] = field(default_factory=dict)
+    paper_panel: str | None = None          # the name of the panel to set beside the published figure
+    metric: str | None = None               # the plot's metric (as in the config), to match the paper's values
 
 
 @dataclass
@@ -160,20 +164,40 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
             "drawn by `dpexp report` (no up-to-date figures were found)"
     else:
         exp.figure_source = f"from {folder}"
-    # the experiment's figures only: a stale image of a plot since renamed or removed is not shown
-    order = [s for s in stems if s in images] + sorted(s for s in images if s not in stems
+    # the experiment's figures only: a stale image of a plot since renamed or removed is not shown; the panels of
+    # a panelled figure drawn alone go with it (linked, and the paper's panel beside the paper's values)
+    plots = dict(zip(stems, (exp.manifest.get("config") or {}).get("plots") or [{}]))
+    panel_of = {f"{stem}_{name}": (stem, name) for stem, plot in plots.items() for name in _panel_names(plot)}
+    order = [s for s in stems if s in images] + sorted(s for s in images if s not in stems and s not in panel_of
                                                        and any(s.startswith(f"{e}_") for e in stems))
     target.mkdir(parents=True, exist_ok=True)
     for stem in order:
         src = images[stem]
-        fig = Figure(stem, _copy(src, target, report_dir))
+        plot = plots.get(stem) or {}
+        fig = Figure(stem, _copy(src, target, report_dir), metric=plot.get("metric"))
         for suffix in LINK_SUFFIXES:
             other = src.with_suffix(suffix)
             if other.is_file() and other != src:
                 fig.links[suffix.lstrip(".")] = _copy(other, target, report_dir)
+        for pstem, (owner, name) in panel_of.items():
+            if owner == stem and pstem in images:
+                fig.panels[name] = _copy(images[pstem], target, report_dir)
+        fig.paper_panel = next((str(p.get("name")) for p in _panel_list(plot) if p.get("paper")
+                                and str(p.get("name")) in fig.panels), None)
         exp.figures.append(fig)
     if not exp.figures:
         exp.problems.append("the plot command wrote no image")
+
+
+def _panel_list(plot: dict[str, Any]) -> list[dict[str, Any]]:
+    panels = (plot.get("options") or {}).get("panels") if isinstance(plot, dict) else None
+    return [p for p in panels or [] if isinstance(p, dict) and p.get("name")]
+
+
+def _panel_names(plot: dict[str, Any]) -> list[str]:
+    """The panels a plot's config lists (``options.panels[].name``): each is also drawn alone as
+    ``<stem>_<name>`` (dpexp/plotting/facets.py)."""
+    return [str(p["name"]) for p in _panel_list(plot)]
 
 
 def _copy(src: Path, target: Path, report_dir: Path) -> str:

@@ -35,6 +35,9 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure{margin:0;flex:1 1 560px;max-width:760px;border:1px solid #ddd;padding:.5em;background:#fff}
 figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#333;margin-top:.3em}
+figure.wide{flex:1 1 100%;max-width:1200px}
+.beside{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}.beside figure{flex:0 1 420px}
+.beside>div{flex:1 1 480px;overflow-x:auto}
 .problem{background:#fff3cd;border:1px solid #e0c36a;padding:.4em .6em}
 .muted{color:#555;font-size:.9em}.notdp{color:#a00000;font-weight:600}
 .holds{color:#075e07}.fails{color:#a00000}
@@ -163,10 +166,12 @@ def _figures(e: Experiment, not_dp: set[str]) -> Html:
     figs = []
     for f in e.figures:
         links = join((tag("a", k.upper(), href=url(v)) for k, v in sorted(f.links.items())), " · ")
+        alone = join((tag("a", name, href=url(img)) for name, img in f.panels.items()), " · ")
         cap = join([tag("strong", f.stem), " · ", tag("a", "image", href=url(f.image)),
-                    Html(" · ") if f.links else "", links, marks])
+                    Html(" · ") if f.links else "", links,
+                    join([" · each panel alone (column width): ", alone]) if f.panels else "", marks])
         figs.append(tag("figure", join([Html(f'<img src="{esc(url(f.image))}" alt="{esc(f.stem)}">'),
-                                        tag("figcaption", cap)])))
+                                        tag("figcaption", cap)]), class_="wide" if f.panels else None))
     return Html(tag("h3", f"Figures ({len(e.figures)})") + '<div class="figs">\n' + "\n".join(figs) + "\n</div>\n")
 
 
@@ -209,11 +214,32 @@ def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html
                      " The paper gives this figure's values only in the plot image (not in text): nothing to "
                      "compare numerically.")
     out.append(tag("p", "".join(intro)))
+    body = Html("")
     if refs.entries:
         rows = [_paper_row(e, entry, all_refs) for entry in refs.entries]
-        out.append(table(["quantity", "paper (as written)", "source", "ours", "difference", "check (our reading)",
-                          "note"], rows, numeric={3, 4}))
+        body = table(["quantity", "paper (as written)", "source", "ours", "difference", "check (our reading)",
+                      "note"], rows, numeric={3, 4})
+    panel = _paper_panel(e, refs)
+    if panel is not None:   # the panel to set beside the published figure, with the paper's values beside it
+        fig, name = panel
+        img = Html(f'<img src="{esc(url(fig.panels[name]))}" alt="{esc(fig.stem)}_{esc(name)}">')
+        cap = tag("figcaption", join([tag("strong", f"{fig.stem}_{name}"), f": the panel “{name}” of {fig.stem} "
+                                      f"alone, to set beside {refs.figure}"]))
+        out.append(Html('<div class="beside">' + tag("figure", join([img, cap])) + f"<div>{body}</div></div>\n"))
+    else:
+        out.append(body)
     return Html("".join(out))
+
+
+def _paper_panel(e: Experiment, refs: Any) -> tuple[Any, str] | None:
+    """(figure, panel name) of the ``paper: true`` panel to show beside the paper's values: that of the figure
+    whose metric the values use (the first entry's), else of the first figure that has one."""
+    with_panel = [f for f in e.figures if f.paper_panel]
+    if not with_panel:
+        return None
+    metrics = [entry.ours.metric for entry in refs.entries if entry.ours is not None]
+    fig = next((f for f in with_panel if metrics and f.metric == metrics[0]), with_panel[0])
+    return fig, str(fig.paper_panel)
 
 
 def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None) -> list[Any]:

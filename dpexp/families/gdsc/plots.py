@@ -23,13 +23,16 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dpexp import registry
 from dpexp.errors import UserError
 from dpexp.plotting.base import (SHORT, PlotOptions, auto_width, axis_label, decorate, finish_plot, new_figure,
                                  panels)
+from dpexp.plotting import style
 from dpexp.plotting.curve import grid_ticks, spread_text
+from dpexp.plotting.facets import Panel, PanelSpec, assign, check_panels
+from dpexp.plotting.facets import footnote as facet_footnote
 from dpexp.plotting.heatmap import heat_figure
 from dpexp.plotting.looks import Looks
 from dpexp.plotting.titles import number
@@ -148,7 +151,15 @@ class GdscCurveOptions(PlotOptions):
     ylim: list[float] | None = None
     legend: Literal["inside", "below", "outside"] = "below"
     """below the plot (one legend, columns as fit), inside it, or outside (= below: an outside legend widened the
-    figure)"""
+    figure); a panelled figure has a legend under each panel"""
+    panels: list[PanelSpec] = Field(default_factory=list)
+    """groups of labels drawn side by side at page width with one y axis, at most 8 curves and a legend each;
+    each panel is also written as its own column-width figure <name>_<panel name> (dpexp/plotting/facets.py)"""
+
+    @model_validator(mode="after")
+    def _panels(self) -> "GdscCurveOptions":
+        check_panels(self.panels)
+        return self
 
 
 @register_plot(options=GdscCurveOptions)
@@ -165,6 +176,8 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     s = summary(df, metric, ["label", "dataset_params", *extra, x])
     looks = Looks(df, manifest)
     facets = list(s.groupby(extra, sort=True)) if extra else [((), s)]
+    if o.panels:
+        return _panelled(df, s, facets, extra, spec, manifest, out_stem, formats, o, looks, metric, x)
     if extra:
         fig, axes = panels(len(facets))
     else:
@@ -186,25 +199,81 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
                        legend="inside" if o.legend == "inside" else "below")
 
 
-def _draw_gdsc_panel(ax: Any, s: pd.DataFrame, df: pd.DataFrame, x: str, o: GdscCurveOptions, looks: Looks) -> None:
-    """The curves of one panel of ``gdsc_curve`` (``s``: its summary rows)."""
-    order = list(dict.fromkeys(df["label"]))
+def _draw_gdsc_panel(ax: Any, s: pd.DataFrame, df: pd.DataFrame, x: str, o: GdscCurveOptions, looks: Looks,
+                     panel: Panel | None = None, home: dict[str, str] | None = None) -> None:
+    """The curves of one panel of ``gdsc_curve`` (``s``: its summary rows).  ``panel``: the labels to draw, in
+    its order, with its legend names; its references are drawn lighter and named "(as in (b))" after their home
+    panel's letter (``home``: label -> letter)."""
+    order = panel.curves if panel is not None else list(dict.fromkeys(df["label"]))
+    refs = set(panel.references) if panel is not None else set()
     # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
     # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
     multi = s.groupby("label")["dataset_params"].nunique()
     # colours by algorithm, line styles by variant (the paper-protocol and our curves of one method): Looks
     for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
+        if panel is not None and label not in order:
+            continue
         g = g.sort_values(x)
-        name = looks.name(label) + (f" ({dparams})" if multi[label] > 1 and label not in o.baselines else "")
+        shown = panel.shown(label) if panel is not None else None
+        if shown is not None and label in refs and home and label in home:
+            shown += f" (as in ({home[label]}))"
+        name = looks.name(label, shown)
+        name += f" ({dparams})" if multi[label] > 1 and label not in o.baselines else ""
+        light = {"alpha": 0.55, "linewidth": 1.0} if label in refs else {}
         if label in o.baselines:
-            ax.axhline(float(g["mean"].mean()), linewidth=1.2,
-                       label=name if "baseline" in name.lower() else f"{name} (baseline)",
-                       **looks.look(label, baseline=True))
+            ax.axhline(float(g["mean"].mean()), label=name if "baseline" in name.lower() else f"{name} (baseline)",
+                       **{"linewidth": 1.2, **looks.look(label, baseline=True), **light})
             continue
         err = {"std": g["std"].fillna(0), "sem": (g["std"] / np.sqrt(g["repeats"].clip(lower=1))).fillna(0),
                "none": 0 * g["std"].fillna(0)}[o.error].to_numpy(float)
-        ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, label=name, **looks.look(label))
+        ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=err, label=name,
+                    **{**looks.look(label), **light})
+
+
+def _panelled(df: pd.DataFrame, s: pd.DataFrame, facets: list[Any], extra: list[str], spec: Any,
+              manifest: dict[str, Any], out_stem: Path, formats: list[str], o: GdscCurveOptions, looks: Looks,
+              metric: str, x: str) -> list[Path]:
+    """``options.panels``: one figure at page width, a column per panel (a row per value of another varying grid
+    column), one y axis, a legend under each panel; then each panel as its own column-width figure
+    ``<stem>_<panel name>`` on the same y range (dpexp/plotting/facets.py)."""
+    present = [lb for lb in dict.fromkeys(df["label"]) if lb in set(s["label"])]
+    groups = assign(present, o.panels)
+    home = {lb: p.letter for p in groups for lb in p.labels}
+    reasons = looks.not_dp.reasons
+    reps = int(s["repeats"].max()) if len(s) else 0
+    subtitle = mean_text(df, o.error, reps)
+
+    def draw(axes: list[Any], cols: list[Panel], first_col_ylabel: bool) -> None:
+        for i, (key, sf) in enumerate(facets):
+            key = key if isinstance(key, tuple) else (key,)
+            where = ", ".join(f"{SHORT.get(c, c)} = {number(v)}" for c, v in zip(extra, key))
+            for j, p in enumerate(cols):
+                ax = axes[i * len(cols) + j]
+                _draw_gdsc_panel(ax, sf, df, x, o, looks.within(p.references + p.labels), p, home)
+                decorate(ax, axis_label(x) if i == len(facets) - 1 else "",
+                         axis_label(metric) if j == 0 or not first_col_ylabel else "",
+                         p.heading + (f", {where}" if where else ""))
+                if o.logx:
+                    ax.set_xscale("log")
+                    grid_ticks(ax, sf[x].to_numpy(float))
+                if o.ylim:
+                    ax.set_ylim(*o.ylim)
+
+    fig, axes = panels(len(groups) * len(facets), o.size or "page", shape=(len(facets), len(groups)), sharey=True)
+    draw(axes, groups, True)
+    ylim = axes[0].get_ylim()
+    written = finish_plot(fig, spec, manifest, out_stem, formats, subtitle=subtitle, legend="panels",
+                          notes=[facet_footnote(groups, reasons)])
+    for p in groups:   # each panel alone, a column wide, on the shared y range
+        fig, axes = panels(len(facets), "column", shape=(len(facets), 1), height=0.85 * style.COLUMN
+                           if len(facets) == 1 else None)
+        draw(axes, [p], False)
+        for ax in axes:
+            ax.set_ylim(*ylim)
+        written += finish_plot(fig, spec, manifest, out_stem.with_name(f"{out_stem.name}_{p.name}"), formats,
+                               subtitle=subtitle, notes=[facet_footnote([p], reasons)])
+    return written
 
 
 # ----------------------------------------------------------------------------------------------------------------
