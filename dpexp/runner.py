@@ -35,7 +35,8 @@ import numpy as np
 from isal import isal_zlib
 
 from dpexp import cache, manifest
-from dpexp.errors import UserError
+from dpexp.errors import AlgorithmFailure, UserError
+from dpexp.privacy.budget import check_spend
 from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import SeededNoise, make_noise
@@ -421,7 +422,8 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
         except Exception as exc:  # a bug in run_many itself: fail every cell of this group
             got = [exc] * len(splits)
         got = list(itertools.islice(got, len(splits)))   # placed as the loop below places them: one per split,
-        return got + [None] * (len(splits) - len(got))   # in order, None past the last
+        got += [None] * (len(splits) - len(got))           # in order, None past the last
+        return _checked(av.instance, got, epsilon, delta)
     outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
     good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
     if good:
@@ -432,7 +434,50 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
             got = [exc] * len(good)
         for i, o in zip(good, got):
             outputs[i] = o
+    return _checked(av.instance, outputs, epsilon, delta)
+
+
+def _checked(algorithm: Any, outputs: list[Any], epsilon: float, delta: float) -> list[Any]:
+    """``outputs`` with each ``Output`` that must not become rows replaced by an ``AlgorithmFailure`` (its cell
+    fails with that one-line reason, counted like any failed cell): a guarantee that spent more than the cell asked
+    for (``budget.check_spend``, checked once per guarantee object: most cells of a variant share one), or an
+    estimate that is not finite (``_non_finite``)."""
+    seen: dict[int, tuple[Any, str]] = {}
+    for i, out in enumerate(outputs):
+        if type(out) is not Output:
+            continue
+        g = out.guarantee
+        got = seen.get(id(g))
+        if got is None or got[0] is not g:
+            got = seen[id(g)] = (g, check_spend(algorithm, g, epsilon, delta))
+        problem = got[1] or _non_finite(out)
+        if problem:
+            outputs[i] = AlgorithmFailure(problem)
     return outputs
+
+
+def _non_finite(out: Output) -> str:
+    """'' for an estimate the rows may carry, else why not.  A trial's predictions are all finite (its estimate) or
+    all NaN (a declared failure, ⊥, counted by ``failure_rate``); anything else — an infinite value, a trial that is
+    NaN at some test points only, NaN coefficients beside finite predictions — is an estimate gone NaN (e.g. from
+    non-finite data) and fails its cell."""
+    pred = out.predictions
+    if np.isfinite(pred).all():   # the usual: one pass
+        coef = out.coef
+        if coef is None or np.isfinite(coef).all():
+            return ""
+        return "estimate not finite: NaN or infinite coefficients beside finite predictions"
+    if np.isinf(pred).any():
+        return "estimate not finite: infinite predictions"
+    nan = np.isnan(pred)
+    if (nan.any(axis=1) & ~nan.all(axis=1)).any():
+        return "estimate not finite: a trial's predictions are NaN at some test points only"
+    coef = out.coef
+    if coef is not None:
+        c = np.asarray(coef, dtype=float).reshape(pred.shape[0], -1)
+        if (~np.isfinite(c).all(axis=1) & ~nan.all(axis=1)).any():
+            return "estimate not finite: NaN or infinite coefficients beside finite predictions"
+    return ""
 
 
 @dataclass
