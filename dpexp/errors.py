@@ -18,3 +18,8 @@ class DataNotFoundError(UserError):
 
 class AlgorithmFailure(Exception):
     """An algorithm could not produce an output for a cell (recorded, the run continues)."""
+
+
+class DataValueError(UserError):
+    """A data file holds a value its loader cannot use (a missing, non-numeric or infinite number); the message
+    names the file, the row and the column (``dpexp.datasets.checks``)."""

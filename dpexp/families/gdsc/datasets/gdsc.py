@@ -67,6 +67,7 @@ from pydantic import Field, model_validator
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path
+from dpexp.datasets.checks import require_finite
 from dpexp.errors import UserError
 from dpexp.families.gdsc.datasets import protocols
 from dpexp.registry import register_dataset
@@ -141,6 +142,8 @@ def _read_raw(expr_path: Path, ic50_path: Path, source: tuple) -> _Raw:
     if len(genes) < 5:
         raise UserError(f"{expr_path}: expected gene columns after COSMIC_ID, cell_line_name, evidence; got {genes}")
     drug_cols = [c for c in ic.columns if c != "COSMIC_ID"]
+    require_finite(expr, genes, expr_path)
+    require_finite(ic, drug_cols, ic50_path, missing_ok=True)   # an empty IC50: untested, dropped per drug
     expr = expr.dropna(subset=["COSMIC_ID"]).drop_duplicates("COSMIC_ID", keep="first")
     expr["COSMIC_ID"] = expr["COSMIC_ID"].astype(np.int64)
     ic = ic.drop_duplicates("COSMIC_ID", keep="first")
