@@ -273,11 +273,20 @@ class TableDataset(Dataset):
 
 
 class Metric:
-    """A scalar summary of one cell's ``Output`` against its ``Split``."""
+    """A scalar summary of one cell's ``Output`` against its ``Split``.
+
+    ``reads_private``: True when the value is a function of the split's *private* rows beyond what the algorithm
+    released (e.g. the error against the non-private OLS of the private rows): an evaluation against private data,
+    not a release.  The runner writes such rows with guarantee ``none`` and the note "evaluation against private
+    data; release: <the cell's guarantee>" (``privacy.guarantee.evaluation_columns``); plots and the report read the
+    release's guarantee from the other rows or that note.  A subclass whose answer depends on its parameters makes
+    it a property.  Metrics of the output against the test rows, public rows or public facts leave it False.
+    """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = NoParams
+    reads_private: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)

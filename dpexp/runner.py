@@ -37,7 +37,7 @@ from isal import isal_zlib
 from dpexp import cache, manifest
 from dpexp.errors import AlgorithmFailure, UserError
 from dpexp.privacy.budget import check_spend
-from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
+from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, NON_PRIVATE, Guarantee, evaluation_columns
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import SeededNoise, make_noise
 from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
@@ -239,7 +239,38 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                     score()
                     held = 0
     score()
-    return records
+    return _mark_evaluation(exp, records)
+
+
+#: where a record's head holds its guarantee columns
+_GUARANTEE_AT = COLUMNS.index("guarantee")
+
+
+def _mark_evaluation(exp: ResolvedExperiment, records: list[Record]) -> list[Record]:
+    """``records`` with the rows of evaluation metrics (``Metric.reads_private``) given the guarantee columns of an
+    evaluation (``evaluation_columns``: ``none``, "evaluation against private data", the release named in the note),
+    in the same row order: a record whose metrics mix both is cut into consecutive runs, an evaluation run made a
+    plain (head, values, seed key) record.  A failed cell (every value an error) keeps its rows as they are.  No
+    evaluation metric in the config (the usual): ``records`` unchanged."""
+    labels = {label for label, metric in exp.metrics if getattr(metric, "reads_private", False)}
+    if not labels:
+        return records
+    g0, g1 = _GUARANTEE_AT, _GUARANTEE_AT + len(GUARANTEE_COLUMNS)
+    heads: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+    out: list[Record] = []
+    for rec in records:
+        values = rec[1]
+        if not any(m in labels for m, _, _ in values) or all(e for _, _, e in values):
+            out.append(rec)
+            continue
+        head = rec[0]
+        got = heads.get(id(head))
+        if got is None or got[0] is not head:
+            got = heads[id(head)] = (head, (*head[:g0], *evaluation_columns(head[g0:g1]), *head[g1:]))
+        for is_eval, run in itertools.groupby(values, key=lambda v: v[0] in labels):
+            run = list(run)
+            out.append((got[1], run, rec[2]) if is_eval else (*rec[:1], run, *rec[2:]))
+    return out
 
 
 #: the bytes of an ``Output``'s predictions (``chunk_records``' count of what it holds)

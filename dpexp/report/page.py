@@ -21,6 +21,9 @@ from dpexp.plotting.titles import fill
 from dpexp.report.collect import Experiment
 from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
 
+EVALUATION_NOTE = ("Evaluation metrics read the private rows (e.g. the error against the non-private OLS of the "
+                   "private rows): their rows say guarantee none, “evaluation against private data”; they measure "
+                   "a release, they are not one, and the guarantee shown is the release's.")
 DAGGER_NOTE = ("† not differentially private: a non-private baseline, a heuristic without a formal guarantee, or a "
                "computation that touches private rows without paying (the reason is in the privacy table).")
 
@@ -176,7 +179,8 @@ def _collapse(privacy: list[CurvePrivacy]) -> list[tuple[str, CurvePrivacy]]:
     groups: dict[tuple[Any, ...], list[CurvePrivacy]] = {}
     for c in privacy:
         base = c.label.split("[", 1)[0] if c.label.endswith("]") and "[" in c.label else c.label
-        key = (base, c.algorithms, c.guarantee, c.epsilon, c.delta, c.rho, c.neighbouring, c.note, c.source)
+        key = (base, c.algorithms, c.guarantee, c.epsilon, c.delta, c.rho, c.neighbouring, c.note, c.source,
+               c.evaluation)
         groups.setdefault(key, []).append(c)
     return [(cs[0].label if len(cs) == 1 else f"{key[0]}[…] ({len(cs)} parameter settings)", cs[0])
             for key, cs in groups.items()]
@@ -187,7 +191,8 @@ def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
     for shown, c in _collapse(privacy):
         label = join([shown, tag("span", " " + DAGGER, class_="notdp")]) if c.not_dp else shown
         words = tag("span", c.words, class_="notdp") if c.not_dp else c.words
-        rows.append([label, c.algorithms, words, c.epsilon, c.delta, c.rho, c.neighbouring, c.note])
+        rows.append([label, c.algorithms, words, c.epsilon, c.delta, c.rho, c.neighbouring, c.note,
+                     c.evaluation])
     sources = sorted({c.source for c in privacy})
     if sources == ["results.csv"]:
         src = "From the per-row guarantee columns of results.csv (what each row spent)."
@@ -196,8 +201,10 @@ def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
                "run again with a newer dpexp to record them).")
     return Html(tag("h3", "Privacy of each curve")
                 + table(["curve", "algorithm", "guarantee", "ε spent", "δ spent", "ρ spent", "neighbouring",
-                         "note"], rows)
-                + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else ""]), class_="muted"))
+                         "note", "evaluation metrics"], rows)
+                + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else "",
+                                 " " + EVALUATION_NOTE if any(c.evaluation for c in privacy) else ""]),
+                      class_="muted"))
 
 
 def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html:
