@@ -17,6 +17,7 @@ import contextlib
 import csv
 import gc
 import gzip
+import hashlib
 import io
 import itertools
 import json
@@ -977,7 +978,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     parts = out / PARTS
     parts.mkdir(exist_ok=True)
     chunks = plan_chunks(exp)
-    done_files = _part_names(parts)
+    done_files = _verified_part_names(parts)
     todo = [c for c in chunks if c.file_name not in done_files]
     # local worker processes read the driver's data directory; a cluster's workers read their own
     local_data = None if cluster is not None else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
@@ -1059,7 +1060,8 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
             if isinstance(done, WorkerProblem):
                 raise UserError(f"worker {done.worker}: {done.message}")
             if done.summary is not None:   # first, so a part on disk always has its summary beside it
-                cache.write_atomic(parts / _summary_name(names[done.index]), json.dumps(done.summary).encode())
+                cache.write_atomic(parts / _summary_name(names[done.index]),
+                                   json.dumps(_with_check(done.summary, done.data, done.gz)).encode())
             cache.write_atomic(parts / (names[done.index] + (GZ if done.gz else "")), done.data)
             if bar is not None:
                 bar.update(done.cells)
@@ -1090,6 +1092,52 @@ def _part_names(parts: Path) -> set[str]:
         if name.endswith(".csv") and not name.startswith("."):
             names.add(name)
     return names
+
+
+def _with_check(summary: dict[str, Any], data: bytes, gz: bool) -> dict[str, Any]:
+    """A part's summary with what resume checks the part against (``_verified_part_names``): its length, SHA-256
+    and, for a plain part, its number of rows (a compressed part's ``lines`` are already there)."""
+    out = {**summary, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if not gz:
+        out["lines"] = data.count(b"\n")
+    return out
+
+
+def _part_problem(parts: Path, name: str) -> str:
+    """'' when the part ``name`` matches the length, hash and row count recorded beside it, else what is wrong."""
+    side = parts / _summary_name(name)
+    try:
+        rec = json.loads(side.read_bytes())
+    except (OSError, ValueError):
+        return "no readable record of its rows beside it"
+    if not isinstance(rec, dict) or "sha256" not in rec or "bytes" not in rec:
+        return "no recorded hash (written by an older dpexp)"
+    path, gz = _part_file(parts, name)
+    data = path.read_bytes()
+    if len(data) != rec["bytes"]:
+        return f"{len(data)} bytes where {rec['bytes']} were written"
+    if hashlib.sha256(data).hexdigest() != rec["sha256"]:
+        return "its SHA-256 differs from the one recorded"
+    lines = data.count(b"\n") if not gz else None
+    if lines is not None and "lines" in rec and lines != rec["lines"]:
+        return f"{lines} rows where {rec['lines']} were written"
+    return ""
+
+
+def _verified_part_names(parts: Path) -> set[str]:
+    """The parts a resumed run keeps (``_part_names``), each checked against its record (``_part_problem``); a bad
+    part (truncated, altered, or without a record) is removed with its record, said in one line on stderr, and so
+    computed again."""
+    good = set()
+    for name in sorted(_part_names(parts)):
+        problem = _part_problem(parts, name)
+        if not problem:
+            good.add(name)
+            continue
+        print(f"warning: {parts / name}: {problem}; computing that chunk again", file=sys.stderr, flush=True)
+        for f in (parts / name, parts / (name + GZ), parts / _summary_name(name)):
+            f.unlink(missing_ok=True)
+    return good
 
 
 def _summary_name(part: str) -> str:
@@ -1173,7 +1221,10 @@ def merge_parts(out: Path, chunks: list[Chunk]
         raw_fh.close()
         os.replace(tmp, path)
     finally:  # interrupted mid-merge: no half-written file left behind (the parts are still there to resume)
-        raw_fh.close()
+        try:
+            raw_fh.close()
+        except OSError:   # its buffer cannot be written either (disk full): the error on its way out says so
+            pass
         tmp.unlink(missing_ok=True)
     (out / ("results.csv" if big else "results.csv.gz")).unlink(missing_ok=True)
     fail_list = [dict(zip(CELL_COLUMNS, k), error=v) for k, v in failures.items()]
