@@ -190,6 +190,10 @@ class Dataset:
       states it, and the runner adds it to every row's guarantee.
     * ``data_files``: the files the dataset reads (relative to a data directory) and their SHA-256 (None where no
       byte checksum is known); ``dpexp data download`` fetches nothing when they are present and verify.
+    * ``subsets_share_rows``: True when every subset is a release about the same people (GDSC: each drug's model
+      is fitted on the same cell lines), so a person's loss composes over the run's subsets; the manifest's
+      privacy summary then states that total (``accounting.repeated_release``).  False: subsets are disjoint
+      (parallel composition) or there is one.
     """
 
     name: ClassVar[str] = ""
@@ -197,6 +201,7 @@ class Dataset:
     shared_split: ClassVar[bool] = False
     download_hint: ClassVar[str | None] = None
     release_point: ClassVar[str] = ""
+    subsets_share_rows: ClassVar[bool] = False
     data_files: ClassVar[dict[str, str | None]] = {}
     Params: ClassVar[type[Params]] = NoParams
 

@@ -149,6 +149,7 @@ def _section(e: Experiment, privacy: list[CurvePrivacy], refs: Any, all_refs: Pa
                    ("fast mode", fast_mode(e.manifest) or "no"), ("figures", e.figure_source or "none")]))
     out.append(_figures(e, not_dp))
     out.append(_privacy_table(privacy))
+    out.append(_repeated_table(m))
     if refs is not None:
         out.append(_paper_table(e, refs, all_refs))
     if e.df is not None:
@@ -205,6 +206,34 @@ def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
                 + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else "",
                                  " " + EVALUATION_NOTE if any(c.evaluation for c in privacy) else ""]),
                       class_="muted"))
+
+
+def _repeated_table(manifest: dict[str, Any]) -> Html:
+    """The manifest's totals over releases about the same people (``manifest.repeated_releases``: GDSC's drugs of
+    one cell line), basic composition beside the tighter one; '' when the run has none."""
+    reps = ((manifest.get("privacy_summary") or {}).get("repeated_releases")) or []
+    if not reps:
+        return Html("")
+
+    def pair(t: dict[str, Any]) -> str:
+        if "epsilon" not in t:
+            return f"ρ = {fmt(t['rho'])}"
+        return f"ε = {fmt(t['epsilon'])}, δ = {fmt(t.get('delta', 0.0))}"
+
+    rows, limit = [], 40
+    for r in reps[:limit]:
+        per = ("ε = " + fmt(r["epsilon_spent"])) if r.get("epsilon_spent") is not None else f"ρ = {fmt(r['rho_spent'])}"
+        rows.append([r["label"], r["algorithm"], fmt(r["epsilon"]) if r.get("epsilon") is not None else "", per,
+                     str(r["releases"]), pair(r["basic"]), pair(r["tighter"]), r["tighter"].get("method", "")])
+    note = ("One person (a row of the private data, e.g. a cell line) is in every subset's release here (GDSC: one "
+            "model per drug on the same cell lines), so their loss composes over the subsets: an upper bound (a "
+            "person missing from a subset is in fewer releases), from dpexp's own accounting."
+            + (f" The first {limit} of {len(reps)} guarantees; all are in manifest.json." if len(reps) > limit
+               else ""))
+    return Html(tag("h3", "Total over releases about the same people")
+                + table(["curve", "algorithm", "ε asked", "per release", "releases", "basic composition",
+                         "tighter composition", "method"], rows)
+                + tag("p", note, class_="muted"))
 
 
 def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html:
