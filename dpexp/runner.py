@@ -472,19 +472,31 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
 def _checked(algorithm: Any, outputs: list[Any], epsilon: float, delta: float) -> list[Any]:
     """``outputs`` with each ``Output`` that must not become rows replaced by an ``AlgorithmFailure`` (its cell
     fails with that one-line reason, counted like any failed cell): a guarantee that spent more than the cell asked
-    for (``budget.check_spend``, checked once per guarantee object: most cells of a variant share one), or an
-    estimate that is not finite (``_non_finite``)."""
-    seen: dict[int, tuple[Any, str]] = {}
+    for (``budget.check_spend``, once per guarantee object: most cells of a variant share one), or an estimate that
+    is not finite (``_non_finite``).  The usual group (one guarantee within its ask, every number finite) is told
+    by one sum over the group's predictions and coefficients, concatenated (NaN or ±inf anywhere makes it
+    non-finite; an overflow to ±inf merely takes the cell-by-cell path), not cell by cell."""
+    outs = [o for o in outputs if type(o) is Output]
+    if not outs:
+        return outputs
+    over: dict[int, str] = {}
+    for g in {id(o.guarantee): o.guarantee for o in outs}.values():
+        msg = check_spend(algorithm, g, epsilon, delta)
+        if msg:
+            over[id(g)] = msg
+    try:
+        coefs = [o.coef for o in outs if o.coef is not None]
+        finite = math.isfinite(np.concatenate([o.predictions for o in outs], axis=None).sum()
+                               + (np.concatenate(coefs, axis=None).sum() if coefs else 0.0))
+    except Exception:   # e.g. coefficients that are not an array: checked cell by cell
+        finite = False
+    if finite and not over:
+        return outputs
     for i, out in enumerate(outputs):
-        if type(out) is not Output:
-            continue
-        g = out.guarantee
-        got = seen.get(id(g))
-        if got is None or got[0] is not g:
-            got = seen[id(g)] = (g, check_spend(algorithm, g, epsilon, delta))
-        problem = got[1] or _non_finite(out)
-        if problem:
-            outputs[i] = AlgorithmFailure(problem)
+        if type(out) is Output:
+            problem = over.get(id(out.guarantee)) or ("" if finite else _non_finite(out))
+            if problem:
+                outputs[i] = AlgorithmFailure(problem)
     return outputs
 
 
