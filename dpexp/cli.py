@@ -2,12 +2,14 @@
 
 User errors (bad config, missing data, bad arguments) exit with code 2 and one line on stderr, no traceback.
 ``dpexp run`` exits 1 when some cells failed (they are recorded), 130 when interrupted (Ctrl-C, SIGINT), 143 when
-terminated (SIGTERM: a batch scheduler's cancel or time limit), 0 otherwise; both interruptions print one line and
-keep the finished chunks, so the same command resumes.
+terminated (SIGTERM: a batch scheduler's cancel or time limit), 3 when a write finds no space (disk full, a quota
+or a file-size limit), 0 otherwise; the interruptions and a full disk print one line and keep the finished chunks,
+so the same command resumes.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -20,6 +22,8 @@ from dpexp import __version__
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention
 EXIT_TERMINATED = 143   # 128 + SIGTERM: a scheduler (SLURM, PBS, kill) can tell its own cancel from a Ctrl-C
+EXIT_DISK_FULL = 3      # no space left on the device, a disk quota or a file-size limit (ENOSPC, EDQUOT, EFBIG)
+_NO_SPACE = {errno.ENOSPC, errno.EFBIG} | ({errno.EDQUOT} if hasattr(errno, "EDQUOT") else set())
 
 
 class Terminated(KeyboardInterrupt):
@@ -51,6 +55,11 @@ class _Group(click.Group):
         except UserError as exc:
             _fail(str(exc))
         except OSError as exc:
+            if exc.errno in _NO_SPACE:   # disk full, quota or file-size limit: its own code, one line
+                where = f" writing {exc.filename}" if exc.filename else ""
+                click.echo(f"error: no space left{where}: {exc.strerror or exc}; free space (or raise the limit) "
+                           "and rerun the same command: finished chunks are kept and resumed", err=True)
+                sys.exit(EXIT_DISK_FULL)
             # an output path that cannot be created or written (a file in the way, no permission, disk full) is the
             # user's to fix: one line, not a traceback; OS errors without a path are not ours to judge
             if exc.filename is None:

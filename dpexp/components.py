@@ -239,6 +239,10 @@ class Dataset:
       states it, and the runner adds it to every row's guarantee.
     * ``data_files``: the files the dataset reads (relative to a data directory) and their SHA-256 (None where no
       byte checksum is known); ``dpexp data download`` fetches nothing when they are present and verify.
+    * ``subsets_share_rows``: True when every subset is a release about the same people (GDSC: each drug's model
+      is fitted on the same cell lines), so a person's loss composes over the run's subsets; the manifest's
+      privacy summary then states that total (``accounting.repeated_release``).  False: subsets are disjoint
+      (parallel composition) or there is one.
     """
 
     name: ClassVar[str] = ""
@@ -246,6 +250,7 @@ class Dataset:
     shared_split: ClassVar[bool] = False
     download_hint: ClassVar[str | None] = None
     release_point: ClassVar[str] = ""
+    subsets_share_rows: ClassVar[bool] = False
     data_files: ClassVar[dict[str, str | None]] = {}
     Params: ClassVar[type[Params]] = NoParams
 
@@ -322,11 +327,20 @@ class TableDataset(Dataset):
 
 
 class Metric:
-    """A scalar summary of one cell's ``Output`` against its ``Split``."""
+    """A scalar summary of one cell's ``Output`` against its ``Split``.
+
+    ``reads_private``: True when the value is a function of the split's *private* rows beyond what the algorithm
+    released (e.g. the error against the non-private OLS of the private rows): an evaluation against private data,
+    not a release.  The runner writes such rows with guarantee ``none`` and the note "evaluation against private
+    data; release: <the cell's guarantee>" (``privacy.guarantee.evaluation_columns``); plots and the report read the
+    release's guarantee from the other rows or that note.  A subclass whose answer depends on its parameters makes
+    it a property.  Metrics of the output against the test rows, public rows or public facts leave it False.
+    """
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     Params: ClassVar[type[Params]] = NoParams
+    reads_private: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = self.Params(**params)

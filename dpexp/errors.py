@@ -25,3 +25,8 @@ class NonFiniteInput(UserError):
     parameter of a loop that needs finite numbers: it refuses before computing anything, with a one-line reason
     (``non-finite value in private x: 2 rows``), instead of looping forever or releasing a DP-labelled number
     computed from NaN (issue 33)."""
+
+
+class DataValueError(UserError):
+    """A data file holds a value its loader cannot use (a missing, non-numeric or infinite number); the message
+    names the file, the row and the column (``dpexp.datasets.checks``)."""

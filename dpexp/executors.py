@@ -9,7 +9,7 @@ the parts are merged in canonical order.
 The choice (``make_executor``):
 
 * ``cluster=None``: ``jobs == 1`` runs in this process; ``jobs > 1`` uses joblib's ``loky`` processes, each of which
-  rebuilds the experiment from the payload once.
+  rebuilds the experiment from the payload once and ends with the driver, even a killed one (``end_with_parent``).
 * ``cluster="local:N"``: a Dask ``LocalCluster`` of N worker processes (one thread each) on 127.0.0.1, started for
   this run and closed after it.
 * ``cluster=ADDRESS`` (``tcp://host:8786``, ``tls://...``): the scheduler of an existing Dask cluster.  Its workers
@@ -85,7 +85,11 @@ class Loky:
         # (only when some were in flight: timing-dependent); the CLI's one line says the same
         warnings.filterwarnings("ignore", message=r".*You could benefit from adjusting the input task iterator",
                                 category=UserWarning)
-        par = Parallel(n_jobs=self.jobs, backend="loky", return_as="generator_unordered", batch_size=1)
+        from joblib.parallel import LokyBackend
+
+        # each worker ends with this process (``end_with_parent``), even when it is killed (kill -9) mid-run
+        backend = LokyBackend(initializer=end_with_parent, initargs=(os.getpid(),))
+        par = Parallel(n_jobs=self.jobs, backend=backend, return_as="generator_unordered", batch_size=1)
         try:
             yield from par(delayed(chunk_task)(payload, c) for c in todo)
         except BaseException:
@@ -106,6 +110,32 @@ class Loky:
 
     def close(self) -> None:
         pass
+
+
+#: how often a loky worker checks that the driver still runs (seconds), and the code it ends with when not
+PARENT_POLL_S = 0.5
+EXIT_ORPHANED = 70
+
+
+def end_with_parent(parent: int, interval: float | None = None) -> None:
+    """Initializer of every loky worker: a daemon thread that ends this process (``os._exit``, no cleanup: the
+    driver that would take its results is gone) once its parent ``parent`` (the driver) is no longer its parent —
+    on Linux an orphan is re-parented, so ``os.getppid()`` changes.  Without it a killed driver (kill -9, OOM)
+    left its workers computing their chunks for nothing and idling for loky's 300 s."""
+    import threading
+    import time
+
+    if os.getppid() != parent:   # not started by the driver (e.g. a loky worker of a worker): nothing to watch
+        return
+    wait = PARENT_POLL_S if interval is None else interval
+
+    def watch() -> None:
+        while True:
+            time.sleep(wait)
+            if os.getppid() != parent:
+                os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="dpexp-end-with-parent", daemon=True).start()
 
 
 class DaskCluster:

@@ -135,7 +135,8 @@ def _num(v: str) -> float | None:
 def privacy_summary(exp: ResolvedExperiment, spent: dict[tuple[str, ...], int]) -> dict[str, Any]:
     """The run's privacy summary, derived from its rows (``spent``: the distinct guarantee fields of the rows, from
     ``runner.merge_parts``, with their row counts): the distinct guarantees per algorithm and requested (ε, δ), the
-    per-release-point rule and preprocessing statement of each dataset, and the noise mode."""
+    per-release-point rule and preprocessing statement of each dataset, the noise mode, and where subsets are
+    releases about the same people, each guarantee's total over them (``repeated_releases``)."""
     rows = []
     for key, count in sorted(spent.items()):
         ds, dsp, alg, label, params, eps, delta, kind, e_s, d_s, r_s, note = key
@@ -150,7 +151,42 @@ def privacy_summary(exp: ResolvedExperiment, spent: dict[tuple[str, ...], int]) 
         "noise": exp.spec.noise, "noise_statement": NOISE_STATEMENTS[exp.spec.noise],
         "datasets": dataset_records(exp),
         "guarantees": rows,
+        "repeated_releases": repeated_releases(exp, rows),
     }
+
+
+def repeated_releases(exp: ResolvedExperiment, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where a dataset's subsets are releases about the same people (``Dataset.subsets_share_rows``: GDSC's drugs
+    of one cell line), the total loss of one person over the run's subsets, per distinct DP guarantee of its rows:
+    basic composition beside a tighter one (``accounting.repeated_release``, dpexp's own accounting; at the row's δ
+    when it asked for one, else ``accounting.REPEATED_DELTA``).  An upper bound: a person missing from some subsets
+    (a cell line not tested with a drug) is in fewer releases."""
+    from dpexp.privacy.accounting import repeated_release
+    from dpexp.privacy.guarantee import Guarantee, is_evaluation
+
+    k_of = {(dv.name, dv.params_str): len(dv.subsets) for dv in exp.datasets
+            if getattr(dv.instance, "subsets_share_rows", False) and len(dv.subsets) > 1}
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[Any, ...]] = set()
+    for r in rows:
+        k = k_of.get((r["dataset"], r["dataset_params"]))
+        if k is None or r["guarantee"] not in ("pure", "approx", "zcdp") or is_evaluation(r["privacy_note"] or ""):
+            continue
+        key = (r["dataset"], r["dataset_params"], r["algorithm"], r["label"], r["params"], r["epsilon"], r["delta"],
+               r["guarantee"], r["epsilon_spent"], r["delta_spent"], r["rho_spent"])
+        if key in seen:
+            continue
+        seen.add(key)
+        nan = float("nan")
+        g = Guarantee(r["guarantee"], *(nan if r[c] is None else float(r[c])
+                                         for c in ("epsilon_spent", "delta_spent", "rho_spent")))
+        asked_delta = r["delta"] if r["delta"] else None
+        total = repeated_release(g, k, asked_delta)
+        if total is not None:
+            out.append({k2: r[k2] for k2 in ("dataset", "dataset_params", "algorithm", "label", "params", "epsilon",
+                                              "delta", "guarantee", "epsilon_spent", "delta_spent", "rho_spent")}
+                       | {"per": "person (one row of the private data) over the run's subsets", **total})
+    return out
 
 
 def started(exp: ResolvedExperiment, raw: dict[str, Any], fingerprint: str, root_seed: int, jobs: int,

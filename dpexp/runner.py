@@ -17,6 +17,7 @@ import contextlib
 import csv
 import gc
 import gzip
+import hashlib
 import io
 import itertools
 import json
@@ -35,8 +36,9 @@ import numpy as np
 from isal import isal_zlib
 
 from dpexp import cache, manifest
-from dpexp.errors import UserError
-from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
+from dpexp.errors import AlgorithmFailure, UserError
+from dpexp.privacy.budget import check_spend
+from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, NON_PRIVATE, Guarantee, evaluation_columns
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import SeededNoise, make_noise
 from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
@@ -238,7 +240,38 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                     score()
                     held = 0
     score()
-    return records
+    return _mark_evaluation(exp, records)
+
+
+#: where a record's head holds its guarantee columns
+_GUARANTEE_AT = COLUMNS.index("guarantee")
+
+
+def _mark_evaluation(exp: ResolvedExperiment, records: list[Record]) -> list[Record]:
+    """``records`` with the rows of evaluation metrics (``Metric.reads_private``) given the guarantee columns of an
+    evaluation (``evaluation_columns``: ``none``, "evaluation against private data", the release named in the note),
+    in the same row order: a record whose metrics mix both is cut into consecutive runs, an evaluation run made a
+    plain (head, values, seed key) record.  A failed cell (every value an error) keeps its rows as they are.  No
+    evaluation metric in the config (the usual): ``records`` unchanged."""
+    labels = {label for label, metric in exp.metrics if getattr(metric, "reads_private", False)}
+    if not labels:
+        return records
+    g0, g1 = _GUARANTEE_AT, _GUARANTEE_AT + len(GUARANTEE_COLUMNS)
+    heads: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+    out: list[Record] = []
+    for rec in records:
+        values = rec[1]
+        if not any(m in labels for m, _, _ in values) or all(e for _, _, e in values):
+            out.append(rec)
+            continue
+        head = rec[0]
+        got = heads.get(id(head))
+        if got is None or got[0] is not head:
+            got = heads[id(head)] = (head, (*head[:g0], *evaluation_columns(head[g0:g1]), *head[g1:]))
+        for is_eval, run in itertools.groupby(values, key=lambda v: v[0] in labels):
+            run = list(run)
+            out.append((got[1], run, rec[2]) if is_eval else (*rec[:1], run, *rec[2:]))
+    return out
 
 
 #: the bytes of an ``Output``'s predictions (``chunk_records``' count of what it holds)
@@ -421,7 +454,8 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
         except Exception as exc:  # a bug in run_many itself: fail every cell of this group
             got = [exc] * len(splits)
         got = list(itertools.islice(got, len(splits)))   # placed as the loop below places them: one per split,
-        return got + [None] * (len(splits) - len(got))   # in order, None past the last
+        got += [None] * (len(splits) - len(got))           # in order, None past the last
+        return _checked(av.instance, got, epsilon, delta)
     outputs: list[Any] = [sp.error if isinstance(sp, _SplitFailure) else None for sp in splits]
     good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
     if good:
@@ -432,7 +466,62 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
             got = [exc] * len(good)
         for i, o in zip(good, got):
             outputs[i] = o
+    return _checked(av.instance, outputs, epsilon, delta)
+
+
+def _checked(algorithm: Any, outputs: list[Any], epsilon: float, delta: float) -> list[Any]:
+    """``outputs`` with each ``Output`` that must not become rows replaced by an ``AlgorithmFailure`` (its cell
+    fails with that one-line reason, counted like any failed cell): a guarantee that spent more than the cell asked
+    for (``budget.check_spend``, once per guarantee object: most cells of a variant share one), or an estimate that
+    is not finite (``_non_finite``).  The usual group (one guarantee within its ask, every number finite) is told
+    by one sum over the group's predictions and coefficients, concatenated (NaN or ±inf anywhere makes it
+    non-finite; an overflow to ±inf merely takes the cell-by-cell path), not cell by cell."""
+    outs = [o for o in outputs if type(o) is Output]
+    if not outs:
+        return outputs
+    over: dict[int, str] = {}
+    for g in {id(o.guarantee): o.guarantee for o in outs}.values():
+        msg = check_spend(algorithm, g, epsilon, delta)
+        if msg:
+            over[id(g)] = msg
+    try:
+        coefs = [o.coef for o in outs if o.coef is not None]
+        finite = math.isfinite(np.concatenate([o.predictions for o in outs], axis=None).sum()
+                               + (np.concatenate(coefs, axis=None).sum() if coefs else 0.0))
+    except Exception:   # e.g. coefficients that are not an array: checked cell by cell
+        finite = False
+    if finite and not over:
+        return outputs
+    for i, out in enumerate(outputs):
+        if type(out) is Output:
+            problem = over.get(id(out.guarantee)) or ("" if finite else _non_finite(out))
+            if problem:
+                outputs[i] = AlgorithmFailure(problem)
     return outputs
+
+
+def _non_finite(out: Output) -> str:
+    """'' for an estimate the rows may carry, else why not.  A trial's predictions are all finite (its estimate) or
+    all NaN (a declared failure, ⊥, counted by ``failure_rate``); anything else — an infinite value, a trial that is
+    NaN at some test points only, NaN coefficients beside finite predictions — is an estimate gone NaN (e.g. from
+    non-finite data) and fails its cell."""
+    pred = out.predictions
+    if np.isfinite(pred).all():   # the usual: one pass
+        coef = out.coef
+        if coef is None or np.isfinite(coef).all():
+            return ""
+        return "estimate not finite: NaN or infinite coefficients beside finite predictions"
+    if np.isinf(pred).any():
+        return "estimate not finite: infinite predictions"
+    nan = np.isnan(pred)
+    if (nan.any(axis=1) & ~nan.all(axis=1)).any():
+        return "estimate not finite: a trial's predictions are NaN at some test points only"
+    coef = out.coef
+    if coef is not None:
+        c = np.asarray(coef, dtype=float).reshape(pred.shape[0], -1)
+        if (~np.isfinite(c).all(axis=1) & ~nan.all(axis=1)).any():
+            return "estimate not finite: NaN or infinite coefficients beside finite predictions"
+    return ""
 
 
 @dataclass
@@ -901,7 +990,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     parts = out / PARTS
     parts.mkdir(exist_ok=True)
     chunks = plan_chunks(exp)
-    done_files = _part_names(parts)
+    done_files = _verified_part_names(parts)
     todo = [c for c in chunks if c.file_name not in done_files]
     # local worker processes read the driver's data directory; a cluster's workers read their own
     local_data = None if cluster is not None else (data_dir or os.environ.get("DPEXP_DATA_DIR"))
@@ -983,7 +1072,8 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
             if isinstance(done, WorkerProblem):
                 raise UserError(f"worker {done.worker}: {done.message}")
             if done.summary is not None:   # first, so a part on disk always has its summary beside it
-                cache.write_atomic(parts / _summary_name(names[done.index]), json.dumps(done.summary).encode())
+                cache.write_atomic(parts / _summary_name(names[done.index]),
+                                   json.dumps(_with_check(done.summary, done.data, done.gz)).encode())
             cache.write_atomic(parts / (names[done.index] + (GZ if done.gz else "")), done.data)
             if bar is not None:
                 bar.update(done.cells)
@@ -1014,6 +1104,52 @@ def _part_names(parts: Path) -> set[str]:
         if name.endswith(".csv") and not name.startswith("."):
             names.add(name)
     return names
+
+
+def _with_check(summary: dict[str, Any], data: bytes, gz: bool) -> dict[str, Any]:
+    """A part's summary with what resume checks the part against (``_verified_part_names``): its length, SHA-256
+    and, for a plain part, its number of rows (a compressed part's ``lines`` are already there)."""
+    out = {**summary, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if not gz:
+        out["lines"] = data.count(b"\n")
+    return out
+
+
+def _part_problem(parts: Path, name: str) -> str:
+    """'' when the part ``name`` matches the length, hash and row count recorded beside it, else what is wrong."""
+    side = parts / _summary_name(name)
+    try:
+        rec = json.loads(side.read_bytes())
+    except (OSError, ValueError):
+        return "no readable record of its rows beside it"
+    if not isinstance(rec, dict) or "sha256" not in rec or "bytes" not in rec:
+        return "no recorded hash (written by an older dpexp)"
+    path, gz = _part_file(parts, name)
+    data = path.read_bytes()
+    if len(data) != rec["bytes"]:
+        return f"{len(data)} bytes where {rec['bytes']} were written"
+    if hashlib.sha256(data).hexdigest() != rec["sha256"]:
+        return "its SHA-256 differs from the one recorded"
+    lines = data.count(b"\n") if not gz else None
+    if lines is not None and "lines" in rec and lines != rec["lines"]:
+        return f"{lines} rows where {rec['lines']} were written"
+    return ""
+
+
+def _verified_part_names(parts: Path) -> set[str]:
+    """The parts a resumed run keeps (``_part_names``), each checked against its record (``_part_problem``); a bad
+    part (truncated, altered, or without a record) is removed with its record, said in one line on stderr, and so
+    computed again."""
+    good = set()
+    for name in sorted(_part_names(parts)):
+        problem = _part_problem(parts, name)
+        if not problem:
+            good.add(name)
+            continue
+        print(f"warning: {parts / name}: {problem}; computing that chunk again", file=sys.stderr, flush=True)
+        for f in (parts / name, parts / (name + GZ), parts / _summary_name(name)):
+            f.unlink(missing_ok=True)
+    return good
 
 
 def _summary_name(part: str) -> str:
@@ -1097,7 +1233,10 @@ def merge_parts(out: Path, chunks: list[Chunk]
         raw_fh.close()
         os.replace(tmp, path)
     finally:  # interrupted mid-merge: no half-written file left behind (the parts are still there to resume)
-        raw_fh.close()
+        try:
+            raw_fh.close()
+        except OSError:   # its buffer cannot be written either (disk full): the error on its way out says so
+            pass
         tmp.unlink(missing_ok=True)
     (out / ("results.csv" if big else "results.csv.gz")).unlink(missing_ok=True)
     fail_list = [dict(zip(CELL_COLUMNS, k), error=v) for k, v in failures.items()]

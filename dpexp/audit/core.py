@@ -10,7 +10,9 @@
    (``events.audit_samples``) → ε̂_lb;
 5. PASS if ε̂_lb ≤ the claimed ε, else FAIL with the witnessing event and counts.  The claim is the worst
    ``Output.guarantee`` of probe runs on the first candidate pair (derived by the algorithm's ledger from the
-   mechanisms it called, never from the config); a ``none`` guarantee is reported NOT-DP with its reason.
+   mechanisms it called, never from the config); a ``none`` guarantee is reported NOT-DP with its reason.  A claim
+   that spends more than the audit asked for (``privacy.budget.check_spend``: the runner fails such a cell) FAILs
+   at once, without statistics: ``epsilon_lb`` is then the ε spent, by arithmetic, and the note says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dpexp.audit.events import EventResult, audit_samples
 from dpexp.audit.neighbours import Design, NeighbourPair, candidate_pairs
 from dpexp.components import Algorithm
 from dpexp.privacy.accounting import zcdp_to_approx_dp_best, zcdp_to_approx_dp_cks
+from dpexp.privacy.budget import check_spend
 from dpexp.rng import stream
 from dpexp.types import Output, Split
 
@@ -79,12 +82,24 @@ def claimed_budget(alg: Algorithm, epsilon: float, delta: float, splits: list[Sp
     g = worst(gs)
     if g.kind == "none":
         return math.nan, math.nan, g.reason
+    over = check_spend(getattr(alg, "alg", alg), g, epsilon, delta)   # an audit view keeps its algorithm as .alg
+    if over:
+        raise Overspend(over, g)
     if rho_delta is not None and g.kind in ("zcdp", "approx") and math.isfinite(g.rho):
         return zcdp_to_approx_dp_cks(g.rho, rho_delta), float(rho_delta), ""
     if g.kind == "zcdp":
         dl = delta if delta > 0 else 1e-6
         return zcdp_to_approx_dp_best(g.rho, dl), dl, ""
     return float(g.epsilon), float(g.delta), ""
+
+
+class Overspend(Exception):
+    """The probe runs' guarantee spends more than the audit asked for (``budget.check_spend``): a FAIL found by
+    arithmetic, before any statistics."""
+
+    def __init__(self, reason: str, guarantee) -> None:
+        super().__init__(reason)
+        self.guarantee = guarantee
 
 
 Projection = tuple[str, Callable[[Output], np.ndarray]]
@@ -198,8 +213,14 @@ def audit_algorithm(name: str, alg: Algorithm, design: Design, relation: str, ep
     """Run steps 1–5 for ``alg`` (see the module docstring) and return its table row."""
     t0 = time.perf_counter()
     pairs = candidate_pairs(design, relation)
-    claimed_eps, claimed_delta, not_dp = claimed_budget(alg, epsilon, delta, [pairs[0].D, pairs[0].Dprime], seed,
-                                                        name, rho_delta)
+    try:
+        claimed_eps, claimed_delta, not_dp = claimed_budget(alg, epsilon, delta, [pairs[0].D, pairs[0].Dprime],
+                                                            seed, name, rho_delta)
+    except Overspend as over:   # spent > asked: a FAIL by arithmetic (the claim is the ask, the spend its bound)
+        g = over.guarantee
+        spent = g.epsilon if g.kind != "zcdp" else zcdp_to_approx_dp_best(g.rho, delta if delta > 0 else 1e-6)
+        return AuditResult(name, FAIL, float(epsilon), float(delta), epsilon_lb=float(spent), trials=0,
+                           seconds=time.perf_counter() - t0, relation=relation, note=str(over))
     if not_dp:
         return AuditResult(name, NOT_DP, seconds=time.perf_counter() - t0, relation=relation,
                            note=f"not DP: {not_dp}")

@@ -13,6 +13,10 @@ function, the seeded noise source, the privacy map of a mechanism).  Two kinds p
   records ε with Δ/2 (``scaled``); or a privacy map that counts half of the ε the noise was calibrated to — one ε
   share counted once but used twice (``undercounted_spends``).
 
+One ``overspend`` mutant (``rplr/budget-overspend``): budget shares that sum to 1.1, so the noise and the ledger
+agree on 1.1ε while the cell asked for ε.  The audit FAILs it by arithmetic (``privacy.budget.check_spend``, the same
+check that fails such a cell in a run), not by statistics.
+
 ``run_mutants`` audits every mutant with the default settings and prints the table mutant × detected, ending with
 ``mutants detected: K/N``.  A mutant is *detected* when its audit row FAILs.  Mutants whose bug is provably not a
 privacy violation (the algorithm's sensitivity is loose by more than the bug) are listed with ``violation=False``:
@@ -280,6 +284,7 @@ _FM = "dpexp.families.gdsc.algorithms.functional_mechanism:fm_sensitivity"
 _OP = ("dpexp.families.gdsc.algorithms.output_perturbation:oplr_sensitivity",)
 _DCA = "dpexp.families.dca.algorithms.dlr:ss_sensitivity"
 _DCA_SQ = "dpexp.families.dca.algorithms.dlr:sq_sensitivity"
+_RPLR_SPLIT = "dpexp.families.gdsc.algorithms.rplr:RobustPrivateLR.budget_split"
 
 
 def _half(name: str) -> Mutant:
@@ -316,6 +321,9 @@ def _build() -> list[Mutant]:
                     lambda: scaled(_GDSC, index=0), violation=False))
     M.append(Mutant("rplr/sigma-data-free", "rplr", "named", "sigma: data, clipping σ read from the private rows "
                     "at no cost while the claim stays ε", free_data_sigma, params={"sigma": "data"}))
+    M.append(Mutant("rplr/budget-overspend", "rplr", "overspend", "the budget shares p1, p2, p3 sum to 1.1: the "
+                    "noise is calibrated to, and the ledger records, more than the ε asked (found by the spend "
+                    "check, deterministically, before any statistics)", lambda: scaled(_RPLR_SPLIT, factor=1.1)))
     # fmlr and oplr declare sensitivities looser than one row can realise: a factor-2 noise bug is not a violation
     # (listed, outside N); the counted mutant is a real bound mismatch (clipping forgotten)
     M += [dataclasses.replace(_half("fmlr"), violation=False, weak=True, bug="every privacy-noise draw at half its scale: "
@@ -386,8 +394,8 @@ def _oplr_patch() -> Iterator[None]:
 MUTANTS: list[Mutant] = _build()
 #: the fast subset run by `make test` (tests/audit/test_audit_mutants.py)
 FAST_MUTANTS = ("noisy_intercept/half-noise", "noisy_stats/half-noise", "rplr/half-noise", "rplr/sigma-data-free",
-                "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise", "ta/cross-terms-forgotten",
-                "dp_exp_theil_sen/double-eps", "dp_ss_theil_sen/half-noise")
+                "rplr/budget-overspend", "plr/unclipped", "dpgd_pure/half-noise", "ta/half-noise",
+                "ta/cross-terms-forgotten", "dp_exp_theil_sen/double-eps", "dp_ss_theil_sen/half-noise")
 
 
 def mutant_names() -> list[str]:

@@ -6,6 +6,9 @@ Preferred source: the per-row columns of ``results.csv`` (``guarantee`` in {pure
 Results written before those columns existed fall back to the manifest's per-algorithm record (``private``,
 ``formally_dp``, ``neighbouring``, ``privacy_spent``) — what the algorithm class declares, not a derivation, and the
 page says so.  A curve whose guarantee is ``none`` is not differentially private and is marked with a dagger.
+Rows of evaluation metrics (``Metric.reads_private``: guarantee ``none``, "evaluation against private data") are
+not the curve's release: its guarantee comes from its other rows, or from those rows' notes, and the evaluation
+metrics are listed apart (``CurvePrivacy.evaluation``; the report's privacy table and a figure's footnote say so).
 
 One helper for every consumer: plot kinds (``NotDP.name`` on legend entries, ``NotDP.footnote`` under the figure),
 ``dpexp summarize`` (the label column and a footnote) and ``dpexp report`` (``curve_privacy``).
@@ -21,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from dpexp.formatting import fmt
+from dpexp.privacy.guarantee import RELEASE_PREFIX, is_evaluation, release_kind
 
 DAGGER = "†"
 GUARANTEE_WORDS = {
@@ -43,6 +47,7 @@ class CurvePrivacy:
     neighbouring: str
     note: str
     source: str                # "results.csv" or "manifest"
+    evaluation: str = ""       # metrics of the curve that are evaluations against private data (guarantee none)
 
     @property
     def not_dp(self) -> bool:
@@ -76,12 +81,28 @@ def curve_privacy(df: pd.DataFrame | None, manifest: dict[str, Any]) -> list[Cur
 
 
 def _from_rows(label: str, d: pd.DataFrame, neighbouring: str) -> CurvePrivacy:
+    """A curve's guarantee from its rows: the release's rows; the rows of evaluation metrics (guarantee ``none``,
+    "evaluation against private data") say what the release spent only in their notes, so a curve with no other
+    rows takes its kind from there (``release_kind``) and its numbers stay blank; the evaluation metrics are named
+    in ``evaluation``."""
     d = d[d["error"].astype(str) == ""] if "error" in d.columns and (d["error"].astype(str) == "").any() else d
+    evaluation = ""
+    if "privacy_note" in d.columns:
+        ev = d["privacy_note"].astype(str).map(is_evaluation)
+        if ev.any():
+            evaluation = ", ".join(dict.fromkeys(str(m) for m in d.loc[ev, "metric"])) if "metric" in d else "yes"
+            if not ev.all():
+                d = d[~ev]
+            else:   # only evaluation rows: the release's kind from their notes, no spent numbers shown
+                kinds = _join(release_kind(str(v)) for v in d["privacy_note"]) or "unknown"
+                notes = _join(str(v).split(f"; {RELEASE_PREFIX}", 1)[1] for v in d["privacy_note"])
+                return CurvePrivacy(label, _join(str(v) for v in d["algorithm"]), kinds, "", "", "", neighbouring,
+                                    notes, "results.csv", evaluation)
     note = _join(str(v) for v in d["privacy_note"]) if "privacy_note" in d.columns else ""
     guarantee = _join(str(v) for v in d["guarantee"]) or "unknown"
     return CurvePrivacy(label, _join(str(v) for v in d["algorithm"]), guarantee,
                         _range(d.get("epsilon_spent")), _range(d.get("delta_spent")), _range(d.get("rho_spent")),
-                        neighbouring, note, "results.csv")
+                        neighbouring, note, "results.csv", evaluation)
 
 
 def _from_manifest(label: str, entries: list[dict[str, Any]], neighbouring: str) -> CurvePrivacy:

@@ -194,3 +194,44 @@ class Guarantee:
 
 #: what the runner writes for a non-private baseline
 NON_PRIVATE = Guarantee.none("non-private baseline")
+
+#: the reason on the rows of a metric that reads the private rows (``Metric.reads_private``): an evaluation against
+#: private data, never a release, whatever the algorithm spent
+EVALUATION = "evaluation against private data"
+#: how an evaluation row names the guarantee of the release it evaluates (in its ``privacy_note``)
+RELEASE_PREFIX = "release: "
+NAN_COLUMNS = (NAN, NAN, NAN)
+
+
+def evaluation_columns(cols: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The ``GUARANTEE_COLUMNS`` of a row of an evaluation metric, from those of its cell (``cols``: kind, ε, δ, ρ,
+    note, as the release's rows carry them): kind ``none``, no numbers, and the note 'not DP: evaluation against
+    private data; release: <the cell's guarantee>; <the cell's notes>' — the release's guarantee stays readable
+    (``release_kind``), so plots and the report can tell an evaluated DP release from a non-DP one."""
+    kind, eps, dl, rho, note = cols
+    if kind == "none":
+        reason = str(note).removeprefix("not DP: ")
+        return ("none", *NAN_COLUMNS, f"not DP: {EVALUATION}; {RELEASE_PREFIX}not DP: {reason}")
+    g = Guarantee(kind, float(eps), float(dl), float(rho))
+    return ("none", *NAN_COLUMNS, f"not DP: {EVALUATION}; {RELEASE_PREFIX}{g.describe()}" + (f"; {note}" if note
+                                                                                            else ""))
+
+
+def is_evaluation(note: str) -> bool:
+    """True for the ``privacy_note`` of an evaluation row (``evaluation_columns``)."""
+    return str(note).startswith(f"not DP: {EVALUATION}; ")
+
+
+def release_kind(note: str) -> str:
+    """The guarantee kind of the release an evaluation row evaluates (pure, approx, zcdp or none), read back from
+    its note (``Guarantee.describe``'s forms); '' for a note that is not an evaluation row's."""
+    if not is_evaluation(note):
+        return ""
+    rel = str(note).split(f"; {RELEASE_PREFIX}", 1)[1]
+    if rel.startswith("not DP: "):
+        return "none"
+    if rel.startswith("(ε, δ) = "):
+        return "approx"
+    if rel.startswith("ρ = "):
+        return "zcdp"
+    return "pure" if rel.startswith("ε = ") else ""

@@ -21,6 +21,9 @@ from dpexp.plotting.titles import fill
 from dpexp.report.collect import Experiment
 from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
 
+EVALUATION_NOTE = ("Evaluation metrics read the private rows (e.g. the error against the non-private OLS of the "
+                   "private rows): their rows say guarantee none, “evaluation against private data”; they measure "
+                   "a release, they are not one, and the guarantee shown is the release's.")
 DAGGER_NOTE = ("† not differentially private: a non-private baseline, a heuristic without a formal guarantee, or a "
                "computation that touches private rows without paying (the reason is in the privacy table).")
 
@@ -149,6 +152,7 @@ def _section(e: Experiment, privacy: list[CurvePrivacy], refs: Any, all_refs: Pa
                    ("fast mode", fast_mode(e.manifest) or "no"), ("figures", e.figure_source or "none")]))
     out.append(_figures(e, not_dp))
     out.append(_privacy_table(privacy))
+    out.append(_repeated_table(m))
     if refs is not None:
         out.append(_paper_table(e, refs, all_refs))
     if e.df is not None:
@@ -181,7 +185,8 @@ def _collapse(privacy: list[CurvePrivacy]) -> list[tuple[str, CurvePrivacy]]:
     groups: dict[tuple[Any, ...], list[CurvePrivacy]] = {}
     for c in privacy:
         base = c.label.split("[", 1)[0] if c.label.endswith("]") and "[" in c.label else c.label
-        key = (base, c.algorithms, c.guarantee, c.epsilon, c.delta, c.rho, c.neighbouring, c.note, c.source)
+        key = (base, c.algorithms, c.guarantee, c.epsilon, c.delta, c.rho, c.neighbouring, c.note, c.source,
+               c.evaluation)
         groups.setdefault(key, []).append(c)
     return [(cs[0].label if len(cs) == 1 else f"{key[0]}[…] ({len(cs)} parameter settings)", cs[0])
             for key, cs in groups.items()]
@@ -192,7 +197,8 @@ def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
     for shown, c in _collapse(privacy):
         label = join([shown, tag("span", " " + DAGGER, class_="notdp")]) if c.not_dp else shown
         words = tag("span", c.words, class_="notdp") if c.not_dp else c.words
-        rows.append([label, c.algorithms, words, c.epsilon, c.delta, c.rho, c.neighbouring, c.note])
+        rows.append([label, c.algorithms, words, c.epsilon, c.delta, c.rho, c.neighbouring, c.note,
+                     c.evaluation])
     sources = sorted({c.source for c in privacy})
     if sources == ["results.csv"]:
         src = "From the per-row guarantee columns of results.csv (what each row spent)."
@@ -201,8 +207,38 @@ def _privacy_table(privacy: list[CurvePrivacy]) -> Html:
                "run again with a newer dpexp to record them).")
     return Html(tag("h3", "Privacy of each curve")
                 + table(["curve", "algorithm", "guarantee", "ε spent", "δ spent", "ρ spent", "neighbouring",
-                         "note"], rows)
-                + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else ""]), class_="muted"))
+                         "note", "evaluation metrics"], rows)
+                + tag("p", join([src, " ", DAGGER_NOTE if any(c.not_dp for c in privacy) else "",
+                                 " " + EVALUATION_NOTE if any(c.evaluation for c in privacy) else ""]),
+                      class_="muted"))
+
+
+def _repeated_table(manifest: dict[str, Any]) -> Html:
+    """The manifest's totals over releases about the same people (``manifest.repeated_releases``: GDSC's drugs of
+    one cell line), basic composition beside the tighter one; '' when the run has none."""
+    reps = ((manifest.get("privacy_summary") or {}).get("repeated_releases")) or []
+    if not reps:
+        return Html("")
+
+    def pair(t: dict[str, Any]) -> str:
+        if "epsilon" not in t:
+            return f"ρ = {fmt(t['rho'])}"
+        return f"ε = {fmt(t['epsilon'])}, δ = {fmt(t.get('delta', 0.0))}"
+
+    rows, limit = [], 40
+    for r in reps[:limit]:
+        per = ("ε = " + fmt(r["epsilon_spent"])) if r.get("epsilon_spent") is not None else f"ρ = {fmt(r['rho_spent'])}"
+        rows.append([r["label"], r["algorithm"], fmt(r["epsilon"]) if r.get("epsilon") is not None else "", per,
+                     str(r["releases"]), pair(r["basic"]), pair(r["tighter"]), r["tighter"].get("method", "")])
+    note = ("One person (a row of the private data, e.g. a cell line) is in every subset's release here (GDSC: one "
+            "model per drug on the same cell lines), so their loss composes over the subsets: an upper bound (a "
+            "person missing from a subset is in fewer releases), from dpexp's own accounting."
+            + (f" The first {limit} of {len(reps)} guarantees; all are in manifest.json." if len(reps) > limit
+               else ""))
+    return Html(tag("h3", "Total over releases about the same people")
+                + table(["curve", "algorithm", "ε asked", "per release", "releases", "basic composition",
+                         "tighter composition", "method"], rows)
+                + tag("p", note, class_="muted"))
 
 
 def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html:

@@ -79,7 +79,12 @@ def test_best_conversion_known_values(rho, lemma_helps):
     delta = 2.0**-30
     prop13 = rho + 2 * math.sqrt(rho * math.log(1 / delta))
     lemma36 = rho + math.sqrt(4 * rho * math.log(math.sqrt(math.pi * rho) / delta))
-    assert acc.zcdp_to_approx_dp_best(rho, delta) == pytest.approx(min(prop13, lemma36), rel=1e-15)
+    # the Rényi conversion (Canonne, Kamath & Steinke 2020, Prop. 12) is below both Bun & Steinke bounds
+    cks = acc.zcdp_to_approx_dp_cks(rho, delta)
+    assert acc.zcdp_to_approx_dp_best(rho, delta) == cks < min(prop13, lemma36)
+    a = 1 + np.geomspace(1e-3, 1e3, 200_001)             # its minimum over α, on a fine grid (any α is valid)
+    grid = np.min(a * rho + math.log(1 / delta) / (a - 1) + np.log1p(-1 / a) - np.log(a) / (a - 1))
+    assert cks == pytest.approx(grid, rel=1e-9) and cks <= grid
     assert (lemma36 < prop13) == lemma_helps              # the lemma helps iff pi * rho < 1
     for eps in (0.1, 1.0, 10.0):
         r = acc.approx_dp_to_zcdp_best(eps, delta)

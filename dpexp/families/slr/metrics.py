@@ -18,6 +18,12 @@ points ``X_test``, p25 and p75 by default).  Each metric summarises the trials o
   figures (Figs 8, 9): either many quantile levels from one cell with many trials, or one ``prediction`` row per
   repeat.
 
+Evaluation against private data (``Metric.reads_private``): ``error_bound``, ``error_bound_se``, ``ols_estimate``,
+``ols_se``, ``n_var_x`` and any bound with ``normalize: se`` are exact functions of the private rows (the OLS fit
+p̂, σ̂(p̂), n·var(x)); their rows say guarantee ``none`` ("evaluation against private data"), whatever the algorithm
+spent.  ``error_bound_true`` (with ``normalize: none`` or ``se_true``), ``failure_rate``, ``output_quantile`` and
+``prediction`` read only the release and public facts.
+
 Failed trials: by default (``failures: drop``) error bounds and quantiles use the successful trials only and the
 failures are reported by ``failure_rate`` (as the paper does for NoisyStats); ``failures: inf`` counts a failed trial
 as an infinite error (a conservative bound).  A cell where every trial failed gives NaN.
@@ -130,6 +136,13 @@ class _BoundBase(_AtPoint):
     Params = _BoundParams
     against_truth = False
 
+    @property
+    def reads_private(self) -> bool:  # type: ignore[override]
+        """Against the OLS of the private rows (``error_bound*``), or normalised by its standard error
+        (``normalize: se``): an evaluation against private data.  Against the true line with no or the population
+        normalisation (``se_true``): public facts of a synthetic model only."""
+        return not self.against_truth or self.params.normalize == "se"
+
     def _errors(self, output: Output, split: Split, j: int) -> np.ndarray:
         pred = np.asarray(output.predictions, dtype=float)[:, j]
         x, y = split.X_private[:, 0], split.y_private
@@ -219,6 +232,7 @@ class _OLSAtPoint(_AtPoint):
     """One part (``part``: 0 = p̂, 1 = σ̂(p̂)) of the non-private OLS fit of the private rows at the release point."""
 
     part = 0
+    reads_private = True
 
     def __call__(self, output: Output, split: Split) -> float:
         x_new = float(split.X_test[self.column(split), 0])
@@ -248,6 +262,7 @@ class NVarX(Metric):
 
     name = "n_var_x"
     description = "n var(x) of the private rows"
+    reads_private = True
 
     def __call__(self, output: Output, split: Split) -> float:
         return ols_fit(split.X_private[:, 0], split.y_private)[3]

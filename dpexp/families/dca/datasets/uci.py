@@ -24,6 +24,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import Params, Preprocessing, TableDataset
 from dpexp.datasets.base import data_path, download
+from dpexp.datasets.checks import require_finite
 from dpexp.errors import UserError
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes
@@ -107,6 +108,7 @@ class _Wine(_UCIDataset):
         df = pd.read_csv(path, sep=";")
         if "quality" not in df.columns or df.shape[1] != 12:
             raise UserError(f"{path}: expected 12 ';'-separated columns ending in 'quality', got {list(df.columns)}")
+        require_finite(df, list(df.columns), path)
         return df.drop(columns="quality").to_numpy(float), df["quality"].to_numpy(float)
 
 
@@ -150,6 +152,8 @@ class Abalone(_UCIDataset):
         if df.shape[1] != 9:
             raise UserError(f"{path}: expected 9 comma-separated columns (sex, 7 measurements, rings), "
                             f"got {df.shape[1]}")
+        named = df.set_axis([f"#{c + 1}" for c in range(9)], axis=1)   # 1-based column numbers in messages
+        require_finite(named, [f"#{c}" for c in range(2, 10)], path, header_lines=0)
         sex = (df[0].astype(str).str.strip() != "M").to_numpy(float)
         X = np.column_stack([sex, df.iloc[:, 1:8].to_numpy(float)])
         return X, df[8].to_numpy(float)

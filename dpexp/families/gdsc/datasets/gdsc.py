@@ -67,6 +67,7 @@ from pydantic import Field, model_validator
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path
+from dpexp.datasets.checks import require_finite
 from dpexp.errors import UserError
 from dpexp.families.gdsc.datasets import protocols
 from dpexp.registry import register_dataset
@@ -141,6 +142,8 @@ def _read_raw(expr_path: Path, ic50_path: Path, source: tuple) -> _Raw:
     if len(genes) < 5:
         raise UserError(f"{expr_path}: expected gene columns after COSMIC_ID, cell_line_name, evidence; got {genes}")
     drug_cols = [c for c in ic.columns if c != "COSMIC_ID"]
+    require_finite(expr, genes, expr_path)
+    require_finite(ic, drug_cols, ic50_path, missing_ok=True)   # an empty IC50: untested, dropped per drug
     expr = expr.dropna(subset=["COSMIC_ID"]).drop_duplicates("COSMIC_ID", keep="first")
     expr["COSMIC_ID"] = expr["COSMIC_ID"].astype(np.int64)
     ic = ic.drop_duplicates("COSMIC_ID", keep="first")
@@ -349,6 +352,7 @@ class Gdsc(Dataset):
     release_point = ("one drug: a row's epsilon covers the model of one drug's response fitted on the cell lines of "
                      "the split; the {n} drugs of this run are {n} releases about the same cell lines, so a cell "
                      "line's total loss is up to {n}·epsilon under basic composition (265·epsilon for all drugs)")
+    subsets_share_rows = True   # the manifest states the total over the drugs (accounting.repeated_release)
     #: SHA-256 of the staged tables (the gdsc folder's SOURCE.md); a table built from a newer release differs
     data_files = {EXPR_FILE: "eb2c307bf5afa14125fa1abec822b8f1c1e9d73fe7d0e0480eee66e948346b85",
                   IC50_FILE: "db719ed21ab8725611b9c2ff74dfc0063ff657bc4758ccc97489a047ec46f9d7"}

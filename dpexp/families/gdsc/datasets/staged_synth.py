@@ -20,13 +20,21 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import NOTHING_SHARED, Params, Preprocessing, TableDataset
 from dpexp.datasets.base import data_path
-from dpexp.errors import UserError
+from dpexp.datasets.checks import require_finite_array
+from dpexp.errors import DataValueError, UserError
 from dpexp.families.gdsc.datasets.synthetic import POOL_CENTRING, preprocess
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes
 
 X_FILE = "robust-private-lr-synth/x_data.csv"
 Y_FILE = "robust-private-lr-synth/y_data.csv"
+
+def _loadtxt(path: Path, ndmin: int = 0) -> np.ndarray:
+    try:
+        return np.loadtxt(path, delimiter=",", ndmin=ndmin)
+    except ValueError as exc:   # a non-numeric entry: one line naming the file (numpy names the row and column)
+        raise DataValueError(f"{path}: {exc}") from None
+
 
 @register_dataset
 class StagedSynthetic(TableDataset):
@@ -51,8 +59,9 @@ class StagedSynthetic(TableDataset):
         return cache.memo("gdsc.staged_synth", key, lambda: self._read(px, py))
 
     def _read(self, px: Path, py: Path) -> tuple[np.ndarray, np.ndarray]:
-        X = np.loadtxt(px, delimiter=",", ndmin=2)
-        y = np.loadtxt(py, delimiter=",").reshape(-1)
+        X, y = _loadtxt(px, ndmin=2), _loadtxt(py).reshape(-1)
+        require_finite_array(X, px)
+        require_finite_array(y, py)
         if X.shape[0] != y.shape[0]:
             raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
         return preprocess(X, y) if self.params.preprocess else (X, y)

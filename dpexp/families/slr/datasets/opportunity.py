@@ -64,6 +64,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path, download
+from dpexp.datasets.checks import require_finite
 from dpexp.errors import UserError
 from dpexp.families.slr.datasets.uci import slr_split
 from dpexp.registry import register_dataset
@@ -129,6 +130,7 @@ def _read_table(spec: str) -> pd.DataFrame:
     missing = {"alpha", "beta", "mu"} - set(df.columns)
     if missing:
         raise UserError(f"opportunity: params.tract_table must have columns alpha, beta, mu; missing {sorted(missing)}")
+    require_finite(df, ["alpha", "beta", "mu"] + (["n"] if "n" in df.columns else []), p)
     if (df["mu"] <= 0).any():
         raise UserError("opportunity: params.tract_table column mu must be > 0")
     return df
@@ -184,6 +186,7 @@ def _load(params_json: str, micro_path: str | None) -> tuple[list[str], list[tup
     missing = {"parent_rank", "kid_rank", "cell"} - set(df.columns)
     if missing:
         raise UserError(f"{micro_path}: OI microdata lacks columns {sorted(missing)}")
+    require_finite(df, ["parent_rank", "kid_rank", "cell"], micro_path)
     names, data = [], []
     for cell, g in df.groupby("cell", sort=True):
         names.append(f"cell{int(cell):03d}")

@@ -24,6 +24,11 @@ Datasets in this module (file names relative to the data directory, see ``dpexp.
   columns can be changed with the ``x_column``/``y_column`` parameters.  When only the original
   ``data_akbilgic.xlsx`` is present it is read (needs the ``xlsx`` extra, openpyxl).
 
+Values: a missing, non-numeric or infinite entry in a column used (``temp``, ``cnt``, ``mnth``, ``hr``; the two
+carbon coordinates; the stock columns chosen) is a ``DataValueError`` naming the file, row and column
+(``dpexp.datasets.checks``), never dropped silently.  Only the xlsx reader drops rows, the sheet's blank rows
+without either ISE return.
+
 Privacy of the preprocessing (``preprocessing()``, on every row): by default the min–max rescaling of ``bikeshare``
 and ``stock_exchange`` uses the minimum and maximum of the whole file (private rows included).  With declared
 ranges (``x_range``, ``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row) nothing is
@@ -52,6 +57,7 @@ from pydantic import Field, field_validator
 from dpexp import cache
 from dpexp.components import Dataset, Params, Preprocessing
 from dpexp.datasets.base import data_path, download, search_dirs, sha256_file
+from dpexp.datasets.checks import require_finite
 from dpexp.errors import DataNotFoundError, UserError
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes, Split
@@ -207,6 +213,7 @@ def _load_bikeshare(path: str, x_range: Range | None = None,
     missing = {"mnth", "hr", "temp", "cnt"} - set(df.columns)
     if missing:
         raise UserError(f"{path}: bike-sharing file lacks columns {sorted(missing)}")
+    require_finite(df, ["mnth", "hr", "temp", "cnt"], path)
     x = rescale(df["temp"].to_numpy(float), x_range)
     y = rescale(df["cnt"].to_numpy(float), y_range)
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -289,6 +296,7 @@ def _load_carbon(path: str) -> tuple[np.ndarray, np.ndarray, int]:
     df = read_carbon(path)
     if CARBON_X not in df.columns or CARBON_Y not in df.columns:
         raise UserError(f"{path}: expected columns {CARBON_X!r} and {CARBON_Y!r}, got {list(df.columns)}")
+    require_finite(df, [CARBON_X, CARBON_Y], path)   # before the [0, 1]² filter, which would drop a NaN silently
     x = df[CARBON_X].to_numpy(float)
     y = df[CARBON_Y].to_numpy(float)
     keep = (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
@@ -349,7 +357,9 @@ def read_stock_xlsx(path: str | Path) -> pd.DataFrame:
 
 @cache.memoize("slr.stock", maxsize=4)
 def _load_stock(path: str) -> pd.DataFrame:
-    return read_stock_xlsx(path) if path.endswith(".xlsx") else pd.read_csv(path)
+    df = read_stock_xlsx(path) if path.endswith(".xlsx") else pd.read_csv(path)
+    df.attrs.update(path=path, xlsx=path.endswith(".xlsx"))
+    return df
 
 
 class _StockParams(_RangeParams):
@@ -394,6 +404,9 @@ class StockExchange(_OneSubset):
             if col not in df.columns:
                 raise UserError(f"{self.name}: params.{key} must be one of {list(df.columns[1:])}, got {col!r}")
         p = self.params
+        # the csv's rows are the file's lines after the header; the xlsx's after its blank rows are dropped
+        require_finite(df, [p.x_column, p.y_column], df.attrs.get("path", self.name),
+                       None if df.attrs.get("xlsx") else 1)
         return rescale(df[p.x_column].to_numpy(float), p.x_range), rescale(df[p.y_column].to_numpy(float), p.y_range)
 
     def _meta(self) -> dict[str, Any]:
