@@ -70,8 +70,8 @@ def test_python_sets_normalised_separately_and_sigma_y_pooled():
     Xv, Yv = protocols.normalise_set(prep.X_raw[s.index[2]], prep.Y_raw[s.index[2]])
     np.testing.assert_allclose(s.X[2], Xv)
     # sigma_x over all entries of the private x; sigma_y pooled over all drugs (not per drug)
-    assert s.sigma_x == pytest.approx(float(Xv.std()))
-    assert s.sigma_y == pytest.approx(float(np.nanstd(Yv)))
+    assert s.sigma_x == pytest.approx(float(Xv.std(ddof=1)))          # ddof = 1: diffpri.py:450-451
+    assert s.sigma_y == pytest.approx(float(np.nanstd(Yv, ddof=1)))
     per_drug = [np.nanstd(Yv[:, j]) for j in range(Yv.shape[1])]
     assert not np.allclose(per_drug, s.sigma_y)
     # every drug's split carries the same pooled sigma_y, and the drug's tested lines of each set

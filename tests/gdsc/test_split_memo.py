@@ -65,8 +65,8 @@ def _direct_paper(ds, subset, sizes, rng):
         Yc = prep.Y_raw - protocols._column_means(prep.Y_raw[train])[None, :]
         Xs = [protocols.normalise_set(prep.X_raw[i], None)[0] for i in index]
         Ys = [Yc[i] for i in index]
-    sigma_x = float(Xs[2].std()) if Xs[2].size else float("nan")
-    sigma_y = float(np.nanstd(Ys[2])) if np.isfinite(Ys[2]).any() else float("nan")
+    sigma_x = float(Xs[2].std(ddof=1)) if Xs[2].size > 1 else float("nan")           # ddof = 1: the authors'
+    sigma_y = float(np.nanstd(Ys[2], ddof=1)) if np.isfinite(Ys[2]).sum() > 1 else float("nan")
     has = prep.has[:, j]
     kt, ku, kv = keep = [has[idx] for idx in index]
     (Xt, Xu, Xv), (Yt, Yu, Yv) = Xs, Ys

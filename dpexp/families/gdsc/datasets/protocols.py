@@ -10,7 +10,8 @@ preprocessing) and one random permutation of the cell lines per fold, shared by 
   public, private) is normalised on its own (``normalise_set``): every gene centred over the set's lines, every
   line's d-vector scaled to unit L2 norm, every drug's response centred over the set's lines tested with it.  The
   clipping scales are σ_x = std of all entries of the private x and σ_y = std of the private y of **all** drugs
-  pooled (each drug centred over the private set) — data statistics of the private set, no budget spent.
+  pooled (each drug centred over the private set), both with ddof = 1 as the authors' code — data statistics of
+  the private set, no budget spent.
 * **matlab** (plr, oplr, fmlr): the test lines as above; the training lines in file order; every drug's response
   centred over all its tested training lines; public = the first ``n_public`` training lines in file order,
   private = the first n of the lines after the ``max_public`` public ones (nested across n); x normalised per set
@@ -171,8 +172,9 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
         Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
         Ys = [Yc[i] for i in idx]
     Xp, Yp = Xs[2], Ys[2]
-    sx = float(Xp.std()) if Xp.size else float("nan")
-    sy = float(np.nanstd(Yp)) if np.isfinite(Yp).any() else float("nan")
+    # ddof = 1, as the authors' code (diffpri.py:450-451; issue 28, fact 4); nan with fewer than two values
+    sx = float(Xp.std(ddof=1)) if Xp.size > 1 else float("nan")
+    sy = float(np.nanstd(Yp, ddof=1)) if np.isfinite(Yp).sum() > 1 else float("nan")
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
 
 
