@@ -88,7 +88,7 @@ CACHE_VERSION = 2
 AUTHORS_SEED = 42
 #: the modules whose source the tuning results depend on (relative to the ``dpexp`` package; ``code_digest``)
 TUNING_CODE = ("families/gdsc/tuning.py", "families/gdsc/stats.py", "models/bayes_lr.py", "models/vb.py",
-               "models/pymc_backend.py", "rng.py")
+               "models/pymc_backend.py", "rng.py", "privacy/noise.py")
 #: ω grid of Eq. (12): {0.1 ω}_{ω=1}^{20}.
 OMEGA_GRID: tuple[float, ...] = tuple(round(0.1 * k, 10) for k in range(1, 21))
 #: Split grid of Methods 4.3: (p1, p2, p3) ∈ {0.05, …, 0.90}³ with p1 + p2 + p3 = 1.
