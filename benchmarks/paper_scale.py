@@ -8,7 +8,8 @@ Prints:
    performs per cell and trial — ``vb`` (Gamma-prior Bayesian LR, ``dpexp.models.vb.fit_vb``: rplr/lr/rlr with
    ``prior: gamma``), ``fixed`` (the fixed-precision posterior mean with its solver, ``posterior_mean_fixed``:
    rplr/lr/plr with ``prior: fixed``, psd_floor or direct), ``solve`` (one linear solve: lr_public, plr_paper),
-   ``ball`` (``ball_constrained_ridge``: oplr, oplr_paper), ``fm`` (``trimmed_minimiser`` on D = d + 1:
+   ``ball`` (``ball_constrained_ridge``: oplr), ``minconf`` (``models.minconf.oplr_minconf``, the authors'
+   solver chain: oplr_paper), ``fm`` (``trimmed_minimiser`` on D = d + 1:
    fmlr, fmlr_paper), ``narplr`` (the noise-aware posterior's Gaussian approximation, ``fit_gaussian``, with its
    design and precision priors; ``narplr/gibbs`` for ``inference: gibbs``: ``sample_posterior`` with the
    variant's draws) or ``adassp`` (the smallest eigenvalue of the private and of the public XᵀX, ``eigvalsh``, and
@@ -82,8 +83,10 @@ def fit_kind(av, dv) -> tuple[str, int] | None:
         return (f"fixed/{p.solver}", d)
     if av.name in ("lr_public", "plr_paper"):
         return ("vb", d) if prior == "gamma" else ("solve", d)
-    if av.name in ("oplr", "oplr_paper"):
+    if av.name == "oplr":
         return ("ball", d)
+    if av.name == "oplr_paper":
+        return ("minconf", d)
     if av.name in ("fmlr", "fmlr_paper"):
         return ("fm", d + 1)
     if av.name == "narplr":
@@ -171,6 +174,11 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
     elif kind == "ball":
         lam = np.full(batch, 0.05)
         def f(): ball_constrained_ridge(S, r, lam, 1.0)
+    elif kind == "minconf":
+        from dpexp.models.minconf import oplr_minconf
+
+        lam = np.full(batch, 0.05)
+        def f(): oplr_minconf(S, r, lam, 1.0)
     elif kind == "fm":
         def f(): trimmed_minimiser(S, -2.0 * r, 10.0, 1e-8)
     elif kind.startswith("narplr"):

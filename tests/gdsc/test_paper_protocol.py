@@ -70,8 +70,8 @@ def test_python_sets_normalised_separately_and_sigma_y_pooled():
     Xv, Yv = protocols.normalise_set(prep.X_raw[s.index[2]], prep.Y_raw[s.index[2]])
     np.testing.assert_allclose(s.X[2], Xv)
     # sigma_x over all entries of the private x; sigma_y pooled over all drugs (not per drug)
-    assert s.sigma_x == pytest.approx(float(Xv.std()))
-    assert s.sigma_y == pytest.approx(float(np.nanstd(Yv)))
+    assert s.sigma_x == pytest.approx(float(Xv.std(ddof=1)))          # ddof = 1: diffpri.py:450-451
+    assert s.sigma_y == pytest.approx(float(np.nanstd(Yv, ddof=1)))
     per_drug = [np.nanstd(Yv[:, j]) for j in range(Yv.shape[1])]
     assert not np.allclose(per_drug, s.sigma_y)
     # every drug's split carries the same pooled sigma_y, and the drug's tested lines of each set
@@ -122,8 +122,27 @@ def test_matlab_split_file_order_centring_and_raw_rows():
     rr = sp.meta["raw"]
     np.testing.assert_allclose(rr.X_private, prep.X_raw[iv][has_v])
     np.testing.assert_allclose(rr.x_min, prep.X_raw.min(axis=0))   # over all lines, test included
-    yall = prep.Y_raw[:, j] - mu
-    assert rr.y_max == pytest.approx(np.nanmax(yall)) and rr.y_min == pytest.approx(np.nanmin(yall))
+    # y's range: the union of the raw extremes and those of the training- and the test-centred responses (fact 2)
+    y_test = prep.Y_raw[perm[:T], j]
+    parts = [prep.Y_raw[:, j], y_train - mu, y_test - np.nanmean(y_test)]
+    assert rr.y_max == pytest.approx(max(np.nanmax(p) for p in parts))
+    assert rr.y_min == pytest.approx(min(np.nanmin(p) for p in parts))
+
+
+def test_fmlr_y_range_is_the_union_of_raw_and_centred_extremes():
+    # the authors' data_prepare.m:104-106, 157-158, 171-172 / trpred.m:5-6 (issue 28, fact 2), by hand: 6 lines,
+    # test = lines 1, 3 (perm[:2]), training = lines 0, 2, 4, 5
+    Y = np.array([[1.0, -3.0], [3.0, 0.0], [2.0, 3.0], [6.0, 0.0], [np.nan, 3.0], [4.0, 3.0]])
+    perm = np.array([1, 3, 0, 2, 4, 5])
+    # drug 0: raw 1 … 6; training (1, 2, 4) − 7/3; test (3, 6) − 4.5 = ±1.5  →  (−1.5 from test, 6 from raw)
+    # drug 1: raw −3 … 3; training (−3, 3, 3, 3) − 1.5 = −4.5 … 1.5; test (0, 0) − 0  →  (−4.5 from training, 3)
+    assert protocols._y_range(Y, 0, 2, perm) == (-1.5, 6.0)
+    assert protocols._y_range(Y, 1, 2, perm) == (-4.5, 3.0)
+    lo, hi = protocols._y_ranges(Y, 2, perm)
+    assert lo == [-1.5, -4.5] and hi == [6.0, 3.0]
+    # the old rule (the centred responses alone, all lines centred by the training mean) is narrower
+    old = Y[:, 0] - np.nanmean(Y[perm[2:], 0])
+    assert np.nanmax(old) < 6.0
 
 
 def test_matlab_n0_is_the_public_ridge():

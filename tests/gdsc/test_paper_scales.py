@@ -17,7 +17,7 @@ import pytest
 from dpexp import registry
 from dpexp.families.gdsc.algorithms.compared_paper import FM_EIG_TOL, _minmax, raw_view
 from dpexp.families.gdsc.algorithms.functional_mechanism import trimmed_minimiser, with_bias
-from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
+from dpexp.models.minconf import oplr_minconf
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.types import Split
 from gdsc_bitwise import make_split
@@ -66,7 +66,8 @@ def test_oplr_paper_scale(d, n, eps, trials, R):
     assert [x.label for x in spends] == ["w"]
     assert spends[0].scale == pytest.approx(scale, rel=1e-14)
     # replay: the fit on the private lines, then direction (trials, d) and Gamma(d, 1) norms (trials,) × scale
-    w0 = ball_constrained_ridge(s.X_private.T @ s.X_private, s.X_private.T @ s.y_private, lam / 2.0, R)
+    # (the authors' minConf_PQN under their "projection", dpexp.models.minconf)
+    w0 = oplr_minconf((s.X_private.T @ s.X_private)[None], (s.X_private.T @ s.y_private)[None], lam / 2.0, R)[0]
     rng = np.random.default_rng(SEED)
     u = rng.uniform(-0.5, 0.5, size=(trials, d))
     u /= np.linalg.norm(u, axis=-1, keepdims=True)

@@ -65,8 +65,8 @@ def _direct_paper(ds, subset, sizes, rng):
         Yc = prep.Y_raw - protocols._column_means(prep.Y_raw[train])[None, :]
         Xs = [protocols.normalise_set(prep.X_raw[i], None)[0] for i in index]
         Ys = [Yc[i] for i in index]
-    sigma_x = float(Xs[2].std()) if Xs[2].size else float("nan")
-    sigma_y = float(np.nanstd(Ys[2])) if np.isfinite(Ys[2]).any() else float("nan")
+    sigma_x = float(Xs[2].std(ddof=1)) if Xs[2].size > 1 else float("nan")           # ddof = 1: the authors'
+    sigma_y = float(np.nanstd(Ys[2], ddof=1)) if np.isfinite(Ys[2]).sum() > 1 else float("nan")
     has = prep.has[:, j]
     kt, ku, kv = keep = [has[idx] for idx in index]
     (Xt, Xu, Xv), (Yt, Yu, Yv) = Xs, Ys
@@ -74,10 +74,8 @@ def _direct_paper(ds, subset, sizes, rng):
     raw = None
     if p.protocol == "matlab":
         it, iu, iv = (s[k] for s, k in zip(index, keep))
-        y_all = prep.Y_raw[:, j] - protocols._column_means(prep.Y_raw[perm[p.test_pool:], j:j + 1])[0]
-        tested = y_all[np.isfinite(y_all)]
         raw = (prep.X_raw[iv], prep.X_raw[iu], prep.X_raw[it], prep.X_raw.min(axis=0), prep.X_raw.max(axis=0),
-               float(tested.min()), float(tested.max()))
+               *protocols._y_range(prep.Y_raw, j, p.test_pool, perm))   # the reference form, one drug
     meta = dict(sigma_x=sigma_x, sigma_y=sigma_y, y_sd=float(prep.sigma_y[j]))
     return arrays, meta, (index[1], index[0], ku, kt, raw)
 
@@ -369,7 +367,7 @@ def test_views_of_a_drug_at_every_size_give_the_same_read_only_rows(kw):
 def test_y_ranges_of_all_drugs_equal_each_drugs_range():
     # fmlr's response ranges of every drug of a fold at once (the Matlab path): the same floats as one drug at a
     # time, the means summed as one column is (300 lines: numpy's pairwise blocks), NaNs, a drug without
-    # responses, an infinite response, a zero extreme (the exact path)
+    # responses, an infinite response, a constant drug (zero centred extremes)
     rng = np.random.default_rng(3)
     Y = rng.normal(size=(300, 9)) * np.array([1, 2, 0.5, 3, 1, 1, 1, 1e-3, 7])
     Y[rng.random(Y.shape) < 0.2] = np.nan
@@ -383,4 +381,5 @@ def test_y_ranges_of_all_drugs_equal_each_drugs_range():
             lo, hi = protocols._y_ranges(Y, 40, perm)
             want = [protocols._y_range(Y, j, 40, perm) for j in range(9)]
         assert [(float(a).hex(), float(b).hex()) for a, b in want] == [(a.hex(), b.hex()) for a, b in zip(lo, hi)]
-        assert lo[4] == hi[4] == 0.0 and lo[6] == hi[6] == 0.0
+        assert lo[4] == hi[4] == 0.0                                 # no response: (0, 0)
+        assert lo[6] == 0.0 and hi[6] == 1.5                          # constant: centred 0, raw 1.5

@@ -123,3 +123,90 @@ def test_two_processes_share_one_result(tmp_path):
     assert r1 == r2
     assert len(list((tmp_path / "tuning").glob("thresholds-*.json"))) == 1
     assert not list((tmp_path / "tuning").glob(".*.tmp"))
+
+
+# ------------------------------------------------------------------ the paper protocol's draws (issue 28, facts 4-6)
+def _authors_sequence(reps, n, d, n_noise, with_yy=False):
+    """RandomState(42) in the order the authors' omega() draws (diffpri.py:146, 162-179), written out plainly."""
+    rs = np.random.RandomState(42)
+    out = []
+    for _ in range(reps):
+        x = rs.normal(size=(n, d))
+        x = x / np.linalg.norm(x, axis=1, keepdims=True)
+        beta = rs.normal(size=d)
+        e = rs.normal(size=n)
+        y = x @ beta + e
+        noise = []
+        for _ in range(n_noise):
+            u = rs.laplace(size=(d * d + d) // 2)
+            v = rs.laplace(size=d)
+            noise.append((u, v, rs.laplace(size=1)[0] if with_yy else None))
+        out.append((x, y - y.mean(), noise))
+    return out
+
+
+def test_paper_tuning_draws_are_randomstate_42_in_the_authors_order(monkeypatch):
+    n, d = 40, 3
+    want = _authors_sequence(3, n, d, 4)
+    made = []
+    real = tuning._AuxProblem
+
+    def recording(*a, **k):
+        made.append(real(*a, **k))
+        return made[-1]
+
+    monkeypatch.setattr(tuning, "_AuxProblem", recording)
+    iu = np.triu_indices(d)
+    for eps, split in ((2.0, (0.35, 0.6, 0.05)), (1.0, (0.1, 0.8, 0.1))):   # reseeded at every (n, d, ε)
+        tuning.tune_thresholds(n, d, eps, split, n_aux=3, n_noise=4, omegas=(0.5, 1.0), use_disk=False,
+                               aux="preprocessed", solver="direct")
+        prob = made[-1]
+        for a, (x, y, noise) in enumerate(want):
+            assert prob.X[a].tobytes() == x.tobytes() and prob.y[a].tobytes() == y.tobytes()
+            for k, (u, v, _) in enumerate(noise):
+                assert prob.Lxx[a, k][iu].tobytes() == u.tobytes() and prob.Lxy[a, k].tobytes() == v.tobytes()
+                np.testing.assert_array_equal(prob.Lxx[a, k], prob.Lxx[a, k].T)        # mirrored
+            assert prob.sx[a] == np.std(x, ddof=1) and prob.sy[a] == np.std(y, ddof=1)   # ddof = 1
+    assert len(made) == 2
+    # unit-scale draws scaled per grid point are the draws at the scale, to the bit (legacy laplace: loc + scale·L)
+    b = 3.7
+    assert (np.random.RandomState(42).laplace(size=5) * b).tobytes() == \
+        np.random.RandomState(42).laplace(0.0, b, size=5).tobytes()
+    # the split scorer's separate data: RandomState(42) again, the same sets, then XᵀX, Xᵀy, yᵀy noise per draw
+    X, y, Lxx, Lxy, Lyy = tuning.sample_authors_scoring(2, n, d, 3)
+    for a, (x, yv, noise) in enumerate(_authors_sequence(2, n, d, 3, with_yy=True)):
+        assert X[a].tobytes() == x.tobytes() and y[a].tobytes() == yv.tobytes()
+        for k, (u, v, w) in enumerate(noise):
+            assert Lxx[a, k][np.triu_indices(d)].tobytes() == u.tobytes() and Lxy[a, k].tobytes() == v.tobytes()
+            assert Lyy[a, k] == w
+
+
+def test_a_change_to_the_tuning_code_invalidates_the_stored_results(monkeypatch, tmp_path):
+    args = dict(n=25, d=2, epsilon=1.5, split=(0.35, 0.6, 0.05), n_aux=2, n_noise=2, omegas=(0.5, 1.0))
+    first = tuning.tune_thresholds(**args)
+    assert tuning.tune_thresholds(**args)["cache_hit"] is True
+    # a new version of the code whose output differs: the old entry must not be served
+    planted = np.zeros((2, 2, 2, 2))
+    planted[..., 1, 0] = 1.0
+    monkeypatch.setattr(tuning._AuxProblem, "grid_scores", lambda self, split, eps: planted)
+    monkeypatch.setattr(tuning, "_code_sources", lambda: [b"changed tuning code"])
+    tuning.code_digest.cache_clear()
+    cache.clear()
+    try:
+        new = tuning.tune_thresholds(**args)
+        assert new["cache_hit"] is False and (new["omega_x"], new["omega_y"]) == (1.0, 0.5)
+        assert new["scores"] != first["scores"]
+        assert len(list((tmp_path / "tuning").glob("thresholds-*.json"))) == 2
+    finally:
+        tuning.code_digest.cache_clear()
+    # the digest covers the tuning module itself
+    assert "families/gdsc/tuning.py" in tuning.TUNING_CODE
+
+
+def test_paper_split_scorer_vb_on_the_authors_data_and_advi_is_paper_only():
+    splits = ((0.05, 0.05, 0.9), (0.45, 0.5, 0.05))
+    res = tuning.tune_split(n=60, d=2, epsilon=1.0, n_aux=2, n_noise=2, splits=splits, omegas=(0.5, 1.0, 2.0),
+                            use_disk=False, aux="preprocessed", solver="direct", scorer="vb")
+    assert (res["p1"], res["p2"], res["p3"]) == splits[1] and len(res["table"]) == 2
+    with pytest.raises(ValueError, match="scorer"):
+        tuning.tune_split(n=60, d=2, epsilon=1.0, n_aux=2, n_noise=2, splits=splits, use_disk=False, scorer="advi")

@@ -402,18 +402,25 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
     looks = Looks(df, manifest)
     fig, ax = new_figure(o.size or "column")
     drawn, reps = 0, 0
+    # several ε (e.g. Fig. 4's tables at ε = 1 and 2): one line per (label, ε), lighter below the largest ε
+    eps = sorted(d["epsilon"].dropna().unique().tolist()) if "epsilon" in d and x != "epsilon" else []
+    by_eps = len(eps) > 1
     for k, m in enumerate(o.metrics):
         if not (d["metric"] == m).any():
             continue
-        s = summary(d, m, ["label", x])
+        s = summary(d, m, ["label", x] + (["epsilon"] if by_eps else []))
         reps = max(reps, int(s["repeats"].max()))
         labels = list(dict.fromkeys(s["label"]))
-        for label, g in s.groupby("label", sort=False):
+        for key, g in s.groupby(["label", "epsilon"] if by_eps else "label", sort=False):
+            label, e = key if by_eps else (key, None)
             g = g.sort_values(x)
             kw = looks.look(label)
             kw["linestyle"] = ["-", "--", ":", "-."][k % 4]
             kw["marker"] = ["o", "s", "^", "D"][k % 4]
+            if by_eps and e != eps[-1]:
+                kw["alpha"] = 0.45
             name = THRESHOLD_LABELS.get(m, m) + (f", {looks.name(label)}" if len(labels) > 1 else "")
+            name += f", ε = {e:g}" if by_eps else ""
             ax.errorbar(g[x].to_numpy(float), g["mean"].to_numpy(float), yerr=g["std"].fillna(0).to_numpy(float),
                         label=name, **kw)
             drawn += 1

@@ -11,7 +11,9 @@ the training lines; fmlr's raw rows in ``Split.meta['raw']``).  None is DP as ru
   itself depend on the private rows).  Released: XᵀX + U with U a full d × d Laplace draw of scale
   2d(d+1)B_x²/ε, symmetrised by mirroring its upper triangle; Xᵀy + V, V Laplace of scale 4dB_xB_y/ε; no yᵀy.
   Solve w = (X_pubᵀX_pub + XᵀX + U + λI)⁻¹(Xᵀy + V + X_pubᵀy_pub) with λ = 1, no positive-definite repair.
-* ``oplr_paper``: private lines only; λ = √(D/(Nε)); w = argmin Σ(xᵢᵀw − yᵢ)² + (λ/2)‖w‖² subject to ‖w‖₂² ≤ 1;
+* ``oplr_paper``: private lines only; λ = √(D/(Nε)); w from Σ(xᵢᵀw − yᵢ)² + (λ/2)‖w‖² as the authors' solver chain
+  leaves it: minConf_PQN under their "projection" sign(w)·simplexproj(w², R), which is not the L2 ball's
+  (``dpexp.models.minconf.oplr_minconf``: a heuristic; the noise below is calibrated for the exact ball ‖w‖₂ ≤ R);
   noise of norm ~ Gamma(D, (12R + 8)/(λNε)), R = 1, in the direction of a normalised Uniform[−½, ½]^D vector (not
   uniform on the sphere: ``heuristic_gamma_norm``); it assumes |y| ≤ 1 but y is neither rescaled nor clipped.
 * ``fmlr_paper``: private lines only; x and y min–max scaled to [−1, 1] per column with the minima and maxima of
@@ -38,7 +40,7 @@ from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, run_grouped, solve_stacked
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
                                                                   trimmed_minimiser, with_bias)
-from dpexp.families.gdsc.algorithms.output_perturbation import ball_constrained_ridge
+from dpexp.models.minconf import oplr_minconf
 from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -313,8 +315,8 @@ OPLR_REASON = ("direction a normalised Uniform[-1/2, 1/2]^D vector (not uniform)
 
 @register_algorithm
 class OutputPerturbationPaper(_PaperLR):
-    """Output-perturbed LR as the authors' Matlab code ran it (module docstring): Σ res² + (λ/2)‖w‖² in the unit
-    ball, λ = √(D/(Nε)), Gamma(D, (12R+8)/(λNε)) norm in a cube-biased direction, y unscaled: not DP."""
+    """Output-perturbed LR as the authors' Matlab code ran it (module docstring): Σ res² + (λ/2)‖w‖² by minConf_PQN
+    under the authors' "projection" (not the unit ball's), λ = √(D/(Nε)), Gamma(D, (12R+8)/(λNε)) norm in a cube-biased direction, y unscaled: not DP."""
 
     name = "oplr_paper"
     description = "output-perturbed LR as the authors' Matlab code (cube direction, y unscaled: not DP; paper protocol)"
@@ -342,7 +344,7 @@ class OutputPerturbationPaper(_PaperLR):
 
         priv = each([k for k in ks if k not in weights], out, statistics)
         if priv:
-            fits = solve_stacked(ball_constrained_ridge, _stack([stats[k][0] for k in priv]),
+            fits = solve_stacked(oplr_minconf, _stack([stats[k][0] for k in priv]),
                                  _stack([stats[k][1] for k in priv]), np.array([stats[k][2] for k in priv]), R)
 
             good, fitted = [], []

@@ -30,13 +30,32 @@ class _SplitSearchParams(SigmaParams, TuneParams):   # rplr's sigma and tuning o
     split_reps: tuple[int, int] = Field((5, 5), description="auxiliary data sets x noise draws (paper: 5 x 5)")
     stabilize: Literal["noise_ridge", "none"] = "noise_ridge"
     """rplr's stabilize: the Gamma-prior score and fit with the noise ridge or without (the paper protocol)"""
+    scorer: Literal["vb", "advi"] = "vb"
+    """the split's score: our vb, or (with tune_aux: preprocessed, the paper protocol) the authors' ADVI on their
+    separate seed-42 data (``tuning.tune_split``; needs the pymc extra)"""
+    grid: tuple[float, ...] | None = None
+    """the p values of the search's grid, splits (p1, p2, 1 − p1 − p2) with p1, p2 on it and p3 ≥ 0.05 (None: the
+    paper's {0.05, …, 0.90}; a coarser grid for a quick look)"""
 
     @model_validator(mode="after")
     def _on_simplex(self) -> "_SplitSearchParams":
         p3 = 1.0 - self.p1 - self.p2
         if p3 < 0.05 - 1e-9:
             raise ValueError(f"p1 + p2 must be <= 0.95 (p3 = 1 - p1 - p2 >= 0.05), got {self.p1 + self.p2:g}")
+        if self.scorer == "advi" and self.tune_aux != "preprocessed":
+            raise ValueError("scorer: advi is the paper protocol's scorer: it needs tune_aux: preprocessed")
+        if self.grid is not None and not all(0 < g < 1 for g in self.grid):
+            raise ValueError(f"grid values must be in (0, 1), got {list(self.grid)}")
         return self
+
+
+def search_grid(grid: tuple[float, ...] | None) -> tuple[tuple[float, float, float], ...]:
+    """The splits of the search: ``tuning.SPLIT_GRID`` for None, else every (p1, p2, 1 − p1 − p2) with p1, p2 in
+    ``grid`` (in its order) and p3 ≥ 0.05."""
+    if grid is None:
+        return SPLIT_GRID
+    return tuple((round(a, 10), round(b, 10), round(1.0 - a - b, 10)) for a in grid for b in grid
+                 if 1.0 - a - b >= 0.05 - 1e-9)
 
 
 @register_algorithm
@@ -64,14 +83,16 @@ class SplitSearch(Algorithm):
     def _row(self) -> list[float]:
         p = self.params
         p3 = round(1.0 - p.p1 - p.p2, 10)
-        for k, sp in enumerate(SPLIT_GRID):
+        grid = search_grid(p.grid)
+        for k, sp in enumerate(grid):
             if max(abs(sp[0] - p.p1), abs(sp[1] - p.p2), abs(sp[2] - p3)) < 1e-9:
+                extra = {} if p.grid is None else {"splits": grid}
                 table = tune_split(p.tune_n, p.tune_d, p.tune_epsilon, n_aux=p.split_reps[0],
                                    n_noise=p.split_reps[1], stabilize=p.stabilize, aux=p.tune_aux,
-                                   solver=p.tune_solver)["table"]
+                                   solver=p.tune_solver, scorer=p.scorer, **extra)["table"]
                 return table[k]
         raise UserError(f"split_search: (p1, p2, p3) = ({p.p1:g}, {p.p2:g}, {p3:g}) is not on the split grid "
-                        "{0.05, ..., 0.90}^3 with sum 1 (off-simplex cell)")
+                        f"{'{0.05, ..., 0.90}^3' if p.grid is None else list(p.grid)} with sum 1 (off-simplex cell)")
 
     def _rplr(self) -> RobustPrivateLR:
         row = self._row()

@@ -10,13 +10,16 @@ preprocessing) and one random permutation of the cell lines per fold, shared by 
   public, private) is normalised on its own (``normalise_set``): every gene centred over the set's lines, every
   line's d-vector scaled to unit L2 norm, every drug's response centred over the set's lines tested with it.  The
   clipping scales are σ_x = std of all entries of the private x and σ_y = std of the private y of **all** drugs
-  pooled (each drug centred over the private set) — data statistics of the private set, no budget spent.
+  pooled (each drug centred over the private set), both with ddof = 1 as the authors' code — data statistics of
+  the private set, no budget spent.
 * **matlab** (plr, oplr, fmlr): the test lines as above; the training lines in file order; every drug's response
   centred over all its tested training lines; public = the first ``n_public`` training lines in file order,
   private = the first n of the lines after the ``max_public`` public ones (nested across n); x normalised per set
   as above (the response keeps the training centring).  fmlr switches the row normalisation off: its raw rows
-  and the per-column minima and maxima over **all** lines (test included) are in ``Split.meta['raw']``
-  (``RawRows``), from which it min–max scales x and y to [−1, 1].
+  and the per-column minima and maxima of x over **all** lines (test included) are in ``Split.meta['raw']``
+  (``RawRows``), with each drug's y range as the authors' code reads it — the union of the raw, uncentred ln IC50
+  extremes and those of the training- and the test-centred responses (``_y_range``) — from which it min–max
+  scales x and y to [−1, 1].
 
 Lines without a response to a drug are dropped per drug after the sets are formed and normalised (the sets are
 normalised as wholes, once per fold and size, for all drugs alike).  Folds come from the dataset's split stream
@@ -72,7 +75,7 @@ class RawRows:
     X_test: np.ndarray
     x_min: np.ndarray        # (d,) over all lines
     x_max: np.ndarray
-    y_min: float             # the drug's centred response over all its tested lines
+    y_min: float             # the drug's y range: raw, training- and test-centred extremes (``_y_range``)
     y_max: float
     whole: RawRows | None = None   # the drug's rows along the fold's sequences, whose prefixes these are (or None)
 
@@ -169,8 +172,9 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
         Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
         Ys = [Yc[i] for i in idx]
     Xp, Yp = Xs[2], Ys[2]
-    sx = float(Xp.std()) if Xp.size else float("nan")
-    sy = float(np.nanstd(Yp)) if np.isfinite(Yp).any() else float("nan")
+    # ddof = 1, as the authors' code (diffpri.py:450-451; issue 28, fact 4); nan with fewer than two values
+    sx = float(Xp.std(ddof=1)) if Xp.size > 1 else float("nan")
+    sy = float(np.nanstd(Yp, ddof=1)) if np.isfinite(Yp).sum() > 1 else float("nan")
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
 
 
@@ -186,7 +190,7 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
              lines: list[np.ndarray] | None = None, read_only: bool = False) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
     response, as masks or as positions; ``lines``: those lines, if already known) and the ranges over all lines (x:
-    every line; y: the drug's lines, centred like the sets; ``perm_digest``: ``digest(perm)`` if already known).
+    every line; y: the drug's range of ``_y_range``; ``perm_digest``: ``digest(perm)`` if already known).
     ``read_only``: the rows' arrays are made read-only (shared by several splits' views)."""
     if lines is None:
         lines = [s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep)]
@@ -207,36 +211,39 @@ def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: lis
 
 
 def _y_range(Y_raw: np.ndarray, j: int, test_pool: int, perm: np.ndarray) -> tuple[float, float]:
-    """Range of drug ``j``'s response over all its tested lines, centred over its tested training lines."""
-    y_all = Y_raw[:, j] - _column_means(Y_raw[perm[test_pool:], j:j + 1])[0]
-    tested = y_all[np.isfinite(y_all)]
-    return (float(tested.min()) if tested.size else 0.0, float(tested.max()) if tested.size else 0.0)
+    """Drug ``j``'s response range as the authors' fmlr reads it (``data_prepare.m:104-106, 157-158, 171-172``, used
+    at ``trpred.m:5-6``; issue 28, fact 2): the union of the extremes of its raw, uncentred ln IC50 over all lines,
+    of its training responses centred over its tested training lines (``perm[test_pool:]``), and of its test
+    responses centred over its tested test lines (``perm[:test_pool]``, their own mean); finite values only, (0, 0)
+    if there are none, and a zero extreme is +0.  The reference form of ``_y_ranges`` (one drug at a time)."""
+    col = Y_raw[:, j]
+    parts = [col]
+    for lines in (perm[test_pool:], perm[:test_pool]):
+        parts.append(col[lines] - _column_means(Y_raw[lines, j:j + 1])[0])
+    vals = np.concatenate([v[np.isfinite(v)] for v in parts])
+    return (float(vals.min()) + 0.0, float(vals.max()) + 0.0) if vals.size else (0.0, 0.0)
 
 
 def _y_ranges(Y_raw: np.ndarray, test_pool: int, perm: np.ndarray) -> tuple[list[float], list[float]]:
     """``_y_range`` of every drug (column of ``Y_raw``) at once: (minima, maxima), the same floats.  Each drug's
-    mean m is the sum of its own column, as ``_column_means`` of that one column sums it: a contiguous row of the
-    transposed training rows is reduced as the one-column array is (numpy's pairwise sum of one contiguous run).
-    Rounding is monotone, so min(y − m) over the finite y is fl(min y − m) (likewise the maximum): the extremes of
-    the raw columns are taken once per data version.  A drug with no finite response, a non-finite m or a zero
-    extreme (−0 and 0 compare equal) is computed as ``_y_range`` does."""
-    YT, y_min, y_max = cache.memo_for("gdsc.raw_y_columns", Y_raw, None, lambda: _y_columns(Y_raw), maxsize=4)
-    T = YT.take(perm[test_pool:], axis=1)                      # (D, training lines), C-contiguous
-    has = ~np.isnan(T)
-    means = np.where(has, T, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1)
-    lo, hi = y_min - means, y_max - means
-    exact = np.isfinite(lo) & np.isfinite(hi) & (lo != 0.0) & (hi != 0.0)
-    lo, hi = lo.tolist(), hi.tolist()
-    for j in np.flatnonzero(~exact).tolist():
-        lo[j], hi[j] = _y_range(Y_raw, j, test_pool, perm)
-    return lo, hi
-
-
-def _y_columns(Y_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``Y_raw`` transposed (contiguous) and each column's extremes over its finite entries (±inf: none)."""
-    YT = np.ascontiguousarray(Y_raw.T)
-    finite = np.isfinite(YT)
-    return YT, np.where(finite, YT, np.inf).min(axis=1), np.where(finite, YT, -np.inf).max(axis=1)
+    means are the sums of its own column's entries, as ``_column_means`` of that one column sums them: a contiguous
+    row of the transposed rows is reduced as the one-column array is (numpy's pairwise sum of one contiguous run);
+    minima and maxima do not depend on the order."""
+    YT = cache.memo_for("gdsc.raw_y_columns", Y_raw, None, lambda: np.ascontiguousarray(Y_raw.T), maxsize=4)
+    lo, hi = np.full(YT.shape[0], np.inf), np.full(YT.shape[0], -np.inf)
+    for lines in (None, perm[test_pool:], perm[:test_pool]):
+        if lines is None:
+            V = YT
+        else:
+            T = YT.take(lines, axis=1)                         # (D, lines), C-contiguous
+            has = ~np.isnan(T)
+            V = T - (np.where(has, T, 0.0).sum(axis=1) / np.maximum(has.sum(axis=1), 1))[:, None]
+        finite = np.isfinite(V)
+        lo = np.minimum(lo, np.where(finite, V, np.inf).min(axis=1, initial=np.inf))
+        hi = np.maximum(hi, np.where(finite, V, -np.inf).max(axis=1, initial=-np.inf))
+    none = ~np.isfinite(lo)
+    lo, hi = np.where(none, 0.0, lo) + 0.0, np.where(none, 0.0, hi) + 0.0
+    return lo.tolist(), hi.tolist()
 
 
 class ProtocolView:
