@@ -102,3 +102,21 @@ def test_a_non_finite_estimate_fails_its_cell(bad, why):
     assert "coefficients" in _non_finite(Output(np.array([[1.0, 2.0]]), coef=np.array([[np.nan]])))
     out = _checked(None, [ok, Output(bad, guarantee=Guarantee.pure(1.0)), failed_trial], 1.0, 0.0)
     assert out[0] is ok and out[2] is failed_trial and why in str(out[1])
+
+
+def test_the_papers_classic_calibration_is_labelled_not_dp_not_failed():
+    """Only δ over the ask, from an algorithm told to use the classic calibration: rows say none with the excess;
+    any other excess (ε, or without calibration: classic) is not excused."""
+    from types import SimpleNamespace
+
+    from dpexp.privacy.budget import paper_calibration_excess
+
+    classic = SimpleNamespace(params=SimpleNamespace(calibration="classic"))
+    analytic = SimpleNamespace(params=SimpleNamespace(calibration="analytic"))
+    over_delta = Guarantee("approx", 10.0, 2.7e-4)
+    g = paper_calibration_excess(classic, over_delta, 10.0, 1e-4)
+    assert g is not None and g.kind == "none"
+    assert "classic Gaussian calibration at ε = 10 spends δ = 0.00027 > the asked δ = 0.0001" in g.reason
+    assert paper_calibration_excess(analytic, over_delta, 10.0, 1e-4) is None
+    assert paper_calibration_excess(classic, Guarantee("approx", 10.5, 2.7e-4), 10.0, 1e-4) is None   # ε over too
+    assert paper_calibration_excess(classic, Guarantee("approx", 10.0, 1e-5), 10.0, 1e-4) is None     # no excess
