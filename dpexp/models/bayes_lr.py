@@ -24,6 +24,20 @@ def sample_data(reps: int, n: int, d: int, rng: np.random.Generator, lam: float 
     return X, y
 
 
+def sample_preprocessed(reps: int, n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``reps`` auxiliary data sets generated like the real data after preprocessing (the authors' code; shared by
+    the GDSC tuning and the DCA paper-settings threshold search): x ~ N(0, I_d); every feature centred and every row
+    scaled to unit L2 norm; β ~ N(0, I), y ~ N(xᵀβ, 1) from the scaled rows (λ = λ0 = 1); y centred.  Returns
+    X (reps, n, d), y (reps, n); draws X, β, noise in that order."""
+    X = rng.standard_normal((reps, n, d))
+    X = X - X.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(X, axis=2, keepdims=True)
+    X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+    beta = rng.standard_normal((reps, d))
+    y = np.einsum("rnd,rd->rn", X, beta) + rng.standard_normal((reps, n))
+    return X, y - y.mean(axis=1, keepdims=True)
+
+
 #: relative margin of ``certified_psd``: far above the backward errors of Cholesky and eigh (≈ d²·2⁻⁵³)
 PSD_MARGIN = 1e-8
 

@@ -217,7 +217,7 @@ def test_oplr_paper_objective_and_guarantee():
 
 # ------------------------------------------------------------------------------------------------ rplr and tuning
 def test_preprocessed_auxiliary_data():
-    from dpexp.families.gdsc.tuning import sample_preprocessed
+    from dpexp.models.bayes_lr import sample_preprocessed
 
     X, y = sample_preprocessed(3, 50, 4, np.random.default_rng(0))
     np.testing.assert_allclose(np.linalg.norm(X, axis=2), 1.0, atol=1e-12)

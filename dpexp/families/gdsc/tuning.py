@@ -153,19 +153,6 @@ def spearman_rows(pred: np.ndarray, y_rank: np.ndarray) -> np.ndarray:
     return (s - n * m * m) / (n * (n * n - 1) / 12.0)
 
 
-def sample_preprocessed(reps: int, n: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``reps`` auxiliary data sets generated like the real data after preprocessing (the authors' code): x ~ N(0,
-    I_d); every feature centred and every row scaled to unit L2 norm; β ~ N(0, I), y ~ N(xᵀβ, 1) from the scaled
-    rows (λ = λ0 = 1); y centred.  Returns X (reps, n, d), y (reps, n); draws X, β, noise in that order."""
-    X = rng.standard_normal((reps, n, d))
-    X = X - X.mean(axis=1, keepdims=True)
-    norms = np.linalg.norm(X, axis=2, keepdims=True)
-    X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
-    beta = rng.standard_normal((reps, d))
-    y = np.einsum("rnd,rd->rn", X, beta) + rng.standard_normal((reps, n))
-    return X, y - y.mean(axis=1, keepdims=True)
-
-
 def sample_authors(reps: int, n: int, d: int, n_noise: int, seed: int = AUTHORS_SEED
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The authors' ``omega()`` draws (module docstring, ``aux="preprocessed"``): a fresh ``RandomState(seed)``;

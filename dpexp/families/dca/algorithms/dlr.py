@@ -295,7 +295,7 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     ω_x.  The Gaussian σ is linear in Δ₂, so σ(Δ) = Δ · σ(1) needs one calibration.  Defaults: ours (the paper's
     text).  The authors' code (paper settings) differs in: ``repeats=20, noise_draws=20`` (20 data sets × 20 noise
     draws), ``aux_data="row_normalised"`` (x centred, rows scaled to unit L2 norm, y from those rows, centred —
-    ``dpexp.families.gdsc.tuning.sample_preprocessed``), ``score="in_sample"`` (MAE of the fit's predictions on its
+    ``dpexp.models.bayes_lr.sample_preprocessed``), ``score="in_sample"`` (MAE of the fit's predictions on its
     own auxiliary rows against the unclipped y; scored on the first ``IN_SAMPLE_EVAL`` = 1000 of them when N is
     larger — ours, for speed), the grid 0.1…2.0, and ``noise_power=4``: the simulated noise std
     scales with the thresholds to the 4th power instead of the 2nd.  The statistics are products of two bounded
@@ -310,7 +310,7 @@ def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.rand
     if aux_data == "gaussian":
         X, y = sample_data(R, n + n_test, d, rng, lam, lam0)   # eqs. (4)-(6), the same draw as GDSC's tuning
     else:
-        from dpexp.families.gdsc.tuning import sample_preprocessed
+        from dpexp.models.bayes_lr import sample_preprocessed
 
         X, y = sample_preprocessed(R, n + n_test, d, rng)     # like the real (row-normalised) data
     Xtr, ytr = X[:, :n], y[:, :n]
