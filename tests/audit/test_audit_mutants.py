@@ -71,7 +71,7 @@ def test_exit_code_accepts_either_verdict_for_weak_violations(monkeypatch, capsy
 
     monkeypatch.setattr(mutants, "audit_mutant", fake)
     assert mutants.run_mutants(["plr/half-noise", "plr/unclipped"]) == 0
-    assert "yes (weak, not counted)" in capsys.readouterr().out
+    assert "yes (a ≤ 1.125× violation, not counted)" in capsys.readouterr().out
     assert mutants.run_mutants(["oplr/half-noise"]) == 1   # a provably-DP mutant that FAILs is a false alarm
 
 

@@ -38,7 +38,8 @@ def test_slr_stock_with_nan_cells_ends_with_a_reason(tmp_path):
     assert r.returncode in (1, 2), (r.returncode, r.stderr[-2000:])
     if r.returncode == 2:
         lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
-        assert len(lines) == 1 and "non-finite" in lines[0].lower() and STOCK.name in lines[0], r.stderr
+        assert len(lines) == 1 and STOCK.name in lines[0] and "column 'ISE_TL'" in lines[0], r.stderr
+        assert "row 5" in lines[0] and ("missing value" in lines[0] or "non-finite" in lines[0]), r.stderr
         assert not (out / "results.csv").exists()
     else:
         fails = pd.read_csv(out / "failures.csv")
