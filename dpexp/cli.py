@@ -118,7 +118,7 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
     import json
 
-    from dpexp import executors, runner, spec
+    from dpexp import api, executors, runner
 
     if jobs == 0 or jobs < -1:
         _fail(f"--jobs must be >= 1 or -1 (all cores), got {jobs}")
@@ -126,16 +126,7 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     if cluster is not None and jobs_given:
         _fail("give either --jobs (processes on this machine) or --cluster (a Dask cluster), not both")
     cluster = executors.cluster_from(cluster, jobs_given)
-    raw = spec.read_yaml(Path(config))
-    all_overrides = list(overrides)
-    if fast:
-        fast_set, fast_repeats = spec.fast_settings(raw, config)
-        all_overrides = fast_set + all_overrides
-        repeats = repeats if repeats is not None else fast_repeats
-    if noise is not None:
-        all_overrides.append(f"noise={noise}")
-    exp = spec.resolve(raw, config, all_overrides, repeats)
-    exp.fast = fast
+    exp, raw, repeats = api.prepare(config, list(overrides), repeats, fast, noise)   # the same path as dpexp.run
     if dry_run:
         chunks = runner.plan_chunks(exp)
         click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "
