@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -36,8 +37,19 @@ def _fail(msg: str) -> None:
     sys.exit(EXIT_USER_ERROR)
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001
+    """dpexp's own warnings (``UserWarning`` and below) as one line ``warning: ...`` on stderr; others as Python
+    prints them."""
+    if issubclass(category, UserWarning):
+        return f"warning: {message}\n"
+    return _FORMATWARNING(message, category, filename, lineno, line)
+
+
+_FORMATWARNING = warnings.formatwarning
+
+
 class _Group(click.Group):
-    """Turns ``UserError`` into exit code 2 with one line."""
+    """Turns ``UserError`` into exit code 2 with one line; prints warnings as one line each."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         from dpexp.errors import UserError
@@ -46,6 +58,7 @@ class _Group(click.Group):
             previous = signal.signal(signal.SIGTERM, _on_sigterm)
         except ValueError:  # not the main thread (e.g. embedded): leave signals alone
             previous = None
+        formatwarning, warnings.formatwarning = warnings.formatwarning, _one_line_warning
         try:
             return super().invoke(ctx)
         except UserError as exc:
@@ -64,6 +77,7 @@ class _Group(click.Group):
             click.echo(f"\n{what}{hint}", err=True)
             sys.exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
         finally:
+            warnings.formatwarning = formatwarning
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
