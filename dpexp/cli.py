@@ -210,8 +210,13 @@ def _describe_dataset_privacy(cls: type) -> None:
     def show(head: str, text: str) -> None:
         click.echo(textwrap.fill(text, 116, initial_indent=f"  {head}: ", subsequent_indent="    "))
 
+    from pydantic import ValidationError
+
     try:
         pre = cls().preprocessing()
+    except ValidationError as exc:  # required parameters (the csv dataset's columns): stated per config
+        need = ", ".join(str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing")
+        click.echo(f"  preprocessing: (stated for the parameters given; required: {need})")
     except Exception as exc:  # noqa: BLE001 — a dataset that cannot be built without data still lists its docs
         click.echo(f"  preprocessing: (not available: {type(exc).__name__}: {exc})")
     else:
