@@ -21,11 +21,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
-## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo)
+## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo); prints a one-line summary, the
+## full table goes to results/demo/summary.md
 demo: $(STAMP)
 	$(BIN)/dpexp run configs/demo.yaml --out results/demo --jobs $(JOBS) --force
 	$(BIN)/dpexp plot results/demo --out figures/demo --format png,pdf
-	$(BIN)/dpexp summarize results/demo --metric spearman
+	$(BIN)/dpexp summarize results/demo --metric spearman --markdown results/demo/summary.md --brief
 
 ## test: the whole test suite (CI runs exactly this)
 test: $(STAMP)

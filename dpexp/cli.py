@@ -321,7 +321,11 @@ def plot(results_dir: str, out: str | None, formats: str) -> None:
 @click.option("--metric", default=None, help="Only this metric (default: all).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write CSV here.")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None, help="Also write Markdown.")
-def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None) -> None:
+@click.option("--brief", is_flag=True,
+              help="One experiment: print its one-line summary (and where --csv/--markdown wrote the full table) "
+                   "instead of the table (`make demo`).")
+def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None,
+              brief: bool) -> None:
     """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat); curves that
     are not DP are marked with a dagger.
 
@@ -364,7 +368,11 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
         Path(md_path).write_text("\n".join(blocks))
-    if single:
+    if single and brief:
+        click.echo(summary.one_line(root, results.read_manifest(root), results.read_results(root)))
+        written = [p for p in (md_path, csv_path) if p]
+        click.echo(f"full table: {', '.join(written)}" if written else "full table: dpexp summarize " + str(root))
+    elif single:
         click.echo(blocks[0], nl=False)
 
 

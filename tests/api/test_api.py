@@ -65,3 +65,23 @@ def test_run_rejects_bad_input(tmp_path):
         dpexp.run(REPO / "configs" / "demo.yaml", out=tmp_path / "x", seed=-3)
     with pytest.raises(UserError, match="no manifest.json"):
         dpexp.load(tmp_path)
+
+
+def test_make_demo_prints_a_short_summary_and_writes_the_table(tmp_path):
+    """`make demo` ends with `dpexp summarize ... --brief`: one line and where the full table went (issue 30)."""
+    from click.testing import CliRunner
+
+    from dpexp.cli import main
+
+    make = (REPO / "Makefile").read_text()
+    line = next(ln.strip() for ln in make.splitlines() if "dpexp summarize results/demo" in ln)
+    assert line.endswith("--metric spearman --markdown results/demo/summary.md --brief"), line
+    dpexp.run(REPO / "configs" / "demo.yaml", out=tmp_path / "demo", repeats=2, sizes__n_private=[0, 100])
+    md = tmp_path / "summary.md"
+    r = CliRunner().invoke(main, ["summarize", str(tmp_path / "demo"), "--metric", "spearman", "--markdown", str(md),
+                                  "--brief"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("demo: complete, --set sizes.n_private=[0, 100]; 2 repeats; 4 curves")
+    assert "spearman at n = 100:" in lines[0] and lines[1] == f"full table: {md}"
+    assert "| metric | label |" in md.read_text()

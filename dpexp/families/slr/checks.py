@@ -8,6 +8,7 @@ i.e. (p25, p75) of the paper) and returned as an array of shape (trials, n_test)
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Literal
 
 import numpy as np
@@ -82,3 +83,28 @@ class RangeParams(Params):
         if not (np.isfinite(self.r_l) and np.isfinite(self.r_u) and self.r_l < self.r_u):
             raise ValueError(f"r_l must be < r_u (both finite), got r_l={self.r_l}, r_u={self.r_u}")
         return self
+
+
+class OutsideRangeWarning(UserWarning):
+    """An SLR method's estimates fell outside its declared output range [r_l, r_u], to which its release is
+    confined (a diagnostic of the data for the analyst: the count is not released)."""
+
+
+_WARNED_RANGE: set[tuple[str, float, float]] = set()
+
+
+def warn_outside_range(name: str, z: np.ndarray, lo: float, hi: float, x0: float) -> None:
+    """Warn (once per process, algorithm and range) when estimates ``z`` (NaN padding ignored) lie outside the
+    output range [lo, hi] of the DP median: the release cannot leave the range, so such data are clamped silently
+    otherwise (issue 30: y in [80, 200] against the default [-0.5, 1.5])."""
+    key = (name, float(lo), float(hi))
+    if key in _WARNED_RANGE:
+        return
+    finite = np.isfinite(z)
+    outside = int(np.count_nonzero(finite & ((z < lo) | (z > hi))))
+    if outside:
+        _WARNED_RANGE.add(key)
+        warnings.warn(f"{name}: {outside} of {int(np.count_nonzero(finite))} pairwise estimates at x = {x0:g} lie "
+                      f"outside the output range [r_l, r_u] = [{lo:g}, {hi:g}], to which the DP median is confined; "
+                      "set r_l, r_u to cover the response's range (or rescale the data to [0, 1])",
+                      OutsideRangeWarning, stacklevel=3)
