@@ -104,8 +104,8 @@ def load_all() -> None:
         return
     for package in DISCOVERED_PACKAGES:
         _import_tree(package)
+    load_plugins()   # a plugin that fails raises here, and again at the next call: never a silent half-registry
     _loaded = True
-    load_plugins()
 
 
 def plugin_entry_points() -> list[metadata.EntryPoint]:
@@ -125,7 +125,6 @@ def load_plugins() -> list[str]:
         label = f"{getattr(ep.dist, 'name', None) or '?'}:{ep.name}"
         if label in done:
             continue
-        _LOADED_PLUGINS.add(label)
         before = {k: set(v) for k, v in _REGISTRIES.items()}
         _loading_plugin = label
         try:
@@ -137,6 +136,7 @@ def load_plugins() -> list[str]:
                             f"{type(exc).__name__}: {exc}") from exc
         finally:
             _loading_plugin = None
+        _LOADED_PLUGINS.add(label)
         loaded.append(label)
         for name in sorted(set(_REGISTRIES["algorithm"]) - before["algorithm"]):
             cls = _REGISTRIES["algorithm"][name]

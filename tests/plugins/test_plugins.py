@@ -17,6 +17,7 @@ from dpexp.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "dpexp_plugin_demo"
+PLUGIN_MODULES = {"dpexp_plugin_demo", "bad_plugin", "hook_plugin", "broken_plugin"}
 
 
 def _install(site: Path, module_text: str, dist: str = "dpexp_plugin_demo", value: str = "dpexp_plugin_demo"
@@ -48,7 +49,8 @@ def fresh_registry(monkeypatch):
     registry._LOADED_PLUGINS.clear()
     registry._LOADED_PLUGINS.update(saved_loaded)
     for m in set(sys.modules) - modules:
-        del sys.modules[m]
+        if m.split(".")[0] in PLUGIN_MODULES:   # only the test's plugins: dpexp's own modules stay imported
+            del sys.modules[m]
 
 
 @pytest.fixture
@@ -110,9 +112,66 @@ def test_plugin_algorithm_runs_plots_and_reports(tmp_path, demo_plugin):
 
 
 def test_plugin_audit_is_reported_as_error_not_skipped(demo_plugin):
+    from dpexp.audit import ERROR, audit_entry
     from dpexp.audit.entries import entry_for
 
-    assert entry_for("clipped_mean") is None   # dpexp audit reports ERROR for it: never silently passed
+    assert entry_for("clipped_mean") is None
+    res = audit_entry("clipped_mean")
+    assert res.verdict == ERROR and "no audit plan for 'clipped_mean'" in res.note   # never silently passed
+
+
+def test_plugin_look_warns_once_per_process(demo_plugin):
+    from dpexp.plotting import style
+
+    style._WARNED.discard("clipped_mean")
+    with pytest.warns(UserWarning, match="no look in dpexp.plotting.style.METHODS"):
+        first = style.method_colour("clipped_mean")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert style.method_colour("clipped_mean") == first    # stable, and said once
+    assert first[0] in style.PALETTE and first[1] in style.MARKERS
+
+
+def test_plugin_runs_in_worker_processes(tmp_path, demo_plugin, monkeypatch):
+    """--jobs 2: the loky workers load the installed plugin themselves (here: the test's site folder on their
+    PYTHONPATH, as site-packages would be) and write the same bytes as one process."""
+    import os
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(demo_plugin), os.environ.get("PYTHONPATH", "")]))
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "p", "seed": 3, "repeats": 4, "chunk_work": 1,
+        "datasets": [{"name": "honkela_synthetic", "params": {"d": 2}}],
+        "sizes": {"n_private": [50], "n_public": 0, "n_test": 10}, "privacy": {"epsilon": 1.0},
+        "algorithms": [{"name": "clipped_mean"}], "metrics": ["max_abs_error"]}))
+    for jobs in ("1", "2"):
+        r = CliRunner().invoke(main, ["run", str(cfg), "--out", str(tmp_path / jobs), "-q", "--jobs", jobs])
+        assert r.exit_code == 0, r.output
+    assert (tmp_path / "1" / "results.csv").read_bytes() == (tmp_path / "2" / "results.csv").read_bytes()
+
+
+def test_a_plugin_that_cannot_import_is_named(tmp_path, monkeypatch, fresh_registry):
+    site = tmp_path / "site"
+    _install(site, "import no_such_module_anywhere\n", dist="broken_plugin", value="broken_plugin")
+    monkeypatch.syspath_prepend(str(site))
+    with pytest.raises(UserError, match=r"plugin broken-plugin:demo \(dpexp.plugins entry point 'broken_plugin'\) "
+                                        r"failed to load: ModuleNotFoundError"):
+        registry.load_plugins()
+    monkeypatch.setattr(registry, "_loaded", False)       # a fresh process: load_all meets the broken plugin
+    r = CliRunner().invoke(main, ["list", "algorithms"])   # the CLI: one line, exit code 2
+    assert r.exit_code == 2 and r.output.splitlines()[-1].startswith("error: plugin broken-plugin:demo")
+
+
+def test_in_tree_components_are_builtin_and_held_to_the_coverage_tests():
+    """The in-tree route: every component below dpexp/ is built-in, so the registry-wide tests (which take
+    ``builtin_names``) hold it to an audit plan and a look."""
+    for kind in ("algorithm", "dataset", "metric", "plot"):
+        for name, obj in registry.items(kind):
+            module = getattr(obj, "__module__", "")
+            assert registry.builtin(kind, name) == module.startswith("dpexp."), (kind, name, module)
+    src = {p: (REPO / p).read_text() for p in ("tests/audit/test_audit_registry.py", "tests/core/test_figures.py")}
+    assert 'parametrize("name", registry.builtin_names("algorithm"))' in src["tests/audit/test_audit_registry.py"]
+    assert 'for name in registry.builtin_names("algorithm"):' in src["tests/core/test_figures.py"]
 
 
 def test_plugin_may_not_replace_a_builtin(tmp_path, monkeypatch, fresh_registry):
