@@ -119,6 +119,8 @@ def load_plugins() -> list[str]:
     ("dist:name").  A plugin that fails to import raises ``UserError`` naming it; an algorithm it registers without
     an audit plan is accepted with one warning."""
     global _loading_plugin
+    if _loading_plugin is not None:   # a plugin's import asked the registry for names: it is being loaded already
+        return []
     done = {p for names_ in _PLUGIN_OF.values() for p in names_.values()} | _LOADED_PLUGINS
     loaded = []
     for ep in plugin_entry_points():

@@ -53,8 +53,8 @@ class OutOfBoundsWarning(UserWarning):
 
 
 class CsvParams(Params):
-    path: str = Field(description="the table: a .csv file (or .parquet with pyarrow), absolute or relative to the "
-                                  "working directory")
+    path: str
+    """the table: a .csv file (or .parquet with pyarrow), absolute or relative to the working directory"""
     response: dict[str, Bounds]
     """the response column and its declared public bounds, e.g. {sbp: [80, 200]} (required: nothing is computed from
     the rows to set them)"""

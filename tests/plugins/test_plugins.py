@@ -132,12 +132,16 @@ def test_plugin_look_warns_once_per_process(demo_plugin):
     assert first[0] in style.PALETTE and first[1] in style.MARKERS
 
 
-def test_plugin_runs_in_worker_processes(tmp_path, demo_plugin, monkeypatch):
+def test_plugin_runs_in_worker_processes(tmp_path, demo_plugin, monkeypatch, request):
     """--jobs 2: the loky workers load the installed plugin themselves (here: the test's site folder on their
     PYTHONPATH, as site-packages would be) and write the same bytes as one process."""
     import os
 
+    from dpexp.executors import Loky
+
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(demo_plugin), os.environ.get("PYTHONPATH", "")]))
+    Loky._stop_workers()   # loky reuses its workers across runs of one process: start fresh ones, as a new run does
+    request.addfinalizer(Loky._stop_workers)   # and leave none behind with the test's PYTHONPATH
     cfg = tmp_path / "p.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "p", "seed": 3, "repeats": 4, "chunk_work": 1,
@@ -193,3 +197,17 @@ def test_plugin_callable_entry_point_is_called(tmp_path, monkeypatch, fresh_regi
     monkeypatch.syspath_prepend(str(site))
     assert registry.load_plugins() == ["hook-plugin:demo"]
     assert registry.plugin_of("metric", "zero_metric") == "hook-plugin:demo"
+
+
+def test_a_plugin_may_ask_the_registry_while_it_loads(tmp_path, monkeypatch, fresh_registry):
+    """A plugin module that reads the registry at import (e.g. to check a name is free) still registers as itself."""
+    site = tmp_path / "site"
+    text = ("from dpexp import registry\nfrom dpexp.components import Metric\n\n"
+            "assert 'mae' in registry.names('metric')\n\n"
+            "@registry.register_metric\nclass Half(Metric):\n    name = 'half_metric'\n"
+            "    def __call__(self, output, split):\n        return 0.5\n")
+    _install(site, text, dist="hook_plugin", value="hook_plugin")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(registry, "_loaded", False)
+    registry.load_all()
+    assert registry.plugin_of("metric", "half_metric") == "hook-plugin:demo"
