@@ -311,7 +311,10 @@ class CsvTable(Dataset):
             X_test = to_domain(np.asarray(pts, dtype=float), (lo, hi), p.domain).reshape(-1, 1)
             y_test = np.full(X_test.shape[0], np.nan)
         box = (-1.0, 1.0) if p.domain == "symmetric" else (0.0, 1.0)
-        meta = {"subset": subset, "bounds_x": box, "bounds_y": box, "x_bound": 1.0, "domain": p.domain,
+        # the public bounds every family reads, all of the domain: SLR's box, |x_j| <= 1 (oplr/fmlr's x_bound,
+        # DCA's bound_x) and |y| <= 1 (DCA's bound_y)
+        meta = {"subset": subset, "bounds_x": box, "bounds_y": box, "x_bound": 1.0, "bound_x": 1.0, "bound_y": 1.0,
+                "domain": p.domain,
                 "features": p.columns, "response": p.target,
                 "declared_bounds": {c: list(b) for c, b in p.bounds.items()}}
         return Split(X[iv], y[iv], X[iu], y[iu], X_test, y_test, meta)

@@ -169,3 +169,18 @@ def test_worked_examples_run_plot_and_report(tmp_path, monkeypatch, config, figu
                                   "--out", str(tmp_path / "report")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_the_dca_methods_read_the_domain_bounds(tmp_path):
+    """|x_j| <= 1 and |y| <= 1 of the symmetric domain are the public bounds DCA's ta/ddp take from split.meta."""
+    import dpexp
+
+    rng = np.random.default_rng(2)
+    path = _table(tmp_path, {"a": rng.uniform(0, 4, 300), "b": rng.uniform(-1, 1, 300), "y": rng.uniform(0, 9, 300)})
+    cfg = {"name": "dca_csv", "seed": 1, "datasets": [{"name": "csv", "params": {
+        "path": str(path), "response": {"y": [0, 9]}, "features": {"a": [0, 4], "b": [-1, 1]}}}],
+        "sizes": {"n_private": 200, "n_test": 50}, "privacy": {"epsilon": 1.0, "delta": 1e-4},
+        "algorithms": [{"name": "ta"}, {"name": "ddp"}], "metrics": ["mae"]}
+    r = dpexp.run(cfg, out=tmp_path / "out")
+    rows = r.frame[r.frame["metric"] == "mae"]
+    assert r.failed_cells == 0 and rows["value"].notna().all() and set(rows["guarantee"]) == {"approx"}
