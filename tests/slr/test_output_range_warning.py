@@ -25,7 +25,8 @@ def test_estimates_outside_the_output_range_warn_with_counts(name, monkeypatch):
     monkeypatch.setattr(checks, "_WARNED_RANGE", set())
     alg = registry.get("algorithm", name)()
     with pytest.warns(checks.OutsideRangeWarning, match=rf"{name}: 190 of 190 pairwise estimates at x = 0.25 lie "
-                                                        r"outside the output range \[r_l, r_u\] = \[-0.5, 1.5\]") as w:
+                                                        r"outside the output range \[r_l, r_u\] = \[-0.5, 1.5\] \(0 below, "
+                                                        r"190 above\)") as w:
         out = alg.run(_split(120.0), 1.0, 0.0, np.random.default_rng(1), trials=3)
     assert len([x for x in w if issubclass(x.category, checks.OutsideRangeWarning)]) == 1   # once
     if name != "dp_ss_theil_sen":   # (the smooth-sensitivity median adds t noise after the clamp)
@@ -34,3 +35,7 @@ def test_estimates_outside_the_output_range_warn_with_counts(name, monkeypatch):
         warnings.simplefilter("error", checks.OutsideRangeWarning)
         monkeypatch.setattr(checks, "_WARNED_RANGE", set())
         alg.run(_split(1.0), 1.0, 0.0, np.random.default_rng(1), trials=3)   # data inside: silent
+        z = np.r_[np.full(4, 9.0), np.full(6, 0.5)]      # 4 of 10 beyond the range: the median is inside, silent
+        checks.warn_outside_range(name, z, -0.5, 1.5, 0.25)
+    with pytest.warns(checks.OutsideRangeWarning, match=r"5 of 10 .* \(0 below, 5 above\)"):
+        checks.warn_outside_range(name, np.r_[np.full(5, 9.0), np.full(5, 0.5), np.nan], -0.5, 1.5, 0.25)

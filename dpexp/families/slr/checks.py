@@ -86,25 +86,28 @@ class RangeParams(Params):
 
 
 class OutsideRangeWarning(UserWarning):
-    """An SLR method's estimates fell outside its declared output range [r_l, r_u], to which its release is
-    confined (a diagnostic of the data for the analyst: the count is not released)."""
+    """The median of an SLR method's estimates lies outside its declared output range [r_l, r_u], to which its
+    release is confined (a diagnostic of the data for the analyst: the counts are not released)."""
 
 
 _WARNED_RANGE: set[tuple[str, float, float]] = set()
 
 
 def warn_outside_range(name: str, z: np.ndarray, lo: float, hi: float, x0: float) -> None:
-    """Warn (once per process, algorithm and range) when estimates ``z`` (NaN padding ignored) lie outside the
-    output range [lo, hi] of the DP median: the release cannot leave the range, so such data are clamped silently
+    """Warn (once per process, algorithm and range) when the median of the estimates ``z`` (NaN padding ignored)
+    lies outside the output range [lo, hi] of the DP median — half of them or more beyond one end.  Estimates beyond
+    the range act as the range's end, which leaves the median where it is while fewer than half lie beyond one end
+    (the paper's design); from half on, the release is confined to the range whatever the data say, silently
     otherwise (issue 30: y in [80, 200] against the default [-0.5, 1.5])."""
     key = (name, float(lo), float(hi))
     if key in _WARNED_RANGE:
         return
     finite = np.isfinite(z)
-    outside = int(np.count_nonzero(finite & ((z < lo) | (z > hi))))
-    if outside:
+    n = int(np.count_nonzero(finite))
+    below, above = int(np.count_nonzero(finite & (z < lo))), int(np.count_nonzero(finite & (z > hi)))
+    if n and 2 * max(below, above) >= n:
         _WARNED_RANGE.add(key)
-        warnings.warn(f"{name}: {outside} of {int(np.count_nonzero(finite))} pairwise estimates at x = {x0:g} lie "
-                      f"outside the output range [r_l, r_u] = [{lo:g}, {hi:g}], to which the DP median is confined; "
-                      "set r_l, r_u to cover the response's range (or rescale the data to [0, 1])",
-                      OutsideRangeWarning, stacklevel=3)
+        warnings.warn(f"{name}: {below + above} of {n} pairwise estimates at x = {x0:g} lie outside the output range "
+                      f"[r_l, r_u] = [{lo:g}, {hi:g}] ({below} below, {above} above), so their median does and the "
+                      "DP median is confined to the range; set r_l, r_u to cover the response's range (or rescale "
+                      "the data to [0, 1])", OutsideRangeWarning, stacklevel=3)
