@@ -240,6 +240,12 @@ class CsvTable(Dataset):
         return load_table(str(f), (st.st_size, st.st_mtime_ns), self.params.model_dump_json())
 
     def check(self) -> None:
+        self._data()
+
+    def manifest_record(self) -> dict[str, Any]:
+        """What the manifest records of this table beside the preprocessing: the out-of-bounds counts.  Said also
+        in one warning (once per process and message): the run's driver writes the manifest, so worker processes,
+        which build the dataset again, do not repeat it."""
         data = self._data()
         n = data["rows_clipped"]
         if n:
@@ -248,10 +254,6 @@ class CsvTable(Dataset):
                    f"were clipped ({what}; counts in the manifest; out_of_bounds: error refuses them)")
             cache.memo("datasets.csv_warnings", msg, lambda: warnings.warn(msg, OutOfBoundsWarning, stacklevel=2)
                        or True)
-
-    def manifest_record(self) -> dict[str, Any]:
-        """What the manifest records of this table beside the preprocessing: the out-of-bounds counts."""
-        data = self._data()
         return {"out_of_bounds": {"action": self.params.out_of_bounds, "rows_clipped": data["rows_clipped"],
                                   "rows": data["n_rows"], "by_column": dict(data["counts"])}}
 
