@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import pkgutil
 import types
 import warnings
@@ -142,7 +143,10 @@ def load_plugins() -> list[str]:
         loaded.append(label)
         for name in sorted(set(_REGISTRIES["algorithm"]) - before["algorithm"]):
             cls = _REGISTRIES["algorithm"][name]
-            if getattr(cls, "private", True) and getattr(cls, "audit", None) is None:
+            said = os.environ.get(_SAID, "").split()
+            if getattr(cls, "private", True) and getattr(cls, "audit", None) is None and name not in said:
+                # said once: worker processes (which inherit the environment) load the plugin again, silently
+                os.environ[_SAID] = " ".join([*said, name])
                 warnings.warn(f"algorithm {name!r} of plugin {label} declares no audit plan: it runs, but `dpexp "
                               "audit` reports it as ERROR (set `audit = AuditPlan(...)` on the class, "
                               "docs/extending.md)", UserWarning, stacklevel=2)
@@ -150,6 +154,8 @@ def load_plugins() -> list[str]:
 
 
 _LOADED_PLUGINS: set[str] = set()
+#: environment variable naming the plugin algorithms whose missing audit plan was said (inherited by workers)
+_SAID = "DPEXP_PLUGIN_WARNED"
 
 
 def plugin_of(kind: str, name: str) -> str | None:

@@ -36,6 +36,7 @@ def _install(site: Path, module_text: str, dist: str = "dpexp_plugin_demo", valu
 def fresh_registry(monkeypatch):
     """The registry as now, restored after the test (plugin components and modules removed)."""
     registry.load_all()
+    monkeypatch.delenv(registry._SAID, raising=False)   # the missing-audit-plan warning is said once per run
     saved = {k: dict(v) for k, v in registry._REGISTRIES.items()}
     saved_plugins = {k: dict(v) for k, v in registry._PLUGIN_OF.items()}
     saved_loaded = set(registry._LOADED_PLUGINS)
