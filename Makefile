@@ -33,11 +33,12 @@ lock:
 	$(BIN)/uv pip compile pyproject.toml $(foreach e,$(subst $(comma), ,$(EXTRAS)),--extra $(e)) \
 	  --python-version 3.11 --python-platform x86_64-manylinux_2_28 --no-header -o requirements.lock
 
-## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo)
+## demo: run configs/demo.yaml and draw its figure (results/demo, figures/demo); prints a one-line summary, the
+## full table goes to results/demo/summary.md
 demo: $(STAMP)
 	$(BIN)/dpexp run configs/demo.yaml --out results/demo --jobs $(JOBS) --force
 	$(BIN)/dpexp plot results/demo --out figures/demo --format png,pdf
-	$(BIN)/dpexp summarize results/demo --metric spearman
+	$(BIN)/dpexp summarize results/demo --metric spearman --markdown results/demo/summary.md --brief
 
 ## test: the whole test suite (CI runs exactly this)
 test: $(STAMP)

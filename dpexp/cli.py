@@ -13,6 +13,7 @@ import errno
 import os
 import signal
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -40,8 +41,19 @@ def _fail(msg: str) -> None:
     sys.exit(EXIT_USER_ERROR)
 
 
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001
+    """dpexp's own warnings (``UserWarning`` and below) as one line ``warning: ...`` on stderr; others as Python
+    prints them."""
+    if issubclass(category, UserWarning):
+        return f"warning: {message}\n"
+    return _FORMATWARNING(message, category, filename, lineno, line)
+
+
+_FORMATWARNING = warnings.formatwarning
+
+
 class _Group(click.Group):
-    """Turns ``UserError`` into exit code 2 with one line."""
+    """Turns ``UserError`` into exit code 2 with one line; prints warnings as one line each."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         from dpexp.errors import UserError
@@ -50,6 +62,7 @@ class _Group(click.Group):
             previous = signal.signal(signal.SIGTERM, _on_sigterm)
         except ValueError:  # not the main thread (e.g. embedded): leave signals alone
             previous = None
+        formatwarning, warnings.formatwarning = warnings.formatwarning, _one_line_warning
         try:
             return super().invoke(ctx)
         except UserError as exc:
@@ -73,6 +86,7 @@ class _Group(click.Group):
             click.echo(f"\n{what}{hint}", err=True)
             sys.exit(EXIT_TERMINATED if isinstance(exc, Terminated) else EXIT_INTERRUPTED)
         finally:
+            warnings.formatwarning = formatwarning
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
 
@@ -127,7 +141,7 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
     import json
 
-    from dpexp import executors, runner, spec
+    from dpexp import api, executors, runner
 
     if jobs == 0 or jobs < -1:
         _fail(f"--jobs must be >= 1 or -1 (all cores), got {jobs}")
@@ -135,16 +149,7 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     if cluster is not None and jobs_given:
         _fail("give either --jobs (processes on this machine) or --cluster (a Dask cluster), not both")
     cluster = executors.cluster_from(cluster, jobs_given)
-    raw = spec.read_yaml(Path(config))
-    all_overrides = list(overrides)
-    if fast:
-        fast_set, fast_repeats = spec.fast_settings(raw, config)
-        all_overrides = fast_set + all_overrides
-        repeats = repeats if repeats is not None else fast_repeats
-    if noise is not None:
-        all_overrides.append(f"noise={noise}")
-    exp = spec.resolve(raw, config, all_overrides, repeats)
-    exp.fast = fast
+    exp, raw, repeats = api.prepare(config, list(overrides), repeats, fast, noise)   # the same path as dpexp.run
     if dry_run:
         chunks = runner.plan_chunks(exp)
         click.echo(f"{exp.spec.name}: {exp.n_cells} cells in {len(chunks)} chunks "
@@ -214,8 +219,13 @@ def _describe_dataset_privacy(cls: type) -> None:
     def show(head: str, text: str) -> None:
         click.echo(textwrap.fill(text, 116, initial_indent=f"  {head}: ", subsequent_indent="    "))
 
+    from pydantic import ValidationError
+
     try:
         pre = cls().preprocessing()
+    except ValidationError as exc:  # required parameters (the csv dataset's columns): stated per config
+        need = ", ".join(str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing")
+        click.echo(f"  preprocessing: (stated for the parameters given; required: {need})")
     except Exception as exc:  # noqa: BLE001 — a dataset that cannot be built without data still lists its docs
         click.echo(f"  preprocessing: (not available: {type(exc).__name__}: {exc})")
     else:
@@ -320,7 +330,11 @@ def plot(results_dir: str, out: str | None, formats: str) -> None:
 @click.option("--metric", default=None, help="Only this metric (default: all).")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False), default=None, help="Also write CSV here.")
 @click.option("--markdown", "md_path", type=click.Path(dir_okay=False), default=None, help="Also write Markdown.")
-def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None) -> None:
+@click.option("--brief", is_flag=True,
+              help="One experiment: print its one-line summary (and where --csv/--markdown wrote the full table) "
+                   "instead of the table (`make demo`).")
+def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str | None, md_path: str | None,
+              brief: bool) -> None:
     """Print mean/std/median/IQR per algorithm x value (over repeats, subsets averaged within a repeat); curves that
     are not DP are marked with a dagger.
 
@@ -363,7 +377,11 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     if md_path:
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
         Path(md_path).write_text("\n".join(blocks))
-    if single:
+    if single and brief:
+        click.echo(summary.one_line(root, results.read_manifest(root), results.read_results(root)))
+        written = [p for p in (md_path, csv_path) if p]
+        click.echo(f"full table: {', '.join(written)}" if written else "full table: dpexp summarize " + str(root))
+    elif single:
         click.echo(blocks[0], nl=False)
 
 

@@ -122,9 +122,10 @@ def dataset_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
     for dv in exp.datasets:
         n = len(dv.subsets)
         rule = getattr(dv.instance, "release_point", "") or "one run of the algorithm on the split (one subset)"
+        extra = getattr(dv.instance, "manifest_record", None)   # e.g. the csv dataset's out-of-bounds counts
         out.append({"name": dv.name, "params": dv.params, "subsets": n,
                     "preprocessing": dv.instance.preprocessing().to_dict(),
-                    "release_point": rule.replace("{n}", str(n))})
+                    "release_point": rule.replace("{n}", str(n)), **(extra() if extra is not None else {})})
     return out
 
 

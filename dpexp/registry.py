@@ -1,26 +1,41 @@
 """One small registry for datasets, algorithms, metrics and plot kinds (name -> class or function).
 
 Components register themselves with the decorators below when their module is imported.  ``load_all()`` imports
-every module of the core packages ``dpexp.metrics`` and ``dpexp.plotting`` and every module below
-``dpexp.families`` (a ``pkgutil`` walk), so a new component is found by being a file in one of those folders:
-there is no list to edit.  The registry is loaded lazily so that ``dpexp --help`` stays fast.
+every module of the core packages ``dpexp.datasets``, ``dpexp.metrics`` and ``dpexp.plotting`` and every module
+below ``dpexp.families`` (a ``pkgutil`` walk), so a new component is found by being a file in one of those folders:
+there is no list to edit.  Then it loads the entry points of the group ``dpexp.plugins`` (``PLUGIN_GROUP``) of
+every installed distribution, as pytest and benchopt do: each names a module (``pkg.algorithms``) whose import
+registers its components with the same decorators, or a callable (``pkg:register``) that is called once.  A
+plugin may not replace a built-in name (``TypeError``, as for any name registered twice).  The registry is loaded
+lazily so that ``dpexp --help`` stays fast.  ``builtin(kind, name)`` tells the components of ``dpexp`` itself
+from those of plugins: the registry-wide coverage tests (audit plan, colour) hold the built-in ones to them, and a
+plugin algorithm without an audit plan runs with one warning (``dpexp audit`` reports it as ERROR).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import os
 import pkgutil
+import types
+import warnings
+from importlib import metadata
 from typing import Any, Callable, TypeVar
 
 from dpexp.errors import UserError
 
 #: packages whose every module is imported by ``load_all`` (core shared kinds first, then the paper families)
-DISCOVERED_PACKAGES: tuple[str, ...] = ("dpexp.metrics", "dpexp.plotting", "dpexp.families")
+DISCOVERED_PACKAGES: tuple[str, ...] = ("dpexp.datasets", "dpexp.metrics", "dpexp.plotting", "dpexp.families")
+#: the entry-point group through which installed packages register components (``[project.entry-points."dpexp.plugins"]``)
+PLUGIN_GROUP = "dpexp.plugins"
 
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}
 #: plot kind -> its pydantic options model (``register_plot(options=...)``), validated by ``spec`` before a run
 _PLOT_OPTIONS: dict[str, Any] = {}
+#: kind -> name -> the plugin (entry point "dist:name") that registered it; built-in components are not listed
+_PLUGIN_OF: dict[str, dict[str, str]] = {k: {} for k in _REGISTRIES}
+_loading_plugin: str | None = None
 _loaded = False
 
 T = TypeVar("T")
@@ -37,6 +52,8 @@ def _register(kind: str) -> Callable[[T], T]:
         if existing is not None and existing is not obj:
             raise TypeError(f"{kind} name {name!r} registered twice ({existing!r} and {obj!r})")
         _REGISTRIES[kind][name] = obj
+        if _loading_plugin is not None:
+            _PLUGIN_OF[kind][name] = _loading_plugin
         return obj
 
     return deco
@@ -81,13 +98,80 @@ def _import_tree(package: str) -> None:
 
 
 def load_all() -> None:
-    """Import every module of ``DISCOVERED_PACKAGES`` once (idempotent)."""
+    """Import every module of ``DISCOVERED_PACKAGES``, then load the ``dpexp.plugins`` entry points, once
+    (idempotent)."""
     global _loaded
     if _loaded:
         return
     for package in DISCOVERED_PACKAGES:
         _import_tree(package)
+    load_plugins()   # a plugin that fails raises here, and again at the next call: never a silent half-registry
     _loaded = True
+
+
+def plugin_entry_points() -> list[metadata.EntryPoint]:
+    """The installed entry points of ``PLUGIN_GROUP``, sorted by distribution and name (a stable order)."""
+    eps = metadata.entry_points(group=PLUGIN_GROUP)
+    return sorted(eps, key=lambda ep: (getattr(ep.dist, "name", "") or "", ep.name))
+
+
+def load_plugins() -> list[str]:
+    """Load every ``dpexp.plugins`` entry point not loaded yet (``load_all`` calls it) and return their names
+    ("dist:name").  A plugin that fails to import raises ``UserError`` naming it; an algorithm it registers without
+    an audit plan is accepted with one warning."""
+    global _loading_plugin
+    if _loading_plugin is not None:   # a plugin's import asked the registry for names: it is being loaded already
+        return []
+    done = {p for names_ in _PLUGIN_OF.values() for p in names_.values()} | _LOADED_PLUGINS
+    loaded = []
+    for ep in plugin_entry_points():
+        label = f"{getattr(ep.dist, 'name', None) or '?'}:{ep.name}"
+        if label in done:
+            continue
+        before = {k: set(v) for k, v in _REGISTRIES.items()}
+        _loading_plugin = label
+        try:
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, (type, types.ModuleType)):
+                obj()
+        except Exception as exc:  # an installed plugin that cannot load is named, not hidden
+            raise UserError(f"plugin {label} ({PLUGIN_GROUP} entry point {ep.value!r}) failed to load: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            _loading_plugin = None
+        _LOADED_PLUGINS.add(label)
+        loaded.append(label)
+        for name in sorted(set(_REGISTRIES["algorithm"]) - before["algorithm"]):
+            cls = _REGISTRIES["algorithm"][name]
+            said = os.environ.get(_SAID, "").split()
+            if getattr(cls, "private", True) and getattr(cls, "audit", None) is None and name not in said:
+                # said once: worker processes (which inherit the environment) load the plugin again, silently
+                os.environ[_SAID] = " ".join([*said, name])
+                warnings.warn(f"algorithm {name!r} of plugin {label} declares no audit plan: it runs, but `dpexp "
+                              "audit` reports it as ERROR (set `audit = AuditPlan(...)` on the class, "
+                              "docs/extending.md)", UserWarning, stacklevel=2)
+    return loaded
+
+
+_LOADED_PLUGINS: set[str] = set()
+#: environment variable naming the plugin algorithms whose missing audit plan was said (inherited by workers)
+_SAID = "DPEXP_PLUGIN_WARNED"
+
+
+def plugin_of(kind: str, name: str) -> str | None:
+    """The plugin ("dist:entry-point") that registered ``name`` of ``kind``; None for a built-in component."""
+    load_all()
+    return _PLUGIN_OF[kind].get(name)
+
+
+def builtin(kind: str, name: str) -> bool:
+    """True for a component of ``dpexp`` itself (not registered by a plugin)."""
+    return plugin_of(kind, name) is None
+
+
+def builtin_names(kind: str) -> list[str]:
+    """``names(kind)`` without the components of plugins: what the registry-wide coverage tests check."""
+    return [n for n in names(kind) if builtin(kind, n)]
 
 
 def names(kind: str) -> list[str]:

@@ -408,11 +408,31 @@ class ResolvedExperiment:
         return json.loads(self.spec.model_dump_json())
 
 
-def _instantiate(kind: str, cls: Any, params: dict[str, Any], where: tuple[Any, ...], source: str) -> Any:
+def flat_list_hint(exc: ValidationError, raw_params: dict[str, Any] | None) -> str:
+    """'; a list in params is a grid: write [[20, 80]] ...' when the first error is a list- or tuple-valued parameter
+    that received one element of a flat list the config gave it (``x_range: [20, 80]`` expands into the grid points
+    20 and 80); '' otherwise."""
+    if not raw_params:
+        return ""
+    err = exc.errors(include_url=False)[0]
+    loc = err.get("loc") or ()
+    key = loc[0] if loc else None
+    given = raw_params.get(key) if isinstance(key, str) else None
+    wants_list = err["type"] in ("tuple_type", "list_type", "set_type", "frozen_set_type")
+    if not (wants_list and isinstance(given, list) and given and not any(isinstance(v, list) for v in given)):
+        return ""
+    flat = json.dumps(given)
+    return (f"; a list in params is a grid of values, so {key}: {flat} tried {json.dumps(given[0])} alone: write "
+            f"[{flat}] for the single value {flat}")
+
+
+def _instantiate(kind: str, cls: Any, params: dict[str, Any], where: tuple[Any, ...], source: str,
+                 raw_params: dict[str, Any] | None = None) -> Any:
     try:
         return cls(**params)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {format_validation_error(exc, cls.Params, where)}") from None
+        raise ConfigError(f"{source}: {format_validation_error(exc, cls.Params, where)}"
+                          f"{flat_list_hint(exc, raw_params)}") from None
     except UserError as exc:
         raise ConfigError(f"{source}: {_path(where)}: {exc}") from None
 
@@ -500,7 +520,7 @@ def _resolve_datasets(spec: ExperimentSpec, source: str, check_data: bool) -> li
     for i, ds in enumerate(spec.datasets):
         cls, grid = _component_grid("dataset", i, ds.name, ds.params, source)
         for params in grid:
-            inst = _instantiate("dataset", cls, params, ("datasets", i, "params"), source)
+            inst = _instantiate("dataset", cls, params, ("datasets", i, "params"), source, ds.params)
             if check_data:
                 try:
                     inst.check()
@@ -524,7 +544,7 @@ def _resolve_algorithms(spec: ExperimentSpec, source: str) -> tuple[list[AlgoVar
         kept = 0
         for params in grid:
             try:
-                inst = _instantiate("algorithm", cls, params, ("algorithms", i, "params"), source)
+                inst = _instantiate("algorithm", cls, params, ("algorithms", i, "params"), source, alg.params)
             except ConfigError:
                 if alg.skip_invalid:
                     continue

@@ -12,11 +12,13 @@
 * **One look per method**: ``METHODS`` fixes the colour and marker of every registered algorithm by its registry
   name, so the same method looks the same in every figure of every experiment.  Several curves of one algorithm in
   one figure (parameter variants) keep its colour and marker and differ in line style and marker fill, in the order
-  of the config's ``algorithms`` list.  An algorithm missing from the table gets a colour from its name (stable).
+  of the config's ``algorithms`` list.  An algorithm missing from the table (a plugin's) gets a colour and marker of
+  the palette from its name (stable: the same in every figure) and one warning per process.
 """
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from typing import Any, Literal
 
@@ -103,7 +105,16 @@ def method_colour(algorithm: str) -> tuple[str, str]:
     if algorithm in METHODS:
         return METHODS[algorithm]
     h = zlib.crc32(algorithm.encode())
-    return PALETTE[h % len(PALETTE)], MARKERS[(h // len(PALETTE)) % len(MARKERS)]
+    look = PALETTE[h % len(PALETTE)], MARKERS[(h // len(PALETTE)) % len(MARKERS)]
+    if algorithm not in _WARNED:
+        _WARNED.add(algorithm)
+        warnings.warn(f"algorithm {algorithm!r} has no look in dpexp.plotting.style.METHODS: drawn in {look[0]} "
+                      f"with marker {look[1]!r} from the palette (chosen by its name)", UserWarning, stacklevel=2)
+    return look
+
+
+#: algorithms whose missing look was warned about (once per process)
+_WARNED: set[str] = set()
 
 
 def line_style(algorithm: str, variant: int = 0) -> dict[str, Any]:

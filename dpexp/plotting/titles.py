@@ -47,7 +47,9 @@ def facts(manifest: dict[str, Any]) -> dict[str, str]:
     params: dict[str, list[Any]] = {}
     for ds in cfg.get("datasets") or []:
         for k, v in ((ds or {}).get("params") or {}).items():
-            params.setdefault(k, []).extend(v if isinstance(v, list) else [v])
+            vals = v if isinstance(v, list) else [v]
+            if all(isinstance(x, (str, int, float, bool)) or x is None for x in vals):   # not a mapping (csv bounds)
+                params.setdefault(k, []).extend(vals)
     for k, vs in params.items():
         out.setdefault(k, values(vs))
     return {k: v for k, v in out.items() if v != ""}

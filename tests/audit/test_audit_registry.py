@@ -13,7 +13,7 @@ from dpexp.audit.neighbours import candidate_pairs
 from dpexp.errors import UserError
 
 
-@pytest.mark.parametrize("name", registry.names("algorithm"))
+@pytest.mark.parametrize("name", registry.builtin_names("algorithm"))
 def test_every_registered_algorithm_has_an_audit_entry(name):
     """Fails when a private algorithm is registered without an audit plan (``audit = AuditPlan(...)`` on the class)."""
     cls = registry.get("algorithm", name)
@@ -67,7 +67,7 @@ def test_run_audit_user_errors(kwargs, match):
         run_audit(**args)
 
 
-AUDITED = [n for n in registry.names("algorithm")
+AUDITED = [n for n in registry.builtin_names("algorithm")
            if (e := entry_for(n)) is not None and e.audited]
 
 

@@ -70,7 +70,7 @@ def png_width(path: Path) -> int:
 
 # ------------------------------------------------------------------------------------------------- the style
 def test_every_algorithm_has_one_look_and_methods_of_one_figure_differ():
-    for name in registry.names("algorithm"):
+    for name in registry.builtin_names("algorithm"):
         assert style.method(name) in style.METHODS, f"{name}: add its colour and marker to plotting/style.py METHODS"
     assert style.method_colour("plr_paper") == style.method_colour("plr")
     for path in CONFIGS:

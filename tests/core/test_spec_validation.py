@@ -4,6 +4,7 @@ writes nothing."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -182,3 +183,23 @@ def test_gaussian_algorithms_require_delta(tmp_path):
     cfg.write_text(GOOD.replace("  - name: lr\n", "  - name: ta\n    params: {bound_x: 1.0, bound_y: 5.0}\n"))
     res = CliRunner().invoke(main, ["validate", str(cfg)])
     assert res.exit_code == 2 and "privacy.delta must be in (0, 1) for algorithm ta" in res.output
+
+
+def test_a_flat_list_for_a_list_valued_parameter_says_how_to_write_it(tmp_path):
+    """Issue 30 item 5: `x_range: [20, 80]` is a grid of 20 and 80; the error says to write [[20, 80]]."""
+    import re
+
+    from dpexp import spec as spec_mod
+    from dpexp.errors import ConfigError
+
+    text = (Path(__file__).resolve().parents[2] / "configs" / "slr_stock.yaml").read_text()
+    cfg = tmp_path / "flat.yaml"
+    cfg.write_text(text.replace("params: {x_column: ISE_TL, y_column: ISE_USD}",
+                                "params: {x_column: ISE_TL, y_column: ISE_USD, x_range: [20, 80]}"))
+    with pytest.raises(ConfigError, match=re.escape("datasets[0].params.x_range: Input should be a valid tuple, got "
+                                                    "20; a list in params is a grid of values, so x_range: [20, 80] "
+                                                    "tried 20 alone: write [[20, 80]] for the single value [20, 80]")):
+        spec_mod.load(cfg, check_data=False)
+    cfg.write_text(text.replace("params: {x_column: ISE_TL, y_column: ISE_USD}",
+                                "params: {x_column: ISE_TL, y_column: ISE_USD, x_range: [[20, 80]]}"))
+    assert spec_mod.load(cfg, check_data=False).datasets[0].params["x_range"] == [20, 80]

@@ -8,6 +8,7 @@ i.e. (p25, p75) of the paper) and returned as an array of shape (trials, n_test)
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Literal
 
 import numpy as np
@@ -82,3 +83,31 @@ class RangeParams(Params):
         if not (np.isfinite(self.r_l) and np.isfinite(self.r_u) and self.r_l < self.r_u):
             raise ValueError(f"r_l must be < r_u (both finite), got r_l={self.r_l}, r_u={self.r_u}")
         return self
+
+
+class OutsideRangeWarning(UserWarning):
+    """The median of an SLR method's estimates lies outside its declared output range [r_l, r_u], to which its
+    release is confined (a diagnostic of the data for the analyst: the counts are not released)."""
+
+
+_WARNED_RANGE: set[tuple[str, float, float]] = set()
+
+
+def warn_outside_range(name: str, z: np.ndarray, lo: float, hi: float, x0: float) -> None:
+    """Warn (once per process, algorithm and range) when the median of the estimates ``z`` (NaN padding ignored)
+    lies outside the output range [lo, hi] of the DP median — half of them or more beyond one end.  Estimates beyond
+    the range act as the range's end, which leaves the median where it is while fewer than half lie beyond one end
+    (the paper's design); from half on, the release is confined to the range whatever the data say, silently
+    otherwise (issue 30: y in [80, 200] against the default [-0.5, 1.5])."""
+    key = (name, float(lo), float(hi))
+    if key in _WARNED_RANGE:
+        return
+    finite = np.isfinite(z)
+    n = int(np.count_nonzero(finite))
+    below, above = int(np.count_nonzero(finite & (z < lo))), int(np.count_nonzero(finite & (z > hi)))
+    if n and 2 * max(below, above) >= n:
+        _WARNED_RANGE.add(key)
+        warnings.warn(f"{name}: {below + above} of {n} pairwise estimates at x = {x0:g} lie outside the output range "
+                      f"[r_l, r_u] = [{lo:g}, {hi:g}] ({below} below, {above} above), so their median does and the "
+                      "DP median is confined to the range; set r_l, r_u to cover the response's range (or rescale "
+                      "the data to [0, 1])", OutsideRangeWarning, stacklevel=3)

@@ -27,7 +27,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.slr.audit import theil_sen_atom, theil_sen_pivot
-from dpexp.families.slr.checks import KType, RangeParams, inputs
+from dpexp.families.slr.checks import KType, RangeParams, inputs, warn_outside_range
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
 from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
@@ -91,6 +91,7 @@ class _DPTheilSen(Algorithm):
         eps_pt = eps / xs.size
         pred = np.empty((trials, xs.size))
         for col, z, all_pairs, c in self.estimates(x, y, xs, ledger.noise.generator, trials):
+            warn_outside_range(self.name, z, self.params.r_l, self.params.r_u, float(xs[col]))
             if all_pairs:
                 pred[:, col] = self._median_all(z, eps_pt, c, ledger, trials)
             else:
