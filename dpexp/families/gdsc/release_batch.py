@@ -64,18 +64,6 @@ class GroupRelease:
     failed: dict[int, Exception]
 
 
-def float_square(a: np.ndarray) -> np.ndarray:
-    """a**2 as Python computes it for floats (libm ``pow``, which numpy's ``power`` with an array exponent calls):
-    it may differ from a·a (numpy's ``a**2``) in the last bit."""
-    a = np.asarray(a, dtype=float)
-    return np.power(a, np.full(a.shape, 2.0))
-
-
-def float_sensitivities(d: int, B_x: np.ndarray, B_y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stats.sensitivities`` of many float bounds, equal to the bit to the per-split calls with Python floats."""
-    return d * (d + 1) * float_square(B_x), 2.0 * d * B_x * B_y, float_square(B_y)
-
-
 def _offsets(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])])
 
@@ -113,7 +101,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
     XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
+    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
     e = sp * eps
     failed: dict[int, Exception] = {}
     if per_trial:   # σ̂ drawn: a split whose sensitivities overflow fails as its per-split release does

@@ -40,7 +40,7 @@ from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, 
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior, public_posteriors
-from dpexp.families.gdsc.release_batch import (NotBatchable, RowBlocks, finite_rows, float_square, release_sigmas,
+from dpexp.families.gdsc.release_batch import (NotBatchable, RowBlocks, finite_rows, release_sigmas,
                                                 shared_rows)
 from dpexp.models import adassp as core
 from dpexp.models.vb import VBResult
@@ -207,7 +207,7 @@ class AdaSSP(Algorithm):
         if p.sigma == "data":
             sx = np.array([float(s.meta["sigma_x"]) for s in ss])[:, None]
             sy = np.array([float(s.meta["sigma_y"]) for s in ss])[:, None]
-            keep &= self._good_bounds(d, sx, sy, e, squares=float_square)
+            keep &= self._good_bounds(d, sx, sy, e)
         else:
             sh = p.sigma_share * epsilon / 2.0
             bx, by = p.sigma_bound_x, p.sigma_bound_y
@@ -235,7 +235,7 @@ class AdaSSP(Algorithm):
         B_X, B_x, B_Y = self._B(d, sx, sy)
         good = np.ones(len(ss), dtype=bool)
         if p.sigma == "dp":   # bounds drawn: a split whose release would fail gets run's error
-            good = self._good_bounds(d, sx, sy, e, squares=np.square)
+            good = self._good_bounds(d, sx, sy, e)
             for i in np.flatnonzero(~good):
                 out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i], eps, T)
         g = np.flatnonzero(good)
@@ -245,8 +245,7 @@ class AdaSSP(Algorithm):
             ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
             sx, sy, B_X, B_x, B_Y = sx[g], sy[g], B_X[g], B_x[g], B_Y[g]
             rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
-        sq = float_square if p.sigma == "data" else np.square
-        s_min = sq(B_X)
+        s_min = np.square(B_X)
         sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
         cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
         XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
@@ -291,12 +290,12 @@ class AdaSSP(Algorithm):
             out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
                                     guarantee=lg.guarantee())
 
-    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float, squares) -> np.ndarray:
+    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float) -> np.ndarray:
         """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale finite — else ``run`` fails
         the split (``core.calibrate`` or the Laplace mechanism's checks)."""
         with np.errstate(over="ignore", invalid="ignore"):
             B_X, _, B_Y = self._B(d, sx, sy)
-            s_min = squares(B_X)
+            s_min = np.square(B_X)
             parts = [B_X > 0, B_Y > 0]
             for s in (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y):
                 parts += [np.isfinite(s), np.isfinite(s / e)]

@@ -37,7 +37,7 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
-from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
+from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many,
                                                 release_group, shared_sufficient_stats)
 from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
@@ -574,7 +574,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                     B = tok[0].B_x if tok is not None else np.stack([r.B_x for r in pr])
                     rg = noise_ridge(d, sensitivities(d, B, B)[0] / e[:, None])
                 else:
-                    rg = noise_ridge(d, float_sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
+                    rg = noise_ridge(d, sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
                 ridge[priv] = rg
                 for j, m in enumerate(rg.mean(axis=1).tolist()):
                     extras[priv[j]]["ridge"] = m
