@@ -82,6 +82,16 @@ class _ReleaseView:
             out.coef = np.concatenate(cols, axis=1)
         return out
 
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        """``run`` of each split (a view that records one call's releases: the batched views override it)."""
+        out = []
+        for s, lg in zip(splits, ledgers):
+            try:
+                out.append(self.run(s, epsilon, delta, lg, trials))
+            except Exception as exc:  # recorded per cell, as the algorithm's run_many does
+                out.append(exc)
+        return out
+
 
 def _per_trial(values, trials: int) -> list[np.ndarray]:
     """Scalars or (trials,) arrays (e.g. the DP σ̂_x, σ̂_y) as (trials, 1) columns."""
@@ -96,24 +106,45 @@ def _unique_entries(XX: np.ndarray) -> np.ndarray:
 
 class ReleasedStatistics(_ReleaseView):
     """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): the noisy XᵀX (unique entries),
-    Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).
-    The Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a
-    ratio); the released statistics do not."""
+    Xᵀy, yᵀy of their one release — rplr's ``release_batch.release_group`` (with ``sigma: dp`` the DP σ̂_x, σ̂_y
+    too), plr's ``release_batch.perturbed_stats_many`` — recorded from the batched call ``run_many`` makes.  The
+    Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a ratio);
+    the released statistics do not.  The splits of one call share d and have private rows (the audit designs), so
+    split k is row k of the release."""
 
     def _capture(self, record):
         from dpexp.audit.instrument import capturing
 
-        return capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record)
+        return capturing(self.alg, ("release_group", "perturbed_stats_many"), record)
 
-    def _columns(self, record, trials):
-        cols = []
-        if record.get("perturbed_stats"):
-            XX, Xy, yy = record["perturbed_stats"][-1]
-            cols += [_unique_entries(XX), Xy]
-            if not np.all(np.isnan(yy)):
-                cols.append(np.asarray(yy)[:, None])
-        if record.get("_dp_sigmas"):
-            cols += _per_trial(record["_dp_sigmas"][-1], trials)
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        record: dict[str, list] = {}
+        with self._capture(record):
+            outs = self.alg.run_many(splits, epsilon, delta, ledgers, trials)
+        for k, out in enumerate(outs):
+            cols = self._columns_of(record, trials, k)
+            if cols and not isinstance(out, Exception):
+                out.coef = np.concatenate(cols, axis=1)
+        return outs
+
+    def _columns_of(self, record, trials: int, k: int) -> list[np.ndarray]:
+        cols: list[np.ndarray] = []
+        if record.get("release_group"):
+            g = record["release_group"][-1]
+            cols += [_unique_entries(g.XX[k]), g.Xy[k], np.asarray(g.yy[k])[:, None]]
+            if g.sigma_x.ndim == 2:   # σ̂ released per trial (sigma: dp)
+                cols += _per_trial((g.sigma_x[k], g.sigma_y[k]), trials)
+        if record.get("perturbed_stats_many"):
+            got = record["perturbed_stats_many"][-1]
+            if k in got:
+                XX, Xy = got[k]
+                cols += [_unique_entries(XX), Xy]
         return cols
 
 
