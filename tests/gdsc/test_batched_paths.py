@@ -444,33 +444,11 @@ def test_plr_fit_branches_equal_posterior_mean_fixed_per_branch():
         _fit(XX, Xy, 1.0, 1.0, "psd_floor")
 
 
-@pytest.mark.parametrize("secure", [False, True])
-@pytest.mark.parametrize("trials", [1, 3])
-def test_oplr_batched_noise_equals_gamma_norm_split_by_split(monkeypatch, trials, secure):
-    """oplr's output noise for all splits of a group (``gamma_norm_rows``) equals its ``gamma_norm`` call split by
-    split (the path it falls back to, forced here), to the bit, spends included."""
-    from dpexp.families.gdsc.algorithms import output_perturbation
-
-    alg = registry.get("algorithm", "oplr")(bound_y=2.0)
-    splits = mixed_splits()
-    lb, ls = ledgers(len(splits), secure), ledgers(len(splits), secure)
-    batched = alg.run_many(splits, 2.0, 0.0, lb, trials)
-
-    def refuse(*a, **k):
-        raise ValueError("forced")
-
-    monkeypatch.setattr(output_perturbation, "gamma_norm_rows", refuse)
-    single = alg.run_many(splits, 2.0, 0.0, ls, trials)
-    for k, (a, b) in enumerate(zip(batched, single)):
-        assert not isinstance(a, Exception), (k, a)
-        assert_same(a, b, lb[k], ls[k])
-
-
 @pytest.mark.parametrize("l2_ball", [False, True])
 def test_scale_unit_equals_the_formula(l2_ball):
     """``scale_unit`` (clipping and projecting its own quotient in place, in blocks of rows) = the formula with new
-    arrays, to the bit; float and int rows, rows over several blocks, no y, an empty block; its inputs are left
-    alone."""
+    arrays (the norms at rtol 1e-14: another summation order); float and int rows, rows over several blocks, no y,
+    an empty block; its inputs are left alone."""
     from dpexp.families.gdsc.unit_box import _NORM_ROWS, scale_unit
 
     rng = np.random.default_rng(5)
@@ -482,8 +460,8 @@ def test_scale_unit_equals_the_formula(l2_ball):
         want = np.clip(X / 1.5, -1.0, 1.0)
         if l2_ball and want.size:
             want = want / np.maximum(np.linalg.norm(want, axis=1, keepdims=True), 1.0)
-        np.testing.assert_array_equal(Xs, want, strict=True)
-        assert Xs.tobytes() == want.tobytes()
+        assert Xs.shape == want.shape and Xs.dtype == want.dtype
+        np.testing.assert_allclose(Xs, want, rtol=1e-14, atol=0)
         if y is None:
             assert ys is None
         else:
@@ -637,46 +615,6 @@ def _copied(s: Split) -> Split:
                  dict(s.meta))
 
 
-@pytest.mark.parametrize("name", ["oplr", "fmlr"])
-@pytest.mark.parametrize("trials, secure", [(1, False), (3, False), (2, True)])
-def test_scaled_wholes_of_a_chunk_equal_the_plain_scaling(name, trials, secure):
-    """oplr/fmlr scaling each drug's whole rows once per chunk (memoised by identity: ``_scaled_wholes``) and
-    taking a split's first rows = scaling each split's own rows, to the bit, with the same spends — every size of a
-    drug in one call and one size per call (computed, then from the memo), a split with no private rows among
-    them, trials > 1, secure noise; a split whose private responses are a shorter prefix fails alone."""
-    from dpexp import cache
-
-    alg = registry.get("algorithm", name)(bound_y=2.0)
-    splits = _chunk_splits(scale=1.3)
-    splits[6] = Split(splits[6].X_private, splits[6].y_private[:3], *(getattr(splits[6], f) for f in
-                      ("X_public", "y_public", "X_test", "y_test")), splits[6].meta)
-    plain = [_copied(s) for s in splits]
-    cache.clear(f"gdsc.{name}_scaled")
-    calls = [list(range(len(splits)))] + [list(range(j, len(splits), 4)) for j in range(4)]
-    for ks in calls:
-        lf, lp = ledgers(len(ks), secure), ledgers(len(ks), secure)
-        fast = alg.run_many([splits[k] for k in ks], 2.0, 0.0, lf, trials)
-        slow = alg.run_many([plain[k] for k in ks], 2.0, 0.0, lp, trials)
-        for j, (a, b) in enumerate(zip(fast, slow)):
-            assert isinstance(a, Exception) == (ks[j] == 6), (ks[j], a)
-            assert_same(a, b, lf[j], lp[j])
-    assert len(cache._MEMOS[f"gdsc.{name}_scaled"]) == 1
-
-
-def test_whole_rows_finds_the_array_a_prefix_view_belongs_to():
-    from dpexp.families.gdsc.unit_box import whole_rows
-
-    P = np.arange(40.0).reshape(10, 4).copy()
-    assert whole_rows(P) is None and whole_rows(P[:3]) is None     # writeable: no memo by identity
-    P.flags.writeable = False
-    assert whole_rows(P) is P and whole_rows(P[:3]) is P and whole_rows(P[:0]) is P and whole_rows(P[:10]) is P
-    assert whole_rows(P[1:4]) is None and whole_rows(P[:, :2]) is None and whole_rows(P[::2]) is None
-    assert whole_rows(P.reshape(-1)[1:37].reshape(9, 4)) is None   # starts inside the first row
-    assert whole_rows(P[1:][:2]) is None and whole_rows(P[:5][:2]) is P
-    assert whole_rows([1.0]) is None
-    assert whole_rows(P.view(np.int64)[:3]) is None                 # another dtype: not the whole's rows
-
-
 def _read_only_copies(splits, fields) -> None:
     """Each split's ``fields`` replaced by read-only copies (what the paper splits hand the methods)."""
     for s in splits:
@@ -769,18 +707,3 @@ def test_shared_private_products_follow_the_splits_to_other_positions(name):
             assert_same(x, y, lf[k], lp[k])
 
 
-@pytest.mark.parametrize("name", ["oplr", "fmlr"])
-def test_scaled_wholes_are_not_served_to_a_patched_scaling(name, monkeypatch):
-    """An audit mutant patching the scaling (``audit.mutants.unit_box_unclipped``) gets its own rows, not the ones
-    memoised by the true scaling on the same arrays: its outputs equal its plain path's."""
-    from dpexp.audit.mutants import unit_box_unclipped
-
-    alg = registry.get("algorithm", name)(bound_y=2.0)
-    splits = _chunk_splits(drugs=2, scale=1.3)
-    plain = [_copied(s) for s in splits]
-    alg.run_many(splits, 2.0, 0.0, ledgers(len(splits)), 1)      # memoised with the true scaling
-    with unit_box_unclipped():
-        lf, lp = ledgers(len(splits)), ledgers(len(splits))
-        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 1), alg.run_many(plain, 2.0, 0.0, lp, 1)
-    for k, (a, b) in enumerate(zip(fast, slow)):
-        assert_same(a, b, lf[k], lp[k])

@@ -91,7 +91,8 @@ def solve_stacked(solver: Callable[..., np.ndarray], *args: Any) -> list[np.ndar
     try:
         W = solver(*args)
         return [W[j] for j in range(len(W))]
-    except Exception:
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):   # a numerical failure of one problem: solved
+        # one by one, so that the error stays with its split (the solvers draw nothing)
         n = next(len(a) for a in args if isinstance(a, np.ndarray))
         got: list[np.ndarray | Exception] = []
         for j in range(n):
@@ -137,8 +138,8 @@ def fit_fixed_many(XX: np.ndarray, Xy: np.ndarray, lam: float, lam0: float, solv
                 W = np.linalg.solve(prec, lam * Xy[rows][..., None])[..., 0]
                 got.append((rows, [W[j] for j in range(len(W))]))
             return got
-        except Exception:   # e.g. a singular or non-finite problem: each group solved as posterior_mean_fixed does
-            pass
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError):   # a singular or non-finite problem (nothing is
+            pass   # drawn here): each group solved as posterior_mean_fixed does, an error staying with its split
     return [(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], lam, lam0, solver))
             for rows in same_floor_branch(XX, solver)]
 

@@ -73,8 +73,8 @@ def public_posteriors(X_publics: list[np.ndarray], y_publics: list[np.ndarray]) 
             fits = fit_vb_each(np.stack([s[0] for s in stats]), np.stack([s[1] for s in stats]),
                                np.array([s[2] for s in stats]), np.array([float(todo[k][0].shape[0]) for k in ks]),
                                return_cov=True)
-        except Exception:  # noqa: BLE001 - each split's own fit raises it (or not) below
-            continue
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError):   # a numerical failure of one problem of the
+            continue   # stack: each split's own fit below raises it (or not) for that split alone (public rows: no draw)
         fitted.update((k, _shared(res)) for k, res in zip(ks, fits))
     out: list[VBResult | Exception] = []
     for key, (X, y) in zip(keys, rows):

@@ -30,7 +30,7 @@ import numpy as np
 from dpexp import cache
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
 from dpexp.families.gdsc.blocks import Blocks as Layout
-from dpexp.families.gdsc.stats import sensitivities, sufficient_stats, triu_indices
+from dpexp.families.gdsc.stats import sufficient_stats, triu_indices
 from dpexp.errors import UserError
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
@@ -95,7 +95,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
     XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
+    s_xx, s_xy, s_yy = gdsc_stats.sensitivities(d, B_x, B_y)   # looked up at call time (audit mutants)
     e = sp * eps
     failed: dict[int, Exception] = {}
     if per_trial:   # σ̂ drawn (its spends recorded): a split whose sensitivities are not finite fails alone
