@@ -1,22 +1,21 @@
-"""rplr's release (``RobustPrivateLR.release``) for many splits at once: the same clipping, sensitivities,
-Laplace mechanisms and spends, as arrays over the splits of one call.
+"""The releases of the clipped-statistics methods (rplr and the methods built on its release, plr), array-first:
+written once over the splits of a call, a single split being a batch of one.
 
 Neighbouring relation and sensitivities: those of ``stats`` (replace-one; XᵀX Δ₁ = d(d+1)B_x², Xᵀy 2dB_xB_y, yᵀy
 B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ clip(y)² Δ₁ = B²).  Each split keeps its own
 ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
-the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
-``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
-sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
-C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``RowBlocks``,
-``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
-per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
+the order σ_x, σ_y, XᵀX, Xᵀy, yᵀy, and each release is recorded in its ledger (``privacy.mechanisms.laplace_rows``).
+Reductions over a split's rows are stacked matmul/einsum calls over the splits of equal n (the rows laid out group
+by group: ``RowBlocks``).  ``stats.clip`` and ``stats.sensitivities`` are looked up at call time (the audit's
+mutants patch them there).  A plain per-split reference of rplr's release is the test oracle
+tests/gdsc/rplr_reference.py (rtol 1e-12).
 
 Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
 deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
-(``shared_rows``: rplr ours and fixed, narplr, AdaSSP, plr), the public rows' exact statistics
-(``shared_sufficient_stats``) — are kept by the arrays' identities in bounded memos (``cache.memo_objects``),
-read-only; nothing drawn or released is kept (tests/gdsc/test_shared_rows.py).  The training rows' layout and
-statistics of lr and rlr: ``dpexp.families.gdsc.train_rows``.
+(``shared_rows``: rplr, narplr, AdaSSP), the public rows' exact statistics (``shared_sufficient_stats``) — are kept
+by the arrays' identities in bounded memos (``cache.memo_objects``, dropped after each chunk), read-only; nothing
+drawn or released is kept (docs/extending.md, Caches).  The training rows' layout and statistics of lr and rlr:
+``dpexp.families.gdsc.train_rows``.
 """
 
 from __future__ import annotations
@@ -41,7 +40,8 @@ _NONE = object()   # ``RowBlocks.kept``'s "not computed yet" (a kept value may b
 
 
 class NotBatchable(Exception):
-    """Raised before any draw when a group cannot be released as arrays (the caller releases it split by split)."""
+    """Raised before any draw when a fast path declines a group on a stated precondition (AdaSSP's batched
+    release: fewer than two splits, or its σ bounds not finite): the caller takes its per-split path."""
 
 
 @dataclass
@@ -56,8 +56,8 @@ class GroupRelease:
     B_y: np.ndarray
     sigma_x: np.ndarray
     sigma_y: np.ndarray
-    #: split index -> the exception the per-split release raises for it (its statistics' rows in the arrays are
-    #: then meaningless): σ̂ drawn per trial made a sensitivity overflow
+    #: split index -> its one-line error (its statistics' rows in the arrays are then meaningless): the σ̂ drawn
+    #: per trial gave sensitivities that are not finite
     failed: dict[int, Exception]
 
 
