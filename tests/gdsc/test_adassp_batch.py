@@ -98,8 +98,8 @@ def test_interleaved_equal_n_groups_equal_run(params, trials):
 
 
 def test_bad_bounds_among_good_splits_fail_as_run_fails():
-    """ω_y so large that B_Y = ∞ (dp: after the σ draws; data: before any draw): run's error for those cells only;
-    ω_x so small that B_X = 0: calibrate's error."""
+    """ω_y so large that B_Y = ∞ (dp: after the σ draws; data: before any draw), or ω_x so small that B_X = 0: a
+    one-line error for those cells only, as alone (``run``)."""
     splits = [_split(1), _split(3, n=17), _split(5, n=55)]
     kinds = []
     for alg in (AdaSSP(omega_y=1e308), AdaSSP(sigma="data", omega_y=1e308), AdaSSP(omega_x=5e-324),
@@ -107,9 +107,9 @@ def test_bad_bounds_among_good_splits_fail_as_run_fails():
         with np.errstate(over="ignore"):
             many = _compare(alg, splits, 1.0, 2)
         kinds.append([type(o).__name__ for o in many])
-    # σ̂ drawn per trial: some splits' bounds overflow (UserError) or underflow (ValueError), others are released
+    # σ̂ drawn per trial: some splits' bounds overflow or underflow (a one-line UserError), others are released
     assert kinds[0] == ["Output", "UserError", "UserError"] and kinds[1] == ["UserError"] * 3
-    assert kinds[2] == ["Output", "ValueError", "ValueError"] and kinds[3] == ["Output"] * 3
+    assert kinds[2] == ["Output", "UserError", "UserError"] and kinds[3] == ["Output"] * 3
     # a tiny σ_x in one split's meta: B_X² underflows to 0 there (a zero-scale release, as run does)
     splits[1].meta["sigma_x"] = 1e-170
     _compare(AdaSSP(sigma="data"), splits, 1.0, 2)
@@ -183,7 +183,7 @@ def test_failing_eigenvalues_fail_that_split_only(monkeypatch):
 def test_a_group_failing_after_its_draws_leaves_set_aside_splits_to_run(monkeypatch, params):
     """An error after the group's draws (here forced in the stacked solve) is the error of the cells the group
     released only: the splits it set aside before any draw (NaN private or public rows, a huge σ_x in meta under
-    sigma: data) get what ``run`` gives them, with run's spends."""
+    sigma: data) fail with their one-line errors, as alone (``run``, a batch of one), with nothing spent."""
     def boom(*a, **kw):
         raise FloatingPointError("forced failure of the stacked solve")
 
@@ -211,5 +211,5 @@ def test_a_group_failing_after_its_draws_leaves_set_aside_splits_to_run(monkeypa
             assert not isinstance(o, Exception), o
             _same_output(one, o)
         assert repr(la[k].spends) == repr(lb[k].spends)
-    set_aside = ["LinAlgError", "LinAlgError"] + (["OverflowError"] if params else [])   # run's errors for them
+    set_aside = ["UserError"] * (3 if params else 2)   # one line each, before any draw
     assert [type(o).__name__ for k, o in enumerate(many) if k not in released] == set_aside

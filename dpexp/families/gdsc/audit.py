@@ -154,36 +154,62 @@ def released_statistics(alg: Algorithm) -> ReleasedStatistics:
 
 class AdaSSPReleases(_ReleaseView):
     """Audit view of ``adassp``: its three raw releases — the noisy λ_min, XᵀX (unique entries) and Xᵀy of
-    ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from (``clip_sigmas``).
-    For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
+    ``models.adassp.release_rows`` (``noise: laplace``, the batched release ``run_many`` makes; ``release`` for
+    ``noise: gaussian``) — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from
+    (``release_batch.release_sigmas``).  For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B²
+    and XᵀX, Xᵀy by half theirs.  The splits of one call share d and are all released (the audit designs), so
+    split k is row k of the batch."""
 
     @contextlib.contextmanager
     def _capture(self, record):
         from dpexp.audit.instrument import capturing
         from dpexp.models import adassp as core
 
-        release = core.release
+        saved = {n: getattr(core, n) for n in ("release", "release_rows")}
 
-        def recorded(*a, **k):
-            r = release(*a, **k)
-            record.setdefault("release", []).append(r)
-            return r
+        def recorded(name):
+            def g(*a, **k):
+                r = saved[name](*a, **k)
+                record.setdefault(name, []).append(r)
+                return r
+            return g
 
-        core.release = recorded   # adassp calls core.release: recorded for the duration, restored after
+        for n in saved:   # adassp calls core.release / core.release_rows: recorded for the duration, restored after
+            setattr(core, n, recorded(n))
         try:
-            with capturing(self.alg, ("clip_sigmas",), record):
+            with capturing(self.alg, ("clip_sigmas", "release_sigmas"), record):
                 yield
         finally:
-            core.release = release
+            for n, f in saved.items():
+                setattr(core, n, f)
 
-    def _columns(self, record, trials):
-        cols = []
-        if record.get("release"):
-            lm, XX, Xy = record["release"][-1]
-            cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
-        if record.get("clip_sigmas") and getattr(self.alg.params, "sigma", "") == "dp":
-            cols += _per_trial(record["clip_sigmas"][-1], trials)
-        return cols
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        record: dict[str, list] = {}
+        with self._capture(record):
+            outs = self.alg.run_many(splits, epsilon, delta, ledgers, trials)
+        dp = getattr(self.alg.params, "sigma", "") == "dp"
+        for k, out in enumerate(outs):
+            cols: list[np.ndarray] = []
+            if record.get("release_rows"):
+                lm, XX, Xy = record["release_rows"][-1]
+                cols += [np.asarray(lm[k]).reshape(trials, 1), _unique_entries(XX[k]), Xy[k]]
+                if dp and record.get("release_sigmas"):
+                    sx, sy = record["release_sigmas"][-1]
+                    cols += _per_trial((sx[k], sy[k]), trials)
+            elif record.get("release") and len(splits) == 1:   # noise: gaussian, one split
+                lm, XX, Xy = record["release"][-1]
+                cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
+                if dp and record.get("clip_sigmas"):
+                    cols += _per_trial(record["clip_sigmas"][-1], trials)
+            if cols and not isinstance(out, Exception):
+                out.coef = np.concatenate(cols, axis=1)
+        return outs
 
 
 def adassp_releases(alg: Algorithm) -> AdaSSPReleases:

@@ -39,11 +39,6 @@ from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 _NONE = object()   # ``RowBlocks.kept``'s "not computed yet" (a kept value may be None)
 
 
-class NotBatchable(Exception):
-    """Raised before any draw when a fast path declines a group on a stated precondition (AdaSSP's batched
-    release: fewer than two splits, or its σ bounds not finite): the caller takes its per-split path."""
-
-
 @dataclass
 class GroupRelease:
     """The private part of rplr's release for S splits of equal d, T trials: noisy XX (S, T, d, d), Xy (S, T, d),
