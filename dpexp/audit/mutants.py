@@ -134,10 +134,10 @@ def undercounted_spends(factor: float = 0.5) -> Iterator[None]:
 #: stays one-directional; the families are loaded by the registry before any audit)
 _MEDIAN = "dpexp.families.slr.dp_median"
 _THEIL_SEN = "dpexp.families.slr.algorithms.dp_theil_sen"
-_FM_MODULE = "dpexp.families.gdsc.algorithms.functional_mechanism"
-_OP_MODULE = "dpexp.families.gdsc.algorithms.output_perturbation"
 _DCA_MODULE = "dpexp.families.dca.algorithms.dlr"
 _STATS_MODULE = "dpexp.families.gdsc.stats"
+_UNIT_BOX_MODULE = "dpexp.families.gdsc.unit_box"
+_RELEASE_BATCH_MODULE = "dpexp.families.gdsc.release_batch"
 
 
 def _target(module: str) -> Any:
@@ -197,17 +197,30 @@ def free_data_sigma() -> Iterator[None]:
 
 @contextlib.contextmanager
 def unit_box_unclipped() -> Iterator[None]:
-    """oplr/fmlr scale x by B_x and y by B_y but forget to clip them to [−1, 1] (oplr still projects x onto the unit
-    ball): a bound mismatch — the sensitivity assumes |ỹ| ≤ 1 while a row can carry any ỹ."""
-    fm, op = _target(_FM_MODULE), _target(_OP_MODULE)
+    """oplr/fmlr scale x by B_x and y by B_y but forget to clip them to [−1, 1] (``unit_box.clip_unit``, their one
+    clipping step; oplr still projects x onto the unit ball): a bound mismatch — the sensitivity assumes |ỹ| ≤ 1
+    while a row can carry any ỹ."""
+    with _patched(_target(_UNIT_BOX_MODULE), "clip_unit", lambda a: a):
+        yield
 
-    def scale(X, y, B_x, B_y, l2_ball):
-        Xs = np.asarray(X, dtype=float) / B_x
-        if l2_ball and Xs.size:
-            Xs = Xs / np.maximum(np.linalg.norm(Xs, axis=1, keepdims=True), 1.0)
-        return Xs, (None if y is None else np.asarray(y, dtype=float) / B_y)
 
-    with _patched(op, "scale_unit", scale), _patched(fm, "scale_unit", scale):
+@contextlib.contextmanager
+def sigma_noiseless_bounds() -> Iterator[None]:
+    """rplr's batched σ̂ release records its spends (and draws) but takes the clipping bounds from the noiseless
+    RMS of the private rows: the bounds, and so the clipped statistics, move with one row at no cost (issue 27's
+    batched-path bug; only ``release_batch.release_sigmas`` is patched, the code ``run_many`` runs)."""
+    rb = _target(_RELEASE_BATCH_MODULE)
+    real = rb.release_sigmas
+
+    def noiseless(sums, counts, d, bx, by, eps_s, standard, ledgers):
+        real(sums, counts, d, bx, by, eps_s, standard, ledgers)   # the spends recorded as the correct code does
+        T = standard.shape[1] // 2
+        sx = np.sqrt(np.maximum(sums[:, :1], 0.0) / np.maximum(counts * d, 1)[:, None])
+        sy = np.sqrt(np.maximum(sums[:, 1:], 0.0) / np.maximum(counts, 1)[:, None])
+        return (np.maximum(np.broadcast_to(sx, (len(counts), T)), 1e-12),
+                np.maximum(np.broadcast_to(sy, (len(counts), T)), 1e-12))
+
+    with _patched(rb, "release_sigmas", noiseless):
         yield
 
 
@@ -324,6 +337,9 @@ def _build() -> list[Mutant]:
     M.append(Mutant("rplr/budget-overspend", "rplr", "overspend", "the budget shares p1, p2, p3 sum to 1.1: the "
                     "noise is calibrated to, and the ledger records, more than the ε asked (found by the spend "
                     "check, deterministically, before any statistics)", lambda: scaled(_RPLR_SPLIT, factor=1.1)))
+    M.append(Mutant("rplr/sigma-noiseless-bounds", "rplr", "named", "the DP σ̂ spends recorded, but the clipping "
+                    "bounds taken from the noiseless RMS of the private rows (the batched release only)",
+                    sigma_noiseless_bounds))
     # fmlr and oplr declare sensitivities looser than one row can realise: a factor-2 noise bug is not a violation
     # (listed, outside N); the counted mutant is a real bound mismatch (clipping forgotten)
     M += [dataclasses.replace(_half("fmlr"), violation=False, weak=True, bug="every privacy-noise draw at half its scale: "
@@ -413,10 +429,14 @@ def audit_mutant(name: str, trials: int | None = None, confidence: float | None 
     """Audit one mutant (the default audit of its algorithm, with the bug injected); returns the ``AuditResult``."""
     from dpexp.audit import DEFAULT_CONFIDENCE, DEFAULT_SEED, audit_entry
 
+    from dpexp import cache
+
     m = _get(name)
-    with m.patch():
+    cache.clear_objects()   # nothing computed by the clean code (kept by the identities of its arrays) is served
+    with m.patch():         # to the mutant, nor the mutant's to a later clean run
         r = audit_entry(m.algorithm, trials=trials, confidence=confidence or DEFAULT_CONFIDENCE,
                         seed=DEFAULT_SEED if seed is None else seed, params=m.params or None, design=m.design_fn())
+    cache.clear_objects()
     return dataclasses.replace(r, algorithm=m.name)
 
 

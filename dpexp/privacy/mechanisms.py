@@ -347,20 +347,9 @@ def _one_value(a: np.ndarray) -> bool:
 
 
 def _laplace_spends(label: str, eps: list[float], sens: list[float], scales: list[float]) -> list[Spend]:
-    """``Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)`` for each (e, s, b),
-    values already checked (ε > 0 and Δ₁ ≥ 0 finite, as ``laplace_rows`` checks them): equal to the constructor's
-    (fields in order, eq, hash, repr), filled from one validated template in one loop instead of running the frozen
-    dataclass's ``__init__`` and checks per cell (a batch records one per cell and release)."""
-    base = Spend("laplace", "pure", epsilon=1.0, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
-    new, out = object.__new__, []
-    for e, s, b in zip(eps, sens, scales):
-        sp = new(Spend)
-        d = sp.__dict__
-        d.update(base)
-        d["epsilon"], d["sensitivity"], d["scale"] = e, s, b
-        d["_ck"] = e   # its composition key: a pure spend of every trial without a note (``composition_key``)
-        out.append(sp)
-    return out
+    """``Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)`` for each (e, s, b)."""
+    return [Spend("laplace", "pure", epsilon=e, delta=0.0, sensitivity=s, scale=b, label=label)
+            for e, s, b in zip(eps, sens, scales)]
 
 
 def _record_rows(sources: Sequence[Any], spends: Sequence[Spend]) -> None:
@@ -728,13 +717,8 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
     # b = Δ/ε (the float division of ``_pure_scale``) or the scales as given
     b = [s / eps for s in sens] if xa is None else xa.tolist()
     # gamma_norm's spend, ε the same for every cell: one validated template, Δ and b filled per cell
-    base = Spend("gamma-norm", "pure", epsilon=eps, delta=0.0, sensitivity=0.0, scale=0.0, label=label).__dict__
-    spends = []
-    for s, x in zip(sens, b):
-        sp = object.__new__(Spend)
-        sp.__dict__.update(base)
-        sp.__dict__["sensitivity"], sp.__dict__["scale"] = s, x
-        spends.append(sp)
+    spends = [Spend("gamma-norm", "pure", epsilon=eps, delta=0.0, sensitivity=s, scale=x, label=label)
+              for s, x in zip(sens, b)]
     lead = _lead(size)
     g, r = _directions_and_radii(sources, lead, d, lambda noise, shape: noise.normal(size=shape))
     r *= np.asarray(b).reshape((S,) + (1,) * len(lead))
@@ -806,14 +790,7 @@ def heuristic_gamma_norm_rows(values: Any, scales: Any, sources: Sequence[Any],
     lead = _lead(size)
     u, g = _directions_and_radii(sources, lead, d, lambda noise, shape: noise.uniform(-0.5, 0.5, size=shape))
     r = g * sc.reshape((S,) + (1,) * len(lead))
-    # heuristic_gamma_norm's spend, the scale filled per cell into one validated template (as ``_laplace_spends``)
-    base = Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=0.0).__dict__
-    spends = []
-    for x in sc.tolist():
-        sp = object.__new__(Spend)
-        sp.__dict__.update(base)
-        sp.__dict__["scale"] = x
-        spends.append(sp)
+    spends = [Spend("gamma-norm (cube direction)", "none", label=label, note=reason, scale=x) for x in sc.tolist()]
     _record_rows(sources, spends)
     return v.reshape((S,) + (1,) * len(lead) + (d,)) + u * r[..., None]
 

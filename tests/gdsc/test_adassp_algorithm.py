@@ -35,11 +35,18 @@ def test_noise_actually_drawn_through_the_algorithm(noise, monkeypatch):
     seen = {}
     estimate = core.estimate
 
+    estimate_many = core.estimate_many
+
     def spy(XX, Xy, ridge):
         seen["XX"], seen["Xy"] = XX, Xy
         return estimate(XX, Xy, ridge)
 
+    def spy_many(XX, Xy, ridge):   # noise: laplace, a batch of one
+        seen["XX"], seen["Xy"] = XX[0], Xy[0]
+        return estimate_many(XX, Xy, ridge)
+
     monkeypatch.setattr(alg_mod.core, "estimate", spy)
+    monkeypatch.setattr(alg_mod.core, "estimate_many", spy_many)
     s = _split(zero=True)
     d, eps, delta = 3, 1.2, 1e-5
     alg = AdaSSP(sigma="data", noise=noise, omega_x=2.0, omega_y=0.5)
@@ -132,14 +139,27 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
     sx = np.repeat([0.5, 0.5 * math.sqrt(2.0)], half)
     sy = np.full(2 * half, 2.0)
     monkeypatch.setattr(alg_mod, "clip_sigmas", lambda p, split, e, ledger, trials: (sx, sy))
+    real_sigmas = alg_mod.release_sigmas
+
+    def fixed_sigmas(*a):   # noise: laplace (the batched release): the σ̂ spends recorded, σ̂ fixed
+        real_sigmas(*a)
+        return sx[None], sy[None]
+
+    monkeypatch.setattr(alg_mod, "release_sigmas", fixed_sigmas)
     seen = {}
-    real_release = core.release
+    real_release, real_rows = core.release, core.release_rows
 
     def spy(XX, Xy, cal, rng, trials=None):
         seen["out"] = real_release(XX, Xy, cal, rng, trials)
         return seen["out"]
 
+    def spy_rows(XX, Xy, cal, standard, sources):
+        got = real_rows(XX, Xy, cal, standard, sources)
+        seen["out"] = tuple(a[0] for a in got)
+        return got
+
     monkeypatch.setattr(alg_mod.core, "release", spy)
+    monkeypatch.setattr(alg_mod.core, "release_rows", spy_rows)
     alg = AdaSSP(sigma="dp", sigma_share=share, noise=noise, omega_x=1.0, omega_y=0.5)
     alg.run(_split(zero=True), eps, delta, PrivacyLedger(np.random.default_rng(3)), trials=2 * half)
     lm, XX, Xy = seen["out"]

@@ -128,26 +128,6 @@ def test_lr_float32_rows_take_the_per_split_path_equal():
 
 
 @pytest.mark.parametrize("trials", [1, 3])
-def test_plr_rows_laid_out_once_equal_split_by_split(trials, monkeypatch):
-    """plr's clipped private statistics from the shared layout (and the public ones from the shared statistics)
-    equal the per-split code's, which a patched ``stats.clip`` (an audit mutant) brings back."""
-    from dpexp.families.gdsc import release_batch, stats
-
-    splits = _splits(False) + [_split(11, n=17, n_pub=0)]
-    la = _ledgers(len(splits))
-    fast = PrivateLR().run_many(splits, 1.5, 0.0, la, trials)
-    assert release_batch._clipped_private_stats(splits, 1.0, 5.0)   # the layout path was taken
-    cache.clear()
-    monkeypatch.setattr(stats, "clip", lambda X, y, B_x, B_y: (np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)))
-    assert release_batch._clipped_private_stats(splits, 1.0, 5.0) == {}
-    lb = _ledgers(len(splits))
-    slow = PrivateLR().run_many(copy.deepcopy(splits), 1.5, 0.0, lb, trials)
-    for a, b, l1, l2 in zip(slow, fast, lb, la):
-        _same_result(a, b)
-        assert repr(l1.spends) == repr(l2.spends)
-
-
-@pytest.mark.parametrize("trials", [1, 3])
 @pytest.mark.parametrize("params", [dict(), dict(precision_prior="scaled"), dict(clip_public=False)])
 def test_narplr_problems_from_the_batch_arrays_equal_the_stacked_releases(trials, params):
     """narplr's model inputs read from a batched release's (S, T) arrays equal those stacked from its releases."""

@@ -82,6 +82,16 @@ class _ReleaseView:
             out.coef = np.concatenate(cols, axis=1)
         return out
 
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        """``run`` of each split (a view that records one call's releases: the batched views override it)."""
+        out = []
+        for s, lg in zip(splits, ledgers):
+            try:
+                out.append(self.run(s, epsilon, delta, lg, trials))
+            except Exception as exc:  # recorded per cell, as the algorithm's run_many does
+                out.append(exc)
+        return out
+
 
 def _per_trial(values, trials: int) -> list[np.ndarray]:
     """Scalars or (trials,) arrays (e.g. the DP σ̂_x, σ̂_y) as (trials, 1) columns."""
@@ -96,24 +106,45 @@ def _unique_entries(XX: np.ndarray) -> np.ndarray:
 
 class ReleasedStatistics(_ReleaseView):
     """Audit view of the clipped-statistics algorithms (rplr, plr, split_search): the noisy XᵀX (unique entries),
-    Xᵀy, yᵀy of ``stats.perturbed_stats`` and, for rplr with ``sigma: dp``, the DP σ̂_x, σ̂_y (``rplr._dp_sigmas``).
-    The Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a
-    ratio); the released statistics do not."""
+    Xᵀy, yᵀy of their one release — rplr's ``release_batch.release_group`` (with ``sigma: dp`` the DP σ̂_x, σ̂_y
+    too), plr's ``release_batch.perturbed_stats_many`` — recorded from the batched call ``run_many`` makes.  The
+    Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a ratio);
+    the released statistics do not.  The splits of one call share d and have private rows (the audit designs), so
+    split k is row k of the release."""
 
     def _capture(self, record):
         from dpexp.audit.instrument import capturing
 
-        return capturing(self.alg, ("perturbed_stats", "_dp_sigmas"), record)
+        return capturing(self.alg, ("release_group", "perturbed_stats_many"), record)
 
-    def _columns(self, record, trials):
-        cols = []
-        if record.get("perturbed_stats"):
-            XX, Xy, yy = record["perturbed_stats"][-1]
-            cols += [_unique_entries(XX), Xy]
-            if not np.all(np.isnan(yy)):
-                cols.append(np.asarray(yy)[:, None])
-        if record.get("_dp_sigmas"):
-            cols += _per_trial(record["_dp_sigmas"][-1], trials)
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        record: dict[str, list] = {}
+        with self._capture(record):
+            outs = self.alg.run_many(splits, epsilon, delta, ledgers, trials)
+        for k, out in enumerate(outs):
+            cols = self._columns_of(record, trials, k)
+            if cols and not isinstance(out, Exception):
+                out.coef = np.concatenate(cols, axis=1)
+        return outs
+
+    def _columns_of(self, record, trials: int, k: int) -> list[np.ndarray]:
+        cols: list[np.ndarray] = []
+        if record.get("release_group"):
+            g = record["release_group"][-1]
+            cols += [_unique_entries(g.XX[k]), g.Xy[k], np.asarray(g.yy[k])[:, None]]
+            if g.sigma_x.ndim == 2:   # σ̂ released per trial (sigma: dp)
+                cols += _per_trial((g.sigma_x[k], g.sigma_y[k]), trials)
+        if record.get("perturbed_stats_many"):
+            got = record["perturbed_stats_many"][-1]
+            if k in got:
+                XX, Xy = got[k]
+                cols += [_unique_entries(XX), Xy]
         return cols
 
 
@@ -123,36 +154,62 @@ def released_statistics(alg: Algorithm) -> ReleasedStatistics:
 
 class AdaSSPReleases(_ReleaseView):
     """Audit view of ``adassp``: its three raw releases — the noisy λ_min, XᵀX (unique entries) and Xᵀy of
-    ``models.adassp.release`` — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from (``clip_sigmas``).
-    For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B² and XᵀX, Xᵀy by half theirs."""
+    ``models.adassp.release_rows`` (``noise: laplace``, the batched release ``run_many`` makes; ``release`` for
+    ``noise: gaussian``) — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from
+    (``release_batch.release_sigmas``).  For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B²
+    and XᵀX, Xᵀy by half theirs.  The splits of one call share d and are all released (the audit designs), so
+    split k is row k of the batch."""
 
     @contextlib.contextmanager
     def _capture(self, record):
         from dpexp.audit.instrument import capturing
         from dpexp.models import adassp as core
 
-        release = core.release
+        saved = {n: getattr(core, n) for n in ("release", "release_rows")}
 
-        def recorded(*a, **k):
-            r = release(*a, **k)
-            record.setdefault("release", []).append(r)
-            return r
+        def recorded(name):
+            def g(*a, **k):
+                r = saved[name](*a, **k)
+                record.setdefault(name, []).append(r)
+                return r
+            return g
 
-        core.release = recorded   # adassp calls core.release: recorded for the duration, restored after
+        for n in saved:   # adassp calls core.release / core.release_rows: recorded for the duration, restored after
+            setattr(core, n, recorded(n))
         try:
-            with capturing(self.alg, ("clip_sigmas",), record):
+            with capturing(self.alg, ("clip_sigmas", "release_sigmas"), record):
                 yield
         finally:
-            core.release = release
+            for n, f in saved.items():
+                setattr(core, n, f)
 
-    def _columns(self, record, trials):
-        cols = []
-        if record.get("release"):
-            lm, XX, Xy = record["release"][-1]
-            cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
-        if record.get("clip_sigmas") and getattr(self.alg.params, "sigma", "") == "dp":
-            cols += _per_trial(record["clip_sigmas"][-1], trials)
-        return cols
+    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
+        record: dict[str, list] = {}
+        with self._capture(record):
+            outs = self.alg.run_many(splits, epsilon, delta, ledgers, trials)
+        dp = getattr(self.alg.params, "sigma", "") == "dp"
+        for k, out in enumerate(outs):
+            cols: list[np.ndarray] = []
+            if record.get("release_rows"):
+                lm, XX, Xy = record["release_rows"][-1]
+                cols += [np.asarray(lm[k]).reshape(trials, 1), _unique_entries(XX[k]), Xy[k]]
+                if dp and record.get("release_sigmas"):
+                    sx, sy = record["release_sigmas"][-1]
+                    cols += _per_trial((sx[k], sy[k]), trials)
+            elif record.get("release") and len(splits) == 1:   # noise: gaussian, one split
+                lm, XX, Xy = record["release"][-1]
+                cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
+                if dp and record.get("clip_sigmas"):
+                    cols += _per_trial(record["clip_sigmas"][-1], trials)
+            if cols and not isinstance(out, Exception):
+                out.coef = np.concatenate(cols, axis=1)
+        return outs
 
 
 def adassp_releases(alg: Algorithm) -> AdaSSPReleases:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Hashable, Iterable
 import numpy as np
 
 from dpexp.errors import UserError
-from dpexp.models.bayes_lr import posterior_mean_fixed
+from dpexp.families.gdsc.model import fixed_posterior
 from dpexp.privacy.ledger import as_ledger
 
 
@@ -91,7 +91,8 @@ def solve_stacked(solver: Callable[..., np.ndarray], *args: Any) -> list[np.ndar
     try:
         W = solver(*args)
         return [W[j] for j in range(len(W))]
-    except Exception:
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError):   # a numerical failure of one problem: solved
+        # one by one, so that the error stays with its split (the solvers draw nothing)
         n = next(len(a) for a in args if isinstance(a, np.ndarray))
         got: list[np.ndarray | Exception] = []
         for j in range(n):
@@ -111,49 +112,12 @@ def repeat_trials(a: np.ndarray, trials: int, axis: int = 0) -> np.ndarray:
 
 
 def fit_fixed_many(XX: np.ndarray, Xy: np.ndarray, lam: float, lam0: float, solver: str
-         ) -> list[tuple[np.ndarray, list[np.ndarray | Exception]]]:
-    """``solve_stacked(posterior_mean_fixed, …)`` of the splits (leading axis of XX (splits, trials, d, d)) in
-    groups ``rows`` that one call may fit with the results of separate calls (``same_floor_branch``); returns
-    (rows, weights) pairs.  With ``solver="psd_floor"`` the eigen-decomposition that decides the branch is the one
-    ``symmetric_psd_floor`` would compute again on each group (numpy decomposes each matrix of a stack on its own:
-    the same floats), so it is computed once and the floor applied from it — anything failing on the way takes the
-    plain path."""
-    if solver == "psd_floor":
-        try:
-            A = 0.5 * (XX + np.swapaxes(XX, -1, -2))
-            w, V = np.linalg.eigh(A)
-            unfloored = np.all(w >= 0.0, axis=(-2, -1))
-            got = []
-            eye = np.eye(XX.shape[-1])
-            for rows, floored in ((np.flatnonzero(unfloored), False), (np.flatnonzero(~unfloored), True)):
-                if not rows.size:
-                    continue
-                if floored:   # symmetric_psd_floor's rebuild from the eigen-decomposition, on this group
-                    Vr = V[rows]
-                    XXs = (Vr * np.maximum(w[rows], 0.0)[..., None, :]) @ np.swapaxes(Vr, -1, -2)
-                else:
-                    XXs = A[rows]
-                prec = lam0 * eye + lam * XXs
-                W = np.linalg.solve(prec, lam * Xy[rows][..., None])[..., 0]
-                got.append((rows, [W[j] for j in range(len(W))]))
-            return got
-        except Exception:   # e.g. a singular or non-finite problem: each group solved as posterior_mean_fixed does
-            pass
-    return [(rows, solve_stacked(posterior_mean_fixed, XX[rows], Xy[rows], lam, lam0, solver))
-            for rows in same_floor_branch(XX, solver)]
-
-
-def same_floor_branch(XX: np.ndarray, solver: str) -> list[np.ndarray]:
-    """The splits (leading axis of XX, (splits, trials, d, d)) in groups that ``posterior_mean_fixed`` may fit in one
-    call with the results of separate calls: with ``solver="psd_floor"``, ``symmetric_psd_floor`` rebuilds a whole
-    batch from its eigen-decomposition as soon as one matrix has an eigenvalue below the floor (0), which moves the
-    others in their last bits — so the splits whose (symmetrised) matrices need no floor are fitted apart from the
-    others, as each would be alone."""
-    if solver != "psd_floor":
-        return [np.arange(len(XX))]
-    w = np.linalg.eigh(0.5 * (XX + np.swapaxes(XX, -1, -2)))[0]
-    unfloored = np.all(w >= 0.0, axis=(-2, -1))
-    return [rows for rows in (np.flatnonzero(unfloored), np.flatnonzero(~unfloored)) if rows.size]
+                   ) -> list[tuple[np.ndarray, list[np.ndarray | Exception]]]:
+    """``model.fixed_posterior``'s means of the splits (leading axis of XX (splits, trials, d, d)) in one call,
+    as [(rows, weights)] (one group of all rows); a numerical failure is retried problem by problem
+    (``solve_stacked``), so that the error stays with its split."""
+    W = solve_stacked(lambda A, b: fixed_posterior(A, b, lam, lam0, solver)[0], XX, Xy)
+    return [(np.arange(len(XX)), W)]
 
 
 def record_each(ledgers: Iterable[Any], record: Callable[[Any], Any]) -> None:

@@ -4,10 +4,8 @@ compared methods and baselines: ``fmlr``, ``oplr``, their paper-protocol version
 A ``run_many`` call holds the splits of one size; lines untested for a drug are dropped, so their n differ but
 repeat (a few distinct n per call).  ``Blocks`` concatenates per-split arrays once with the splits of equal n next
 to each other, so that a group's rows are one block and its (G, n, D) stack a reshape of it (no gather).
-``gram`` gives every split's ZᵀZ and Zᵀy as one stacked product per group: numpy calls BLAS on each matrix of a
-C-contiguous stack as on the split's own (n, D) rows (syrk for ZᵀZ, the same kernel for Zᵀy), so each result
-equals the split's ``Z.T @ Z``, ``Z.T @ y`` to the bit (tests/gdsc/test_blocks.py).  ``row_norms``: the rows'
-Euclidean norms as ``np.linalg.norm(X, axis=-1)`` computes them, to the bit, column by column.
+``gram`` gives every split's ZᵀZ and Zᵀy as one stacked product per group.  ``row_norms``: the rows' Euclidean
+norms.
 """
 
 from __future__ import annotations
@@ -80,26 +78,6 @@ class Blocks:
 
 
 def row_norms(X: np.ndarray) -> np.ndarray:
-    """``np.linalg.norm(X, axis=-1)`` of an (N, d) float array, to the bit, at a fraction of its cost: numpy sums
-    each row's squares (a reduction over a short contiguous axis: one inner-loop call per row) by its pairwise
-    summation — for d ≤ 128 eight running sums r_j = Σ_k x²_{j+8k} over the first d − d mod 8 entries, combined as
-    ((r₀ + r₁) + (r₂ + r₃)) + ((r₄ + r₅) + (r₆ + r₇)), then the rest added in order (d < 8: added in order from
-    0).  The same additions are made here column by column for all rows at once (tests/gdsc/test_blocks.py holds
-    it to ``np.linalg.norm`` for d = 1…130).  Any other input: ``np.linalg.norm``."""
-    N, d = X.shape if X.ndim == 2 else (0, 0)
-    if X.ndim != 2 or X.dtype != np.float64 or not 1 <= d <= 128 or N == 0:
-        return np.linalg.norm(X, axis=-1)
-    Q = X * X   # the squares (a new array: X untouched); its columns are the running sums below
-    if d < 8:
-        res = np.zeros(N)
-        for i in range(d):
-            res += Q[:, i]
-        return np.sqrt(res, out=res)
-    i = 8
-    while i < d - d % 8:
-        Q[:, :8] += Q[:, i:i + 8]
-        i += 8
-    res = ((Q[:, 0] + Q[:, 1]) + (Q[:, 2] + Q[:, 3])) + ((Q[:, 4] + Q[:, 5]) + (Q[:, 6] + Q[:, 7]))
-    for k in range(i, d):
-        res += Q[:, k]
-    return np.sqrt(res, out=res)
+    """The Euclidean norms of the rows of an (N, d) array, sqrt(Σ_j x_ij²) (one ``np.einsum`` pass: a reduction
+    over the short row axis, in einsum's summation order)."""
+    return np.sqrt(np.einsum("ij,ij->i", X, X))

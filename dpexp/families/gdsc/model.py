@@ -11,7 +11,6 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import Params
 from dpexp.families.gdsc.stats import sufficient_stats
-from dpexp.models.bayes_lr import posterior_mean_fixed, symmetric_psd_floor
 from dpexp.models.vb import VBResult, fit_vb, fit_vb_each, ridge_stabilised
 
 
@@ -73,8 +72,8 @@ def public_posteriors(X_publics: list[np.ndarray], y_publics: list[np.ndarray]) 
             fits = fit_vb_each(np.stack([s[0] for s in stats]), np.stack([s[1] for s in stats]),
                                np.array([s[2] for s in stats]), np.array([float(todo[k][0].shape[0]) for k in ks]),
                                return_cov=True)
-        except Exception:  # noqa: BLE001 - each split's own fit raises it (or not) below
-            continue
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError):   # a numerical failure of one problem of the
+            continue   # stack: each split's own fit below raises it (or not) for that split alone (public rows: no draw)
         fitted.update((k, _shared(res)) for k, res in zip(ks, fits))
     out: list[VBResult | Exception] = []
     for key, (X, y) in zip(keys, rows):
@@ -104,6 +103,29 @@ def exact_gamma_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.nd
                             maxsize=8)
 
 
+def fixed_posterior(XX: np.ndarray, Xy: np.ndarray, lam: float, lam0: float, solver: str = "psd_floor",
+                    with_cov: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The fixed-precision posterior (Eqs. 3–4) of (possibly perturbed) statistics, batched over leading axes: mean
+    (λ0 I + λ S)⁻¹ λ Xᵀy (…, d) and, with ``with_cov``, the covariance (λ0 I + λ S)⁻¹ (…, d, d), where S is XᵀX
+    symmetrised and — ``solver="psd_floor"`` — with its negative eigenvalues floored at 0, each matrix on its own
+    (one that needs no floor is used as it is); ``"direct"``: S symmetrised only (what the papers write).  The one
+    fixed-precision fit of the family (rplr/lr ``prior: fixed``, plr through ``batching.fit_fixed_many``)."""
+    XX = np.asarray(XX, dtype=float)
+    Xy = np.asarray(Xy, dtype=float)
+    if solver not in ("psd_floor", "direct"):
+        raise ValueError(f"solver must be 'psd_floor' or 'direct', got {solver!r}")
+    S = 0.5 * (XX + np.swapaxes(XX, -1, -2))
+    if solver == "psd_floor":
+        w, V = np.linalg.eigh(S)
+        low = np.any(w < 0.0, axis=-1)
+        if np.any(low):
+            Vl = V[low]
+            S[low] = (Vl * np.maximum(w[low], 0.0)[..., None, :]) @ np.swapaxes(Vl, -1, -2)
+    prec = lam0 * np.eye(S.shape[-1]) + lam * S
+    mean = np.linalg.solve(prec, lam * Xy[..., None])[..., 0]
+    return mean, (np.linalg.inv(prec) if with_cov else None)
+
+
 def fit_weights(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray | float, prior: str, lam: float,
                 lam0: float, engine: str = "vb", rng: np.random.Generator | None = None,
                 ridge: np.ndarray | float | None = None, solver: str = "psd_floor", project: str = "joint") -> np.ndarray:
@@ -127,15 +149,7 @@ def fit_posterior(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray 
     statistics as exact (the *naive* posterior of a perturbed release): ``prior="fixed"``: (λ0 I + λ S)⁻¹ with S the
     matrix the mean was solved with; ``prior="gamma"``, ``vb``: the covariance of q(β); ``pymc``: None (not kept)."""
     if prior == "fixed":
-        if not with_cov or solver not in ("psd_floor", "direct"):
-            return posterior_mean_fixed(XX, Xy, lam, lam0, solver), None
-        # posterior_mean_fixed's steps with its precision matrix kept for the covariance: the floored (or
-        # symmetrised) S decomposed once, not twice (the same floats as its call plus a second floor)
-        XXa = np.asarray(XX, dtype=float)
-        S = symmetric_psd_floor(XXa) if solver == "psd_floor" else 0.5 * (XXa + np.swapaxes(XXa, -1, -2))
-        prec = lam0 * np.eye(S.shape[-1]) + lam * S
-        mean = np.linalg.solve(prec, lam * np.asarray(Xy, dtype=float)[..., None])[..., 0]
-        return mean, np.linalg.inv(prec)
+        return fixed_posterior(XX, Xy, lam, lam0, solver, with_cov)
     if engine == "pymc":
         from dpexp.models.pymc_backend import posterior_mean_pymc
 

@@ -1,22 +1,21 @@
-"""rplr's release (``RobustPrivateLR.release``) for many splits at once: the same clipping, sensitivities,
-Laplace mechanisms and spends, as arrays over the splits of one call.
+"""The releases of the clipped-statistics methods (rplr and the methods built on its release, plr), array-first:
+written once over the splits of a call, a single split being a batch of one.
 
 Neighbouring relation and sensitivities: those of ``stats`` (replace-one; XᵀX Δ₁ = d(d+1)B_x², Xᵀy 2dB_xB_y, yᵀy
 B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ clip(y)² Δ₁ = B²).  Each split keeps its own
 ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
-the order of the per-split code (σ_x, σ_y, XᵀX, Xᵀy, yᵀy), and each release is recorded in its ledger with the
-``Spend`` the per-split code records (``privacy.mechanisms.laplace_rows``).  Reductions over a split's rows (the σ
-sums, XᵀX, Xᵀy, yᵀy) are row-wise reductions and stacked matmul/einsum calls over the splits of equal n, on
-C-contiguous arrays of the per-split calls' layout (the rows laid out group by group: ``RowBlocks``,
-``block_order``): numpy sums each split's products in the order of its own call, so every result equals the
-per-split release to the bit (tests/gdsc/test_release_batch.py, test_adassp_batch.py).
+the order σ_x, σ_y, XᵀX, Xᵀy, yᵀy, and each release is recorded in its ledger (``privacy.mechanisms.laplace_rows``).
+Reductions over a split's rows are stacked matmul/einsum calls over the splits of equal n (the rows laid out group
+by group: ``RowBlocks``).  ``stats.clip`` and ``stats.sensitivities`` are looked up at call time (the audit's
+mutants patch them there).  A plain per-split reference of rplr's release is the test oracle
+tests/gdsc/rplr_reference.py (rtol 1e-12).
 
 Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
 deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
-(``shared_rows``: rplr ours and fixed, narplr, AdaSSP, plr), the public rows' exact statistics
-(``shared_sufficient_stats``) — are kept by the arrays' identities in bounded memos (``cache.memo_objects``),
-read-only; nothing drawn or released is kept (tests/gdsc/test_shared_rows.py).  The training rows' layout and
-statistics of lr and rlr: ``dpexp.families.gdsc.train_rows``.
+(``shared_rows``: rplr, narplr, AdaSSP), the public rows' exact statistics (``shared_sufficient_stats``) — are kept
+by the arrays' identities in bounded memos (``cache.memo_objects``, dropped after each chunk), read-only; nothing
+drawn or released is kept (docs/extending.md, Caches).  The training rows' layout and statistics of lr and rlr:
+``dpexp.families.gdsc.train_rows``.
 """
 
 from __future__ import annotations
@@ -29,22 +28,15 @@ import numpy as np
 
 from dpexp import cache
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
-from dpexp.families.gdsc.batching import each, groups
 from dpexp.families.gdsc.blocks import Blocks as Layout
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities, sufficient_stats, triu_indices
+from dpexp.families.gdsc.stats import sufficient_stats, triu_indices
+from dpexp.errors import UserError
 from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 
 
-#: numpy's clip ufunc, which ``np.clip`` reaches through two Python layers (a few µs a call); np.clip if absent
-_clip = getattr(getattr(np, "_core", None), "umath", None)
-_clip = getattr(_clip, "clip", np.clip) if isinstance(getattr(_clip, "clip", None), np.ufunc) else np.clip
 
 
 _NONE = object()   # ``RowBlocks.kept``'s "not computed yet" (a kept value may be None)
-
-
-class NotBatchable(Exception):
-    """Raised before any draw when a group cannot be released as arrays (the caller releases it split by split)."""
 
 
 @dataclass
@@ -59,21 +51,9 @@ class GroupRelease:
     B_y: np.ndarray
     sigma_x: np.ndarray
     sigma_y: np.ndarray
-    #: split index -> the exception the per-split release raises for it (its statistics' rows in the arrays are
-    #: then meaningless): σ̂ drawn per trial made a sensitivity overflow
+    #: split index -> its one-line error (its statistics' rows in the arrays are then meaningless): the σ̂ drawn
+    #: per trial gave sensitivities that are not finite
     failed: dict[int, Exception]
-
-
-def float_square(a: np.ndarray) -> np.ndarray:
-    """a**2 as Python computes it for floats (libm ``pow``, which numpy's ``power`` with an array exponent calls):
-    it may differ from a·a (numpy's ``a**2``) in the last bit."""
-    a = np.asarray(a, dtype=float)
-    return np.power(a, np.full(a.shape, 2.0))
-
-
-def float_sensitivities(d: int, B_x: np.ndarray, B_y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stats.sensitivities`` of many float bounds, equal to the bit to the per-split calls with Python floats."""
-    return d * (d + 1) * float_square(B_x), 2.0 * d * B_x * B_y, float_square(B_y)
 
 
 def _offsets(arrays: list[np.ndarray]) -> np.ndarray:
@@ -89,8 +69,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     (each at ``eps_sigma``), floored at 1e-12 as ``clip_sigmas``; or ``("data", sx, sy)`` with (S,) arrays of the
     data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds and, for
     ``data``, finite sensitivities.  With ``dp`` the bounds are known only after the σ̂ draws: a split whose
-    sensitivities are not finite gets the per-split release's error (``failed``; its σ̂ spends recorded, as there),
-    the others are released."""
+    sensitivities are not finite fails alone (``failed``; its σ̂ spends recorded), the others are released."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
     per_trial = sigma[0] == "dp"
@@ -98,11 +77,9 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     # narplr, AdaSSP, plr); with the data σ (the paper protocol: no other method lays these rows out) a layout of
     # this call only, not held after it
     rows = shared_rows(Xs, ys) if per_trial else RowBlocks(Xs, ys)
-    if per_trial:   # the σ sums first: NaN data leave the batch before anything is drawn
+    if per_trial:
         _, bx, by, eps_s = sigma
         sums = rows.sigma_sums(bx, by)
-        if not np.all(np.isfinite(sums)):
-            raise NotBatchable("NaN rows")
     L = standard_laplace_rows(ledgers, (2 * T if per_trial else 0) + T * (m + d + 1))
     j = 0
     if per_trial:
@@ -113,13 +90,16 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
     XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y) if per_trial else float_sensitivities(d, B_x, B_y)
+    s_xx, s_xy, s_yy = gdsc_stats.sensitivities(d, B_x, B_y)   # looked up at call time (audit mutants)
     e = sp * eps
     failed: dict[int, Exception] = {}
-    if per_trial:   # σ̂ drawn: a split whose sensitivities overflow fails as its per-split release does
-        good = np.all(np.isfinite(s_xx) & np.isfinite(s_xy) & np.isfinite(s_yy), axis=1)
+    if per_trial:   # σ̂ drawn (its spends recorded): a split whose sensitivities are not finite fails alone
+        with np.errstate(invalid="ignore"):
+            good = np.all(np.isfinite(s_xx) & np.isfinite(s_xy) & np.isfinite(s_yy), axis=1)
         for i in np.flatnonzero(~good).tolist():
-            failed[i] = _release_error(Xs[i], ys[i], B_x[i], B_y[i], e[i], ledgers[i], T)
+            failed[i] = UserError(f"rplr: the DP sigma estimates give clipping bounds B_x = {B_x[i].tolist()}, "
+                                  f"B_y = {B_y[i].tolist()} whose sensitivities are not finite (non-finite private "
+                                  "rows, or an overflow)")
     gi = np.flatnonzero([i not in failed for i in range(S)])
     rel = (lambda a: a[gi]) if failed else (lambda a: a)   # noqa: E731  (the others' releases only)
     lgs = [ledgers[i] for i in gi.tolist()] if failed else ledgers
@@ -147,18 +127,6 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     yyv = np.broadcast_to(yy[:, None], (S, T)) if yy.ndim == 1 else yy
     yyn = scatter(laplace_rows(rel(yyv), rel(L[:, j:j + T]), rel(s_yy), rel(e[:, 2]), lgs, "y'y"))
     return GroupRelease(XXn, Xyn, yyn, B_x, B_y, sx, sy, failed)
-
-
-def _release_error(X: np.ndarray, y: np.ndarray, B_x: np.ndarray, B_y: np.ndarray, e: np.ndarray, ledger: Any,
-                   T: int) -> Exception:
-    """The exception the per-split ``perturbed_stats`` raises at bounds (T,) whose sensitivities are not finite,
-    raised by it in the split's ledger: the releases before the failing one are recorded as there (their draws
-    are discarded with the split; its σ̂ spends were recorded by the batch, as by the per-split σ̂ release)."""
-    try:
-        perturbed_stats(X, y, B_x, B_y, float(e[0]), float(e[1]), float(e[2]), ledger, T)
-    except Exception as exc:  # the error the per-split release records for this cell
-        return exc
-    return RuntimeError("rplr: a release set aside as failing succeeded")  # unreachable: laplace checks Δ₁
 
 
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
@@ -230,8 +198,8 @@ class RowBlocks:
             for b, bx, by in zip(stops, bxs, bys):
                 if b > a:
                     for t in range(T):
-                        _clip(X[a:b], -bx[t], bx[t], out=Xc[t, a:b])
-                        _clip(y[a:b], -by[t], by[t], out=yc[t, a:b])
+                        np.clip(X[a:b], -bx[t], bx[t], out=Xc[t, a:b])
+                        np.clip(y[a:b], -by[t], by[t], out=yc[t, a:b])
                 a = b
             return Xc, yc
         rb = self._per_row(B_x).T[:, :, None]                               # (T, N, 1)
@@ -246,9 +214,8 @@ class RowBlocks:
         return self.kept(("sigma_sums", bx, by), lambda: self._sigma_sums(bx, by))
 
     def _sigma_sums(self, bx: float, by: float) -> np.ndarray:
-        qx, qy = _clip(self.X, -bx, bx), _clip(self.y, -by, by)
-        np.multiply(qx, qx, out=qx)   # q ** 2 (numpy squares as q·q), in place
-        np.multiply(qy, qy, out=qy)
+        qx, qy = gdsc_stats.clip(self.X, self.y, bx, by)
+        qx, qy = qx * qx, qy * qy
         out = np.empty((self.S, 2))
         for n, members, a in self.blocks:
             G = len(members)
@@ -293,7 +260,7 @@ class RowBlocks:
                 # one pair of bounds for every split (e.g. plr's public bounds): all rows clipped in one call each
                 # (clipping is elementwise: each split's rows equal their own clip)
                 bx, by = float(B_x[0]), float(B_y[0])
-                return self.stats(_clip(self.X, -bx, bx), _clip(self.y, -by, by))
+                return self.stats(*gdsc_stats.clip(self.X, self.y, bx, by))
             Xc, yc = self._clipped_rows(B_x[:, None], B_y[:, None])
             return self.stats(Xc[0], yc[0])
         if self._splitwise(B_x, B_y):
@@ -335,8 +302,8 @@ class RowBlocks:
             for j, i in enumerate(members):
                 bx, by = bxs[i], bys[i]
                 for t in range(T):
-                    _clip(X[r:r + n], -bx[t], bx[t], out=Xg[j, t])
-                    _clip(y[r:r + n], -by[t], by[t], out=yg[j, t])
+                    np.clip(X[r:r + n], -bx[t], bx[t], out=Xg[j, t])
+                    np.clip(y[r:r + n], -by[t], by[t], out=yg[j, t])
                 r += n
             if G == 1:
                 i = members[0]
@@ -445,60 +412,7 @@ def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tu
     return out
 
 
-def clipped_rows(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray
-                 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Each row set clipped per trial at its bounds (S, T): [(X (T, m_i, d), y (T, m_i))], one stacked clip, each
-    piece C-contiguous like ``np.clip(X[None], -B_x[:, None, None], B_x[:, None, None])`` per split."""
-    off = _offsets(Xs)
-    counts = np.diff(off)
-    rb = np.repeat(B_x, counts, axis=0).T[:, :, None]
-    ry = np.repeat(B_y, counts, axis=0).T
-    Xc = np.clip(np.concatenate(Xs)[None], -rb, rb)
-    yc = np.clip(np.concatenate(ys)[None], -ry, ry)
-    T = Xc.shape[0]
-    pieces = [(Xc[:, off[i]:off[i + 1]], yc[:, off[i]:off[i + 1]]) for i in range(len(Xs))]
-    return pieces if T == 1 else [(np.ascontiguousarray(a), np.ascontiguousarray(b)) for a, b in pieces]
-
-
 # ---------------------------------------------------------------------------- the σ releases (rplr, adassp)
-def sigma_sums(X: np.ndarray, y: np.ndarray, off: np.ndarray, bx: float, by: float) -> np.ndarray:
-    """(S, 2) sums Σ clip(x, ±bx)², Σ clip(y, ±by)² of every split (rows off[i]:off[i+1] of X, y): what
-    ``rplr._dp_sigmas`` releases, each sum the per-split ``float(np.sum(...))``: numpy's pairwise sum over the
-    split's entries, one stacked row-wise reduction per group of equal n over its block of the rows laid out by
-    ``block_order`` (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
-    blocks, _, perm = block_order(off)
-    qx, qy = np.clip(X[perm], -bx, bx) ** 2, np.clip(y[perm], -by, by) ** 2
-    out = np.empty((np.diff(off).size, 2))
-    for n, members, a in blocks:
-        G = len(members)
-        out[members, 0] = qx[a:a + G * n].reshape(G, n * qx.shape[1]).sum(axis=1)
-        out[members, 1] = qy[a:a + G * n].reshape(G, n).sum(axis=1)
-    return out
-
-
-def block_order(off: np.ndarray) -> tuple[list[tuple[int, list[int], int]], np.ndarray, np.ndarray]:
-    """The splits (rows off[i]:off[i+1]) in ``equal_n``'s order: the blocks [(n, members, first row)], the splits'
-    order (S,) and the row permutation ``perm`` (N,) such that ``rows[perm]`` holds each group's rows as one
-    contiguous block (stacking a group is then a reshape of its block, not a gather)."""
-    off = np.asarray(off, dtype=np.intp)
-    counts = np.diff(off)
-    lay = Layout(counts.tolist())
-    blocks, order = lay.blocks, lay.order
-    o = np.array(order, dtype=np.intp)
-    c = counts[o]
-    first = np.cumsum(c) - c                              # each split's first row in the new layout
-    perm = np.arange(int(c.sum()), dtype=np.intp) + np.repeat(off[o] - first, c)
-    return blocks, o, perm
-
-
-def equal_n(off: np.ndarray) -> dict[int, list[int]]:
-    """The splits (rows off[i]:off[i+1]) grouped by their number of rows, in order: {n: [i, ...]}."""
-    groups: dict[int, list[int]] = {}
-    for i, n in enumerate(np.diff(off).tolist()):
-        groups.setdefault(n, []).append(i)
-    return groups
-
-
 def release_sigmas(sums: np.ndarray, counts: np.ndarray, d: int, bx: float, by: float, eps_s: float,
                    standard: np.ndarray, ledgers: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """``clip_sigmas`` with ``sigma: dp`` of S splits from their ``sigma_sums``: S_x + Lap(d bx²/eps_s) and
@@ -522,130 +436,71 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
     return np.diff(np.concatenate([[0], np.cumsum(bad)])[off]) == 0
 
 
-#: ``stats.clip`` as defined (an audit mutant that patches it makes plr clip split by split, through the patch)
-_STATS_CLIP = gdsc_stats.clip
-
-
-def _clipped_private_stats(splits: list, B_x: float, B_y: float) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
-    """plr's clipped private statistics (XᵀX, Xᵀy, d) at its fixed public bounds, keyed by split index, for the
-    splits with private rows as 2-D float64 X and 1-D float64 y of one length, in groups of equal d of at least two
-    splits: the private rows laid out once (``shared_rows``, the layout rplr's release made of the same rows) and
-    clipped and multiplied as ``RowBlocks.clipped_stats`` does (each product equal to the bit to the split's own
-    ``Xc.T @ Xc``, ``Xc.T @ yc`` of ``stats.clip``'s rows).  The others (or all, if anything fails on the way, or
-    when ``stats.clip`` is patched) are left to the per-split code."""
-    if gdsc_stats.clip is not _STATS_CLIP:
-        return {}
-    by_d: dict[int, list[int]] = {}
-    for k, s in enumerate(splits):
-        X, y = s.X_private, s.y_private
-        if (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1 and X.shape[0] > 0
-                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
-            by_d.setdefault(X.shape[1], []).append(k)
-    got: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
-    for d, ks in by_d.items():
-        if len(ks) < 2:
-            continue
-        try:
-            rows = shared_rows([splits[k].X_private for k in ks], [splits[k].y_private for k in ks])
-            S = len(ks)
-            XX, Xy, _ = rows.clipped_stats(np.full(S, B_x), np.full(S, B_y), False, 1)
-        except Exception:   # e.g. memory: split by split, as before
-            continue
-        got.update((k, (XX[j], Xy[j], d)) for j, k in enumerate(ks))
-    return got
-
-
-def _public_stats(splits: list) -> list | None:
-    """The public rows' exact statistics of every split (``shared_sufficient_stats``: rplr's release computed them
-    for the same rows; each equal to the bit to ``Xu.T @ Xu``, ``Xu.T @ yu``), or None (some split's public rows
-    are not 2-D/1-D float64 of one length, or the call fails: the per-split code computes and fails them)."""
-    for s in splits:
-        X, y = s.X_public, s.y_public
-        if not (type(X) is np.ndarray and type(y) is np.ndarray and X.ndim == 2 and y.ndim == 1
-                and X.shape[0] == y.shape[0] and X.dtype == y.dtype == np.float64):
-            return None
-    try:
-        return shared_sufficient_stats([s.X_public for s in splits], [s.y_public for s in splits])
-    except Exception:   # split by split, where the failing split fails alone
-        return None
-
-
 def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
-                         out: list) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
-    """plr's release for many splits: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy)
-    of each split's private rows plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed
-    by split index in order; a failing split gets its exception in ``out``.  None (nothing drawn or recorded): one
-    split — ``run``, whose ``perturbed_stats`` call the audit's view records — or an ε/2 or bounds that are not
-    valid floats (each split then fails in the per-split code as it must); the caller releases split by split.
+                         out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """plr's release: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy) of each split's
+    private rows plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed by split index
+    in order (a single split is a batch of one); a failing split gets its exception in ``out``.
 
     The releases: XᵀX's d(d+1)/2 upper-triangle entries, mirrored, then Xᵀy, each a Laplace mechanism with
-    Δ₁ = d(d+1)B_x², 2dB_xB_y under replace-one neighbours (``stats.sensitivities``, Methods 4.2).  Each split's
-    clipping and products on its own, then per d one ``standard_laplace_rows`` row per cell holding the
-    trials·(d(d+1)/2 + d) draws of its two calls, scaled and recorded by ``laplace_rows`` (the same floats and
-    spends: tests/gdsc/test_batched_paths.py).  ``clip``, ``sensitivities`` and ``triu_indices`` are looked up in
-    ``stats`` at call time (the audit's mutants patch them there)."""
+    Δ₁ = d(d+1)B_x², 2dB_xB_y under replace-one neighbours (``stats.sensitivities``, Methods 4.2).  Per d, the
+    private rows laid out once (``RowBlocks``, clipped by ``stats.clip``), one ``standard_laplace_rows`` row per
+    cell holding the trials·(d(d+1)/2 + d) draws of its two releases, scaled and recorded by ``laplace_rows``.
+    ``clip``, ``sensitivities`` and ``triu_indices`` are looked up in ``stats`` at call time (the audit's mutants
+    patch them there)."""
     eps = 0.5 * epsilon
-    if len(splits) == 1 or not (type(eps) is float and 0.0 < eps < math.inf and type(B_x) is float
-                                and type(B_y) is float):
-        return None
-    try:   # checked before anything is drawn or recorded: a sensitivity that overflows fails cell by cell there
-        if not all(math.isfinite(x) for d in {s.d for s in splits} for x in gdsc_stats.sensitivities(d, B_x, B_y)[:2]):
-            return None
-    except ArithmeticError:
-        return None
-    exact: dict[int, tuple[np.ndarray, ...]] = {}
-    failed: dict[int, Exception] = {}
-    clipped = _clipped_private_stats(splits, B_x, B_y)
-    public = _public_stats(splits)
-
-    def statistics(k: int) -> None:   # the exact statistics: the clipped private rows' (if any), the public's
-        s = splits[k]
-        Xv, yv = s.X_private, s.y_private
-        if Xv.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
-            ledgers[k].public_only()
-            priv: tuple = ()
-        elif k in clipped:   # computed with the other splits' (the same floats)
-            priv = clipped[k]
-        else:   # ``clipped_stats``' clipping and products (no yᵀy: it is not released)
-            Xc, yc = gdsc_stats.clip(Xv, yv, B_x, B_y)
-            priv = (Xc.T @ Xc, Xc.T @ yc, Xv.shape[1])
-        try:
-            if public is not None:
-                exact[k] = public[k][:2] + priv
-                return
-            Xu = s.X_public
-            exact[k] = (Xu.T @ Xu, Xu.T @ s.y_public) + priv
-        except Exception as exc:   # as split by split: the release is made (and paid), then the split fails
-            if not priv:
-                raise
-            failed[k] = exc
-            exact[k] = (None, None) + priv
-
-    ks = each(range(len(splits)), out, statistics)
+    if not (math.isfinite(eps) and eps > 0):
+        for k in range(len(splits)):
+            out[k] = UserError(f"plr: epsilon must be > 0 and finite, got {epsilon}")
+        return {}
     res: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for k in ks:
-        if len(exact[k]) == 2:   # public rows only
-            d = splits[k].d
-            res[k] = (np.zeros((trials, d, d)) + exact[k][0], np.zeros((trials, d)) + exact[k][1])
-    for d, group in groups((k for k in ks if len(exact[k]) == 5), lambda k: exact[k][4]).items():
-        lgs = [ledgers[k] for k in group]
-        S, m = len(group), d * (d + 1) // 2
-        std = standard_laplace_rows(lgs, trials * (m + d))
-        s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
-        N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m),
-                            np.full(S, s_xx), eps, lgs, label="X'X")
-        N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d),
-                            np.full(S, s_xy), eps, lgs, label="X'y")
-        iu = gdsc_stats.triu_indices(d)
-        N = np.zeros((S, trials, d, d))
-        N[..., iu[0], iu[1]] = N_up
-        N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-        XX = np.stack([exact[k][2] for k in group])[:, None] + N_xx
-        Xy = np.stack([exact[k][3] for k in group])[:, None] + N_xy
-        for j, k in enumerate(group):
-            if k in failed:
-                out[k] = failed[k]
-            else:
-                res[k] = (XX[j] + exact[k][0], Xy[j] + exact[k][1])
-    return {k: res[k] for k in ks if k in res}
+    by_d: dict[int, list[int]] = {}
+    for k, s in enumerate(splits):
+        try:
+            d = s.d
+            with np.errstate(over="ignore"):
+                sens = gdsc_stats.sensitivities(d, np.float64(B_x), np.float64(B_y))[:2]
+            if not all(math.isfinite(float(v)) and v >= 0 for v in sens):
+                raise UserError(f"plr: the bounds B_x = {B_x}, B_y = {B_y} give sensitivities {sens} that are not "
+                                "finite")
+            for X, y, what in ((s.X_private, s.y_private, "private"), (s.X_public, s.y_public, "public")):
+                if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0] or X.shape[1] != d:
+                    raise UserError(f"plr: the {what} rows X {X.shape} and y {y.shape} do not match (d = {d})")
+            if s.X_private.shape[0] == 0:   # nothing private to release (as rplr): the public-only fit
+                ledgers[k].public_only()
+                Xu = s.X_public
+                res[k] = (np.zeros((trials, d, d)) + Xu.T @ Xu, np.zeros((trials, d)) + Xu.T @ s.y_public)
+                continue
+            by_d.setdefault(d, []).append(k)
+        except Exception as exc:  # recorded per cell (nothing drawn for it)
+            out[k] = exc
+    for d, group in by_d.items():
+        try:
+            res.update(_plr_group([splits[k] for k in group], group, d, B_x, B_y, eps,
+                                  [ledgers[k] for k in group], trials))
+        except Exception as exc:  # recorded for the cells of the group
+            for k in group:
+                out[k] = exc
+    return {k: res[k] for k in sorted(res)}
 
+
+def _plr_group(ss: list, ks: list[int], d: int, B_x: float, B_y: float, eps: float, lgs: list, trials: int
+               ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``perturbed_stats_many`` of splits of one d, all with private rows."""
+    S, m = len(ss), d * (d + 1) // 2
+    rows = RowBlocks([s.X_private for s in ss], [s.y_private for s in ss])
+    Xc, yc = gdsc_stats.clip(rows.X, rows.y, B_x, B_y)
+    XXc, Xyc, _ = rows.stats(Xc, yc)
+    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+    std = standard_laplace_rows(lgs, trials * (m + d))
+    s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
+    N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m), np.full(S, s_xx), eps,
+                        lgs, label="X'X")
+    N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d), np.full(S, s_xy), eps,
+                        lgs, label="X'y")
+    iu = gdsc_stats.triu_indices(d)
+    N = np.zeros((S, trials, d, d))
+    N[..., iu[0], iu[1]] = N_up
+    XX = (XXc + np.stack([p[0] for p in pub]))[:, None] + (N + np.swapaxes(N, -1, -2) - N * np.eye(d))
+    Xy = (Xyc + np.stack([p[1] for p in pub]))[:, None] + N_xy
+    return {k: (XX[j], Xy[j]) for j, k in enumerate(ks)}

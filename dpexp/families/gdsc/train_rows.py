@@ -19,11 +19,6 @@ import numpy as np
 from dpexp import cache
 from dpexp.families.gdsc.release_batch import RowBlocks
 
-#: numpy's clip ufunc (``np.clip`` reaches it through two Python layers); np.clip if absent
-_clip = getattr(getattr(np, "_core", None), "umath", None)
-_clip = getattr(_clip, "clip", np.clip) if isinstance(getattr(_clip, "clip", None), np.ufunc) else np.clip
-
-
 class TrainRows:
     """``RowBlocks`` of the splits' (public, private) parts: ``rows`` (its X, y read-only), ``floats`` (2-D float64
     X and 1-D float64 y, each split's y parts as long as its X parts: the layout's statistics apply), ``stats()``
@@ -73,7 +68,7 @@ def _clip_into(A: np.ndarray, counts: list[int], bounds: list[float]) -> np.ndar
             if b == np.inf:
                 out[start:stop] = A[start:stop]
             else:
-                _clip(A[start:stop], -b, b, out=out[start:stop])
+                np.clip(A[start:stop], -b, b, out=out[start:stop])
         start = stop
     return out
 

@@ -35,13 +35,13 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm
+from dpexp.components import BatchedAlgorithm
+from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior, public_posteriors
-from dpexp.families.gdsc.release_batch import (NotBatchable, RowBlocks, finite_rows, float_square, release_sigmas,
-                                                shared_rows)
+from dpexp.families.gdsc.release_batch import RowBlocks, finite_rows, release_sigmas, shared_rows
 from dpexp.models import adassp as core
 from dpexp.models.vb import VBResult
 from dpexp.privacy.ledger import as_ledger
@@ -64,7 +64,7 @@ class _AdaSSPParams(SigmaParams):
 
 
 @register_algorithm
-class AdaSSP(Algorithm):
+class AdaSSP(BatchedAlgorithm):
     """AdaSSP (Wang 2018, Alg. 2) on rplr's clipping interface: DP λ_min, adaptive ridge, perturbed XᵀX and Xᵀy
     (module docstring).  ``noise: laplace`` (default) is pure ε-DP under replace-one neighbours; ``noise: gaussian``
     (ε, δ)-DP; ``sigma: data`` (σ from the data, the paper's protocol) is not DP."""
@@ -105,7 +105,9 @@ class AdaSSP(Algorithm):
             Xc = np.clip(Xt, -bx[..., None], bx[..., None])
         return Xc, np.clip(np.broadcast_to(y, (trials,) + y.shape), -bY, bY)
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+    def _run_gaussian(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
+        """``noise: gaussian`` (Wang's (ε, δ) mechanism): one split at a time (its batched form is not written;
+        ``noise: laplace`` is released by ``_run_group`` only)."""
         ledger = as_ledger(ledger)
         p = self.params
         d = split.d
@@ -151,71 +153,74 @@ class AdaSSP(Algorithm):
     # ------------------------------------------------------------------------------------------- many splits
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """``run`` of every split through its own ledger — the same draws, spends, outputs and extras to the bit
-        (tests/gdsc/test_adassp_batch.py) — with the splits of equal d released and fitted as arrays
-        (``noise: laplace``): each cell's standard Laplace draws in one call, in ``run``'s order (σ̂_x, σ̂_y, λ_min,
-        XᵀX, Xᵀy), scaled and recorded per release (``privacy.mechanisms.laplace_rows``).  ``noise: gaussian``, a
-        split without private rows, with non-finite rows or bounds, or alone of its d (``run``, which the audit
-        views instrument) takes ``run``."""
+        """Every split through its own ledger.  ``noise: laplace``: the splits with private rows released and fitted
+        as arrays per d (``_run_group``; a single split is a batch of one): each cell's standard Laplace draws in
+        one call (σ̂_x, σ̂_y, λ_min, XᵀX, Xᵀy), scaled and recorded per release (``privacy.mechanisms.laplace_rows``).
+        ``noise: gaussian``: split by split (``_run_gaussian``).  Without private rows: the public-only posterior."""
         ledgers = [as_ledger(lg) for lg in ledgers]
         T = int(trials)
         out: list[Output | Exception | None] = [None] * len(splits)
+        if self.params.noise == "laplace" and not (math.isfinite(epsilon) and epsilon > 0):
+            return [UserError(f"adassp: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
         groups: dict[int, list[int]] = {}
-        if self.params.noise == "laplace" and math.isfinite(epsilon) and epsilon > 0:
+        if self.params.noise == "laplace":
             for k, s in enumerate(splits):
                 if s.X_private.shape[0] > 0:
                     groups.setdefault(s.d, []).append(k)
         for ks in groups.values():
-            if len(ks) < 2:
-                continue
             got: list[Output | Exception | None] = [None] * len(ks)
             try:
                 self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T, got)
-            except NotBatchable:   # nothing drawn: every split of the group takes run
-                continue
-            except Exception as exc:  # after the draws: the error of the cells the group released, not yet filled
-                got = [exc if o is _RELEASED else o for o in got]
-            for k, o in zip(ks, got):   # None: set aside before any of its draws (it takes run)
-                out[k] = RuntimeError("adassp: a released cell was not filled") if o is _RELEASED else o
+            except Exception as exc:  # the error of the group's cells not yet filled
+                got = [exc if o is None or o is _RELEASED else o for o in got]
+            for k, o in zip(ks, got):
+                out[k] = RuntimeError("adassp: a released cell was not filled") if o is None or o is _RELEASED else o
         pub = [k for k, o in enumerate(out) if o is None and splits[k].X_private.shape[0] == 0]
         for k, res in zip(pub, public_posteriors([splits[k].X_public for k in pub], [splits[k].y_public for k in pub])):
-            try:   # run's public-only path, its posteriors fitted together (the same floats and memo entries)
+            try:   # the public-only path, the posteriors fitted together
                 out[k] = self._public_only(splits[k], ledgers[k], T, res)
             except Exception as exc:  # recorded per cell
                 out[k] = exc
         for k, o in enumerate(out):
-            if o is None:   # not batched (or set aside before any draw): the per-split path
+            if o is None:   # noise: gaussian
                 try:
-                    out[k] = self.run(splits[k], epsilon, delta, ledgers[k], T)
+                    out[k] = self._run_gaussian(splits[k], epsilon, delta, ledgers[k], T)
                 except Exception as exc:  # recorded per cell
                     out[k] = exc
         return out  # type: ignore[return-value]
 
     def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list) -> None:
-        """``run`` of S ≥ 2 splits of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
-        ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error; None for a split set
-        aside before any of its draws (it takes ``run``).  The private rows are concatenated once, group by group
-        of equal n (``_Blocked``): the finiteness check, the σ sums and the clipped products read that one array."""
+        """The splits ``ss`` of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
+        ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error.  A split set aside before
+        any draw (rows not finite; ``sigma: data`` bounds that fail the checks) gets its one-line error.  The private
+        rows are concatenated once, group by group of equal n (``_Blocked``): the finiteness check, the σ sums and
+        the clipped products read that one array."""
         p = self.params
         d = ss[0].d
         rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss], share=True)
         keep = rows.finite()
         if p.public:
             keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
+        for i in np.flatnonzero(~keep).tolist():
+            out[i] = UserError("adassp: the rows of this split are not all finite")
         eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
         e = float(1 / 3) * eps   # each release's share (core.calibrate's default split)
         if p.sigma == "data":
             sx = np.array([float(s.meta["sigma_x"]) for s in ss])[:, None]
             sy = np.array([float(s.meta["sigma_y"]) for s in ss])[:, None]
-            keep &= self._good_bounds(d, sx, sy, e, squares=float_square)
+            ok = self._good_bounds(d, sx, sy, e)
+            for i in np.flatnonzero(keep & ~ok).tolist():
+                out[i] = _bounds_error(d, *self._B(d, sx[i], sy[i])[::2])
+            keep &= ok
         else:
             sh = p.sigma_share * epsilon / 2.0
             bx, by = p.sigma_bound_x, p.sigma_bound_y
             if not all(math.isfinite(v) for v in (bx, by, d * bx * bx / sh, by * by / sh)):
-                raise NotBatchable("sigma bounds")
+                raise UserError(f"adassp: sigma_bound_x = {bx}, sigma_bound_y = {by} give σ̂ sensitivities that are "
+                                "not finite")
         idx = np.flatnonzero(keep)
-        if idx.size < 2:
-            raise NotBatchable("fewer than two splits")
+        if idx.size == 0:
+            return
         for i in idx.tolist():   # from here on these cells' ledgers are used: an error is theirs, not run's
             out[i] = _RELEASED
         if idx.size < len(ss):
@@ -235,9 +240,9 @@ class AdaSSP(Algorithm):
         B_X, B_x, B_Y = self._B(d, sx, sy)
         good = np.ones(len(ss), dtype=bool)
         if p.sigma == "dp":   # bounds drawn: a split whose release would fail gets run's error
-            good = self._good_bounds(d, sx, sy, e, squares=np.square)
+            good = self._good_bounds(d, sx, sy, e)
             for i in np.flatnonzero(~good):
-                out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i], eps, T)
+                out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i])
         g = np.flatnonzero(good)
         if g.size == 0:
             return
@@ -245,8 +250,7 @@ class AdaSSP(Algorithm):
             ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
             sx, sy, B_X, B_x, B_Y = sx[g], sy[g], B_X[g], B_x[g], B_Y[g]
             rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
-        sq = float_square if p.sigma == "data" else np.square
-        s_min = sq(B_X)
+        s_min = np.square(B_X)
         sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
         cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
         XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
@@ -291,12 +295,12 @@ class AdaSSP(Algorithm):
             out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
                                     guarantee=lg.guarantee())
 
-    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float, squares) -> np.ndarray:
+    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float) -> np.ndarray:
         """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale finite — else ``run`` fails
         the split (``core.calibrate`` or the Laplace mechanism's checks)."""
         with np.errstate(over="ignore", invalid="ignore"):
             B_X, _, B_Y = self._B(d, sx, sy)
-            s_min = squares(B_X)
+            s_min = np.square(B_X)
             parts = [B_X > 0, B_Y > 0]
             for s in (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y):
                 parts += [np.isfinite(s), np.isfinite(s / e)]
@@ -371,12 +375,8 @@ class _Blocked:
 _RELEASED = object()
 
 
-def _bounds_error(d: int, B_X: np.ndarray, B_Y: np.ndarray, eps: float, T: int) -> Exception:
-    """The exception ``run`` raises for bounds that fail its checks (``core.calibrate`` or the Laplace mechanism's,
-    both before any draw: replayed on a scratch generator, which records nothing)."""
-    try:
-        cal = core.calibrate(d, B_X, B_Y, eps, 0.0, "laplace")
-        core.release(np.zeros((T, d, d)), np.zeros((T, d)), cal, np.random.default_rng(0), T)
-    except Exception as exc:  # the error run records for this cell
-        return exc
-    return RuntimeError("adassp: bounds set aside as failing were released")  # unreachable by _good_bounds
+def _bounds_error(d: int, B_X: np.ndarray, B_Y: np.ndarray) -> Exception:
+    """The one-line error of a split whose bounds fail ``_good_bounds`` (B_X or B_Y not > 0, or a sensitivity or
+    scale not finite)."""
+    return UserError(f"adassp: the clipping bounds B_X = {np.asarray(B_X).tolist()}, B_Y = {np.asarray(B_Y).tolist()} "
+                     f"(d = {d}) must be > 0 and give finite sensitivities")

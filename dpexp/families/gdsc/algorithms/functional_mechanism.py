@@ -28,11 +28,11 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp import cache
 from dpexp.components import Params
+from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
-from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, split_wholes, unit_box_rows, unit_box_y
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, unit_box_rows, unit_box_y
 from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -111,23 +111,14 @@ class FunctionalMechanismLR(UnitBoxLR):
                    ledgers: list, trials: int, out: list) -> None:
         """The splits ``ks``, all of dimension d and bounds (B_x, B_y): ``out[k]`` an ``Output`` or the exception."""
         D = d + 1
-        memo = _scaled_wholes(splits, ks, B_x, B_y)
-        if memo is not None:
-            Zt = {k: memo[j][4] for j, k in enumerate(ks)}
-        else:
-            test = Rows([splits[k].X_test for k in ks])
-            Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
-        stacked: list = []
-        M, a = self._objectives(ks, splits, B_x, B_y, out, memo, stacked)
-        ks = [k for k in ks if k in M]
+        ks = each(ks, out, lambda k: _check_rows(splits[k], d))
         if not ks:
             return
+        test = Rows([splits[k].X_test for k in ks])
+        Zt = dict(zip(ks, test.split(with_bias(scale_unit(test.stack, None, B_x, B_y, l2_ball=False)[0]))))
+        Ms, As = self._objectives(ks, splits, B_x, B_y)
         priv = [j for j, k in enumerate(ks) if splits[k].X_private.shape[0] > 0]
         record_each((ledgers[k] for k in ks if splits[k].X_private.shape[0] == 0), lambda lg: lg.public_only())
-        if stacked and stacked[0] == ks:   # every split's coefficients stacked already, in this order
-            Ms, As = stacked[1], stacked[2]
-        else:
-            Ms, As = np.stack([M[k] for k in ks]), np.stack([a[k] for k in ks])
         Ms = repeat_trials(Ms, trials, axis=1)   # (splits, trials, D, D), a new array
         As = repeat_trials(As, trials, axis=1)
         if priv:
@@ -145,104 +136,23 @@ class FunctionalMechanismLR(UnitBoxLR):
             out[k] = w if isinstance(w, Exception) else Output(
                 predictions=B_y * (w @ Zt[k].T), coef=w[:, 1:], guarantee=ledgers[k].guarantee())
 
-    def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float, out: list,
-                    memo: list | None = None, stacked: list | None = None
-                    ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-        """The exact coefficients M = ZᵀZ and α = −2Zᵀỹ of every split's private plus public rows, scaled into the
-        unit box with the bias column, keyed by split; a split whose step fails gets its exception in ``out``.
-        Float rows whose responses match them: each kind of rows concatenated once in blocks of equal n and their
-        products stacked (``blocks.Blocks``: each the split's own ``Z.T @ Z``, ``Z.T @ y``); any other split (and
-        all, if private and public rows differ in columns) split by split.  With ``memo`` (``_scaled_wholes``),
-        ``stacked`` (a list) receives [the splits of the memo's path, their M (S, D, D), their α (S, D)]."""
-        M: dict[int, np.ndarray] = {}
-        a: dict[int, np.ndarray] = {}
-
-        def rows_ok(k: int) -> bool:
-            s = splits[k]
-            return all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
-                       for X, y in ((s.X_private, s.y_private), (s.X_public, s.y_public)))
-
-        if memo is not None:   # ``_scaled_wholes``: the private rows' products from a prefix of the scaled whole
-            # of the splits whose responses match their rows (float rows, as the memo's): each split's own
-            # Zv.T @ Zv, Zv.T @ yv into one stack, the public rows' added and α's −2 applied for all at once (the
-            # same element-wise operations as split by split)
-            sel = [(j, k) for j, k in enumerate(ks) if splits[k].y_private.shape[0] == splits[k].X_private.shape[0]
-                   and splits[k].y_public.shape[0] == splits[k].X_public.shape[0]]
-            even = [k for _, k in sel]
-            D = memo[0][0].shape[1]
-            PV, Pa = np.empty((len(sel), D, D)), np.empty((len(sel), D))
-            for i, (j, k) in enumerate(sel):
-                m = splits[k].X_private.shape[0]
-                Zv = memo[j][0][:m]
-                PV[i] = Zv.T @ Zv
-                Pa[i] = Zv.T @ memo[j][1][:m]
-            if sel:
-                PV += np.stack([memo[j][2] for j, _ in sel])
-                Pa += np.stack([memo[j][3] for j, _ in sel])
-                Pa *= -2.0
-            for i, (_, k) in enumerate(sel):
-                M[k], a[k] = PV[i], Pa[i]
-            if stacked is not None:
-                stacked[:] = [[k for _, k in sel], PV, Pa]
-        else:
-            even = [k for k in ks if rows_ok(k)]
-        if memo is None and even:
-            parts = []
-            for rows in ("private", "public"):
-                b = Blocks([getattr(splits[k], f"X_{rows}").shape[0] for k in even])
-                Z = unit_box_rows(b.cat([getattr(splits[k], f"X_{rows}") for k in even]), B_x, bias=True)
-                y = unit_box_y(b.cat([getattr(splits[k], f"y_{rows}") for k in even]), B_y)
-                parts.append((b, Z, y))
-            if parts[0][1].shape[1] == parts[1][1].shape[1]:
-                (Mv, av), (Mu, au) = (b.gram(Z, y) for b, Z, y in parts)
-                Ms, As = Mv + Mu, -2.0 * (av + au)
-                for j, k in enumerate(even):
-                    M[k], a[k] = Ms[j], As[j]
-            else:   # the columns disagree: each split fails in its own step below
-                even = []
-        done = set(even)
-
-        def objective(k: int) -> None:   # the exact coefficients of all rows, split by split
-            s = splits[k]
-            (Zv, yv), (Zu, yu) = ((with_bias(X), y) for X, y in (scale_unit(s.X_private, s.y_private, B_x, B_y, False),
-                                                                  scale_unit(s.X_public, s.y_public, B_x, B_y, False)))
-            Mk = Zv.T @ Zv + Zu.T @ Zu
-            a[k] = -2.0 * (Zv.T @ yv + Zu.T @ yu)
-            M[k] = Mk
-
-        each([k for k in ks if k not in done], out, objective)
-        return M, a
+    def _objectives(self, ks: list[int], splits: list[Split], B_x: float, B_y: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The exact coefficients M = ZᵀZ (S, D, D) and α = −2Zᵀỹ (S, D) of every split's private plus public
+        rows, scaled into the unit box with the bias column: each kind of rows concatenated once in blocks of
+        equal n and their products stacked (``blocks.Blocks``)."""
+        parts = []
+        for rows in ("private", "public"):
+            b = Blocks([getattr(splits[k], f"X_{rows}").shape[0] for k in ks])
+            Z = unit_box_rows(b.cat([getattr(splits[k], f"X_{rows}") for k in ks]), B_x, bias=True)
+            y = unit_box_y(b.cat([getattr(splits[k], f"y_{rows}") for k in ks]), B_y)
+            parts.append(b.gram(Z, y))
+        (Mv, av), (Mu, au) = parts
+        return Mv + Mu, -2.0 * (av + au)
 
 
-def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float) -> list[tuple] | None:
-    """For each split of ``ks``: its drug's *whole* private rows scaled into the unit box with the bias column (Z,
-    ỹ), its public rows' exact ZᵀZ and Zᵀỹ, and its scaled test rows with the bias column, when every split's rows
-    are read-only arrays whose private rows are first rows of a whole (``unit_box.split_wholes``; the GDSC path:
-    one whole per drug and repeat, shared by every size of a chunk): computed in one call per chunk and memoised by
-    the arrays' identities.  The scaling is element-wise, so the first m rows of the scaled whole are the split's
-    scaled private rows, to the bit, and the public rows are the same at every size (tests/gdsc/test_batched_paths.py).
-    None (the splits' own rows are scaled): the rows do not meet that, or do not stack (columns differ)."""
-    parts = split_wholes(splits, ks)
-    if parts is None:
-        return None
-
-    def scaled() -> list[tuple]:
-        S = len(parts) // 5
-        pv = Rows([parts[5 * j + 2] for j in range(S)])
-        te = Rows([parts[5 * j + 4] for j in range(S)])
-        b = Blocks([parts[5 * j].shape[0] for j in range(S)])
-        Zu = unit_box_rows(b.cat([parts[5 * j] for j in range(S)]), B_x, bias=True)
-        Mu, au = b.gram(Zu, unit_box_y(b.cat([parts[5 * j + 1] for j in range(S)]), B_y))
-        Zv = unit_box_rows(pv.stack, B_x, bias=True)
-        if Zv.shape[1] != Zu.shape[1]:
-            raise ValueError("private and public rows differ in columns")
-        py = Rows([parts[5 * j + 3] for j in range(S)])
-        Zt = with_bias(scale_unit(te.stack, None, B_x, B_y, l2_ball=False)[0])
-        return list(zip(pv.split(Zv), py.split(unit_box_y(py.stack, B_y)), Mu, au, te.split(Zt)))
-
-    try:   # rows that do not stack fail in the per-split steps
-        # the scaling functions in the key: an audit mutant that patches one is not served the true one's rows
-        return cache.memo_objects("gdsc.fmlr_scaled", parts, (B_x, B_y, scale_unit, unit_box_rows, unit_box_y),
-                                  scaled, maxsize=1)
-    except Exception:
-        return None
+def _check_rows(s: Split, d: int) -> None:
+    """A split's private and public rows are (n, d) with one response each: else it fails with this message."""
+    for X, y, what in ((s.X_private, s.y_private, "private"), (s.X_public, s.y_public, "public")):
+        if X.ndim != 2 or X.shape[1] != d or y.shape != X.shape[:1]:
+            raise UserError(f"fmlr: the {what} rows X {X.shape} and y {y.shape} do not match (d = {d})")

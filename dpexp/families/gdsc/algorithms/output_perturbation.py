@@ -33,13 +33,12 @@ import math
 import numpy as np
 from pydantic import Field
 
-from dpexp import cache
 from dpexp.components import Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
-from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, split_wholes
-from dpexp.privacy.mechanisms import gamma_norm, gamma_norm_rows
+from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit
+from dpexp.privacy.mechanisms import gamma_norm_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -113,78 +112,47 @@ class OutputPerturbationLR(UnitBoxLR):
         stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         n_train = {k: splits[k].X_public.shape[0] + splits[k].X_private.shape[0] for k in ks}
 
-        def fits(k: int) -> bool:   # training rows of floats with one response each: the stacked statistics
+        def check(k: int) -> None:   # training rows with one response each, (n, d)
             s = splits[k]
-            return n_train[k] > 0 and all(X.ndim == 2 and X.dtype == np.float64 and y.shape == X.shape[:1]
-                                          for X, y in ((s.X_public, s.y_public), (s.X_private, s.y_private)))
-
-        memo = _scaled_wholes(splits, ks, B_x, B_y)
-        if memo is not None:   # the rows of every size of the chunk scaled once: a split's are the first rows
-            Xt = {k: memo[j][2] for j, k in enumerate(ks)}
-            stacked = _prefix_stats(memo, ks, splits, n_train)
-            for j, k in enumerate(stacked[0]):
-                stats[k] = (stacked[1][j], stacked[2][j])
-            even = []
-        else:
-            stacked = None
-            even = [k for k in ks if fits(k)]
-            test = Rows([splits[k].X_test for k in ks])
-            Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
-        if even:   # every split's training rows (public, then private: ``Split.X_train``) in blocks of equal n, scaled
-            # in one call, XᵀX and Xᵀy one stacked product per block (``blocks.Blocks``: each the split's own)
-            b = Blocks([n_train[k] for k in even])
-            Xs, ys = scale_unit(b.cat([(splits[k].X_public, splits[k].X_private) for k in even]),
-                                b.cat([(splits[k].y_public, splits[k].y_private) for k in even]), B_x, B_y,
-                                l2_ball=True)
-            XX, Xy = b.gram(Xs, ys)
-            n = np.array([n_train[k] for k in even])
-            XX, Xy = XX / n[:, None, None], Xy / n[:, None]
-            for j, k in enumerate(even):
-                stats[k] = (XX[j], Xy[j])
-
-        def statistics(k: int) -> None:   # (λ_reg, noise scale) and XᵀX/n, Xᵀy/n of the scaled training rows
-            if k in stats:
-                scales[k] = self.noise_scale(n_train[k], d, epsilon)
-                return
-            Xk, yk = scale_unit(splits[k].X_train, splits[k].y_train, B_x, B_y, l2_ball=True)
-            n = Xk.shape[0]
-            if n == 0:
+            for X, y, what in ((s.X_public, s.y_public, "public"), (s.X_private, s.y_private, "private")):
+                if X.ndim != 2 or X.shape[1] != d or y.shape != X.shape[:1]:
+                    raise UserError(f"oplr: the {what} rows X {X.shape} and y {y.shape} do not match (d = {d})")
+            if n_train[k] == 0:
                 raise UserError("oplr: no training rows (n_public + n_private = 0)")
-            scales[k] = self.noise_scale(n, d, epsilon)
-            stats[k] = (Xk.T @ Xk / n, Xk.T @ yk / n)
+            scales[k] = self.noise_scale(n_train[k], d, epsilon)
 
-        ks = each(ks, out, statistics)
+        ks = each(ks, out, check)
         if not ks:
             return
-        if stacked is not None and stacked[0] == ks:   # every split's statistics stacked already, in this order
-            A, b = stacked[1], stacked[2]
-        else:
-            A, b = np.stack([stats[k][0] for k in ks]), np.stack([stats[k][1] for k in ks])
+        test = Rows([splits[k].X_test for k in ks])
+        Xt = dict(zip(ks, test.split(scale_unit(test.stack, None, B_x, B_y, l2_ball=True)[0])))
+        # every split's training rows (public, then private: ``Split.X_train``) in blocks of equal n, scaled in one
+        # call, XᵀX and Xᵀy one stacked product per block (``blocks.Blocks``)
+        blk = Blocks([n_train[k] for k in ks])
+        Xs, ys = scale_unit(blk.cat([(splits[k].X_public, splits[k].X_private) for k in ks]),
+                            blk.cat([(splits[k].y_public, splits[k].y_private) for k in ks]), B_x, B_y, l2_ball=True)
+        XX, Xy = blk.gram(Xs, ys)
+        n = np.array([n_train[k] for k in ks], dtype=float)
+        A, b = XX / n[:, None, None], Xy / n[:, None]
         W = solve_stacked(ball_constrained_ridge, A, b, np.asarray([scales[k][0] for k in ks]), R)
         fitted = {k: w for k, w in zip(ks, W) if not isinstance(w, Exception)}
         priv = [k for k in fitted if splits[k].X_private.shape[0] > 0]
         noisy: dict[int, np.ndarray] = {}
         if priv:   # each split's noise from its own ledger, the normalisation and scaling for all at once
-            try:
-                V = gamma_norm_rows(np.stack([fitted[k] for k in priv]),
-                                    [oplr_sensitivity(R, scales[k][0], n_train[k]) for k in priv], epsilon,
-                                    [ledgers[k] for k in priv], size=trials, scales=[scales[k][1] for k in priv],
-                                    label="w")
-                noisy = dict(zip(priv, V))
-            except Exception:   # a cell whose check fails (nothing drawn or recorded yet): each released alone
-                noisy = {}
+            # (λ_reg, n > 0 and ε > 0 finite: the sensitivities and scales pass gamma_norm_rows' checks)
+            V = gamma_norm_rows(np.stack([fitted[k] for k in priv]),
+                                [oplr_sensitivity(R, scales[k][0], n_train[k]) for k in priv], epsilon,
+                                [ledgers[k] for k in priv], size=trials, scales=[scales[k][1] for k in priv],
+                                label="w")
+            noisy = dict(zip(priv, V))
         for k, w in zip(ks, W):
             s, ledger = splits[k], ledgers[k]
             try:
                 if isinstance(w, Exception):
                     raise w
-                lam, scale = scales[k]
-                n = n_train[k]
+                lam = scales[k][0]
                 if k in noisy:
                     w = noisy[k]
-                elif s.X_private.shape[0] > 0:
-                    w = gamma_norm(w, oplr_sensitivity(R, lam, n), epsilon, ledger, size=trials, scale=scale,
-                                   label="w")
                 else:   # the fit depends on public rows only
                     ledger.public_only()
                     w = repeat_trials(w, trials)
@@ -192,53 +160,3 @@ class OutputPerturbationLR(UnitBoxLR):
                                 guarantee=ledger.guarantee())
             except Exception as exc:  # recorded per cell
                 out[k] = exc
-
-
-def _prefix_stats(memo: list, ks: list[int], splits: list[Split], n_train: dict[int, int]
-                  ) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """XᵀX/n and Xᵀy/n of the scaled training rows of the splits of ``ks`` (with ``_scaled_wholes``' rows
-    ``memo``) that have training rows and one response per row: (those splits, (S, d, d), (S, d)).  Each split's
-    products are its own ``Z.T @ Z``, ``Z.T @ y`` of its first n rows, stored into one stack and divided by the
-    splits' n in one call (the same divisions, element by element, as ``Z.T @ Z / n`` split by split)."""
-    sel = [(j, k) for j, k in enumerate(ks) if n_train[k] > 0
-           and splits[k].y_public.shape[0] == splits[k].X_public.shape[0]
-           and splits[k].y_private.shape[0] == splits[k].X_private.shape[0]]
-    D = memo[0][0].shape[1]
-    XX, Xy = np.empty((len(sel), D, D)), np.empty((len(sel), D))
-    n = np.empty(len(sel))
-    for i, (j, k) in enumerate(sel):
-        m = n_train[k]
-        Z = memo[j][0][:m]
-        XX[i] = Z.T @ Z
-        Xy[i] = Z.T @ memo[j][1][:m]
-        n[i] = m
-    XX /= n[:, None, None]
-    Xy /= n[:, None]
-    return [k for _, k in sel], XX, Xy
-
-
-def _scaled_wholes(splits: list[Split], ks: list[int], B_x: float, B_y: float
-                   ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
-    """For each split of ``ks``: its public rows then its drug's *whole* private rows scaled as in step 1 (X, y) and
-    its scaled test rows, when every split's rows are read-only arrays whose private rows are first rows of a whole
-    (``unit_box.split_wholes``; the GDSC path: one whole per drug and repeat, shared by every size of a chunk):
-    computed in one call per chunk and memoised by the arrays' identities.  Scaling is row by row (element-wise, the
-    L2 projection of each row on its own), so the first n rows of the scaled whole are the split's scaled training
-    rows, to the bit (tests/gdsc/test_batched_paths.py).  None: the splits' own rows are scaled."""
-    parts = split_wholes(splits, ks)
-    if parts is None:
-        return None
-
-    def scaled() -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        S = len(parts) // 5
-        tr = Rows([(parts[5 * j], parts[5 * j + 2]) for j in range(S)])
-        ty = Rows([(parts[5 * j + 1], parts[5 * j + 3]) for j in range(S)])
-        te = Rows([parts[5 * j + 4] for j in range(S)])
-        X, y = scale_unit(tr.stack, ty.stack, B_x, B_y, l2_ball=True)
-        return list(zip(tr.split(X), ty.split(y), te.split(scale_unit(te.stack, None, B_x, B_y, l2_ball=True)[0])))
-
-    try:   # rows that do not stack (columns differ) fail in the per-split steps
-        # the scaling function in the key: an audit mutant that patches it is not served the true one's rows
-        return cache.memo_objects("gdsc.oplr_scaled", parts, (B_x, B_y, scale_unit), scaled, maxsize=1)
-    except Exception:
-        return None

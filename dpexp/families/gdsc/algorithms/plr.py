@@ -12,11 +12,10 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.batching import each, fit_fixed_many, groups
+from dpexp.families.gdsc.batching import fit_fixed_many, groups
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams
 from dpexp.families.gdsc.release_batch import perturbed_stats_many
-from dpexp.families.gdsc.stats import perturbed_stats
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -47,16 +46,13 @@ class PrivateLR(BatchedAlgorithm):
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Release each split's statistics through its own ledger (``perturbed_stats``, as rplr), then fit every
-        group of splits of one d in one batched call (``posterior_mean_fixed`` treats each problem on its own).
-        Many splits release as arrays (``release_batch.perturbed_stats_many``: the same draws and spends) and share
-        the eigen-decomposition of the PSD floor (``batching.fit_fixed_many``: the same floats)."""
+        """Release each split's statistics through its own ledger (``release_batch.perturbed_stats_many``, as
+        arrays over the splits), then fit every group of splits of one d in one batched call
+        (``batching.fit_fixed_many``)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out)
-        if stats is None:   # one split (``run``, which the audit's view instruments) or no valid float ε
-            stats = self._release_each(splits, epsilon, ledgers, trials, out)
         for group in groups(stats, lambda k: stats[k][0].shape[-1]).values():   # one batched fit per d
             XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
             for rows, W in fit_fixed_many(XX, Xy, p.lam, p.lam0, p.solver):
@@ -65,25 +61,3 @@ class PrivateLR(BatchedAlgorithm):
                     out[k] = w if isinstance(w, Exception) else Output(
                         predictions=w @ splits[k].X_test.T, coef=w, guarantee=ledgers[k].guarantee())
         return out
-
-    def _release_each(self, splits: list[Split], epsilon: float, ledgers: list, trials: int, out: list
-                      ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Each split's noisy private statistics plus its exact public ones, (trials, d, d) and (trials, d),
-        keyed by split index; a failing split gets its exception in ``out``."""
-        p = self.params
-        stats: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def release(k: int) -> None:   # noisy private statistics + exact public ones, (trials, d, d), (trials, d)
-            s, ledger = splits[k], ledgers[k]
-            d = s.d
-            if s.X_private.shape[0] == 0:  # nothing private to release (as rplr): the public-only fit
-                ledger.public_only()
-                XXn, Xyn = np.zeros((trials, d, d)), np.zeros((trials, d))
-            else:
-                XXn, Xyn, _ = perturbed_stats(s.X_private, s.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
-                                              None, ledger, trials)
-            Xu = s.X_public
-            stats[k] = (XXn + Xu.T @ Xu, Xyn + Xu.T @ s.y_public)
-
-        ks = each(range(len(splits)), out, release)
-        return {k: stats[k] for k in ks}

@@ -37,16 +37,15 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.analytic import analytic_choice
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.model import FixedPrecisionParams, fit_posterior, fit_weights
-from dpexp.families.gdsc.release_batch import (NotBatchable, clipped_stats_many, float_sensitivities,
-                                                release_group, shared_sufficient_stats)
-from dpexp.families.gdsc.stats import clipped_stats, perturbed_stats, sensitivities, sufficient_stats
+from dpexp.families.gdsc.batching import record_each
+from dpexp.families.gdsc.release_batch import clipped_stats_many, release_group, shared_sufficient_stats
+from dpexp.families.gdsc.stats import sensitivities
 from dpexp.families.gdsc.tuning import PAPER_SPLIT_CASE, tune_split, tune_thresholds
 from dpexp.metrics.accuracy import spearman_rows
 from dpexp.models.intervals import gaussian_intervals_many
 from dpexp.models.vb import noise_ridge
-from dpexp.privacy.guarantee import Spend
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
-from dpexp.privacy.mechanisms import laplace, laplace_scale
+from dpexp.privacy.mechanisms import laplace
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -324,43 +323,35 @@ class RobustPrivateLR(BatchedAlgorithm):
 
     # ------------------------------------------------------------------------------------------------ running
     def release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int) -> "Release":
-        """Clip and release the private statistics (the only private draws of rplr and of the methods that reuse its
-        release, e.g. ``narplr``), keeping them apart from the exact statistics of the public rows (``Release``)."""
-        p = self.params
-        d = split.d
-        eps = self.stats_epsilon(epsilon)
-        n_priv = int(split.X_private.shape[0])
-        sp = self.budget_split(self._tune_n(split), d, eps)
-        wx, wy = self.omegas(self._tune_n(split), d, eps, sp)
-        extras = {"p1": sp[0], "p2": sp[1], "p3": sp[2]}
-        public = sufficient_stats(split.X_public, split.y_public)
-        if n_priv == 0:
-            ledger.public_only()
-            zeros = (np.zeros((trials, d, d)), np.zeros((trials, d)), np.zeros(trials))
-            return Release(*zeros, public, extras, sp, eps, None, None, None, None)
-        sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
-        B_x, B_y = wx * sx, wy * sy
-        XXn, Xyn, yyn = perturbed_stats(split.X_private, split.y_private, B_x, B_y, sp[0] * eps, sp[1] * eps,
-                                        sp[2] * eps, ledger, trials)
-        if p.clip_public:   # the authors' code: the public lines clipped with the same (public-by-then) bounds
-            public = clipped_stats(split.X_public, split.y_public, B_x, B_y, trials)
-        extras.update({"omega_x": wx, "omega_y": wy, "B_x": float(np.mean(B_x)), "B_y": float(np.mean(B_y))})
-        if p.sigma == "dp":
-            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
-        return Release(XXn, Xyn, yyn, public, extras, sp, eps, B_x, B_y, sx, sy)
+        """``release_many`` of one split (a batch of one); raises the split's error."""
+        r = self.release_many([split], epsilon, [ledger], trials)[0]
+        if isinstance(r, Exception):
+            raise r
+        return r
+
+    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | None]:
+        """The fit's inputs of one split (``_naive_group`` of a batch of one): private + public statistics
+        (trials, d, d), (trials, d), (trials,), the extras and the ridge (trials,) or (1,) (None without one)."""
+        XX, Xy, yy, extras, ridge = self._naive_group([split], [self.release(split, epsilon, ledger, trials)], trials)
+        return XX[0], Xy[0], yy[0], extras[0], None if ridge is None else ridge[0]
 
     def release_many(self, splits: list[Split], epsilon: float, ledgers: list, trials: int,
                      public_stats: bool = True) -> list["Release | Exception"]:
-        """``release`` of every split through its own ledger — the same draws, spends and results to the bit —
-        with the private statistics of the splits of equal d released as arrays (``release_batch``).  A split whose
-        bounds or data are not finite positive numbers, or alone of its d (as in ``run``, which the audit views
-        instrument), takes the per-split ``release`` (which raises or returns what it always did).
-        ``public_stats=False``: the caller does not read ``Release.public`` (e.g. narplr, which clips the public rows
-        itself): the batched releases leave it None (a public computation only; nothing drawn or spent differs)."""
+        """Clip and release the private statistics of every split through its own ledger (the only private draws of
+        rplr and of the methods that reuse its release, e.g. ``narplr``), kept apart from the exact statistics of
+        the public rows (``Release``).  The splits with private rows are released per d as one batch
+        (``release_batch.release_group``; a single split is a batch of one).  A split fails alone, with its
+        message: before any draw when ε, the budget split or the thresholds are not positive finite numbers, or
+        (``sigma: data``) σ or the sensitivities are not finite; after its σ̂ draws (recorded) when σ̂ gives
+        sensitivities that are not finite.  ``public_stats=False``: the caller does not read ``Release.public``
+        (e.g. narplr, which clips the public rows itself): it is left None (nothing drawn or spent differs)."""
+        p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
-        out: list[Release | Exception] = [UserError("not run")] * len(splits)
         eps = self.stats_epsilon(epsilon)
-        ok_eps = math.isfinite(eps) and eps > 0
+        if not (math.isfinite(eps) and eps > 0):
+            return [UserError(f"{self.name}: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
+        out: list[Release | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[Any, ...]]] = {}
         empty: list[tuple[Any, ...]] = []   # the splits without private rows
         # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call
@@ -369,95 +360,70 @@ class RobustPrivateLR(BatchedAlgorithm):
             try:
                 d, tn = s.d, self._tune_n(s)
                 c = choices.get((tn, d))
-                if c is None:   # with whether the split, thresholds and ε let a batch release at all
+                if c is None:
                     sp = self.budget_split(tn, d, eps)
-                    wx, wy = self.omegas(tn, d, eps, sp)
-                    c = choices[(tn, d)] = (sp, wx, wy, ok_eps and min(sp) > 0 and wx > 0 and wy > 0
-                                            and math.isfinite(wx) and math.isfinite(wy))
-                sp, wx, wy, valid = c
-                if s.X_private.shape[0] == 0:   # nothing private: ``release``'s public-only path, below
+                    c = choices[(tn, d)] = (sp, *self.omegas(tn, d, eps, sp))
+                sp, wx, wy = c
+                if s.X_private.shape[0] == 0:   # nothing private: no release, the public rows' statistics
                     empty.append((k, s, ledger, sp))
                     continue
-                if not (valid and self._batchable_sigma(s, d, wx, wy)):
-                    out[k] = self.release(s, epsilon, ledger, trials)
-                    continue
+                if not (min(sp) > 0 and all(math.isfinite(v) and v > 0 for v in (*sp, wx, wy))):
+                    raise UserError(f"{self.name}: the budget split {sp} and thresholds omega_x = {wx}, omega_y = "
+                                    f"{wy} must be positive finite numbers")
+                if p.sigma == "data":
+                    self._check_data_bounds(s, d, wx, wy)
                 groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
-            except Exception as exc:  # recorded per cell
+            except Exception as exc:  # recorded per cell (nothing drawn for it)
                 out[k] = exc
         if empty:
-            self._public_only_many(empty, epsilon, eps, trials, out)
-        for d, items in groups.items():
+            self._public_only_many(empty, eps, trials, out)
+        for items in groups.values():
             try:
-                if len(items) == 1:   # one split (``run``, the audit's views of perturbed_stats): the per-split path
-                    raise NotBatchable("one split")
                 self._release_group(items, epsilon, eps, trials, out, public_stats)
-            except NotBatchable:   # e.g. NaN data: the per-split path (with its own NaN bounds), nothing drawn yet
-                for k, s, ledger, *_ in items:
-                    out[k] = _try(lambda: self.release(s, epsilon, ledger, trials))
-            except Exception as exc:
+            except Exception as exc:  # recorded for the cells of the group
                 for it in items:
                     out[it[0]] = exc
         return out
 
-    def _public_only_many(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
-                          out: list) -> None:
-        """``release`` of splits without private rows (``items``: (k, split, ledger, budget split)): nothing drawn,
-        each ledger records ``public_only`` and its ``Release`` carries zeros, the budget split's extras and the
-        public rows' exact statistics, those of many splits from one ``shared_sufficient_stats`` call (equal to the
-        bit to each split's ``sufficient_stats``; shared with the other methods of these splits).  Public rows that
-        are not 2-D/1-D float64 of one length, or a failing stacked call, take ``release`` split by split."""
-        ss = [it[1] for it in items]
-        pubs = None
-        if len(items) > 1 and all(type(s.X_public) is np.ndarray and type(s.y_public) is np.ndarray
-                                  and s.X_public.ndim == 2 and s.y_public.ndim == 1
-                                  and s.X_public.shape[0] == s.y_public.shape[0]
-                                  and s.X_public.dtype == s.y_public.dtype == np.float64 for s in ss):
-            try:
-                pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
-            except Exception:   # split by split, where a failing split fails alone
-                pubs = None
+    def _public_only_many(self, items: list[tuple[Any, ...]], eps: float, trials: int, out: list) -> None:
+        """The splits without private rows (``items``: (k, split, ledger, budget split)): nothing drawn, each ledger
+        records ``public_only`` and its ``Release`` carries zeros, the budget split's extras and the public rows'
+        exact statistics (one ``shared_sufficient_stats`` call)."""
+        pubs = shared_sufficient_stats([it[1].X_public for it in items], [it[1].y_public for it in items])
         T = trials
-        for j, (k, s, ledger, sp) in enumerate(items):
-            if pubs is None:
-                out[k] = _try(lambda: self.release(s, epsilon, ledger, trials))
-                continue
+        for (k, s, ledger, sp), pub in zip(items, pubs):
             d = s.d
             ledger.public_only()
-            out[k] = Release(np.zeros((T, d, d)), np.zeros((T, d)), np.zeros(T), pubs[j],
+            out[k] = Release(np.zeros((T, d, d)), np.zeros((T, d)), np.zeros(T), pub,
                              {"p1": sp[0], "p2": sp[1], "p3": sp[2]}, sp, eps, None, None, None, None)
 
-    def _batchable_sigma(self, split: Split, d: int, wx: float, wy: float) -> bool:
-        """The split's σ (and, with ``sigma: data``, its sensitivities: known before any draw) let the batch release
-        it; else it takes ``release`` (e.g. a huge σ_x in meta: B_x² overflows, Python's pow raising OverflowError
-        there, numpy's giving inf in the batch — which would fail the whole group)."""
-        p = self.params
-        if p.sigma == "dp":   # σ̂ drawn per trial: overflowing sensitivities are found after the draws (release_group)
-            return math.isfinite(p.sigma_bound_x) and math.isfinite(p.sigma_bound_y)
+    def _check_data_bounds(self, split: Split, d: int, wx: float, wy: float) -> None:
+        """``sigma: data``: the data σ of ``split.meta`` must be finite and ≥ 0 (σ = 0 clips every row to 0: the
+        paper protocol's leak, docs/privacy.md) and the sensitivities at B = ω·σ finite (known before any draw):
+        else the split fails with this message."""
         sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
-        if not (math.isfinite(sx) and math.isfinite(sy) and sx > 0 and sy > 0):
-            return False
-        try:
-            return all(math.isfinite(v) for v in sensitivities(d, wx * sx, wy * sy))
-        except OverflowError:
-            return False
+        with np.errstate(over="ignore"):
+            sens = sensitivities(d, np.float64(wx * sx), np.float64(wy * sy))
+        if not (math.isfinite(sx) and math.isfinite(sy) and sx >= 0 and sy >= 0
+                and all(math.isfinite(float(v)) for v in sens)):
+            raise UserError(f"{self.name} (sigma: data): sigma_x = {sx}, sigma_y = {sy} must be >= 0 and give "
+                            "clipping bounds whose sensitivities are finite")
 
     def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
                        out: list, public_stats: bool = True) -> None:
         """``release_many`` of splits of equal d (all with private rows and valid bounds)."""
         p = self.params
         ss, lgs = [it[1] for it in items], [it[2] for it in items]
-        d = ss[0].d
         sp = np.array([it[3] for it in items], dtype=float)
         w = np.array([(it[4], it[5]) for it in items])
         if p.sigma == "dp":
             sigma: tuple = ("dp", p.sigma_bound_x, p.sigma_bound_y, p.sigma_share * epsilon / 2.0)
         else:
-            not_dp = Spend("not DP", "none", note=SIGMA_DATA_REASON)   # what ``ledger.not_dp`` records (immutable)
-            for lg in lgs:
-                lg.record(not_dp)
+            record_each(lgs, lambda lg: lg.not_dp(SIGMA_DATA_REASON))
             sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
                      np.array([float(s.meta["sigma_y"]) for s in ss]))
-        g = release_group([s.X_private for s in ss], [s.y_private for s in ss], d, trials, lgs, sp, eps, w, sigma)
+        g = release_group([s.X_private for s in ss], [s.y_private for s in ss], ss[0].d, trials, lgs, sp, eps, w,
+                          sigma)
         if p.clip_public and public_stats:   # the authors' code: the public lines clipped with the same bounds
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
@@ -466,10 +432,9 @@ class RobustPrivateLR(BatchedAlgorithm):
             pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
-        Bxm, Bym = Bxm.tolist(), Bym.tolist()   # Python floats (what float(Bxm[i]) gives)
+        Bxm, Bym = Bxm.tolist(), Bym.tolist()
         if per_trial:
             sxm, sym = g.sigma_x.mean(axis=1).tolist(), g.sigma_y.mean(axis=1).tolist()
-            # each split's rows (views, as g.B_x[i] gives them), taken in one pass
             bounds_of = list(zip(list(g.B_x), list(g.B_y), list(g.sigma_x), list(g.sigma_y)))
         else:
             bounds_of = list(zip(g.B_x.tolist(), g.B_y.tolist(), g.sigma_x.tolist(), g.sigma_y.tolist()))
@@ -480,10 +445,9 @@ class RobustPrivateLR(BatchedAlgorithm):
         sig = p.sigma == "dp"
         for i, (k, s, _, spt, wx, wy), XXi, Xyi, yyi in zip(range(len(items)), items, list(g.XX), list(g.Xy),
                                                           list(g.yy)):
-            if i in g.failed:   # its release failed after the σ̂ draws, as the per-split release fails
+            if i in g.failed:   # σ̂ drawn (and recorded) gave bounds that cannot be released
                 out[k] = g.failed[i]
                 continue
-            # spt: the budget_split tuple of floats (extras keep Python floats)
             extras = {"p1": spt[0], "p2": spt[1], "p3": spt[2], "omega_x": wx, "omega_y": wy,
                       "B_x": Bxm[i], "B_y": Bym[i]}
             if sig:
@@ -497,36 +461,10 @@ class RobustPrivateLR(BatchedAlgorithm):
                 public = pubs[i]
             out[k] = Release(XXi, Xyi, yyi, public, extras, spt, eps, *bounds_of[i], batch=(token, i))
 
-    def _release(self, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
-        """Noisy private statistics + exact public ones: (trials,d,d), (trials,d), (trials,), extras, and the
-        ridge of ``stabilize: noise_ridge`` (a float, per-trial array when σ̂ is drawn per trial, or None)."""
-        return self._naive_stats(split, self.release(split, epsilon, ledger, trials), trials)
-
-    def _naive_stats(self, split: Split, r: "Release", trials: int
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float], np.ndarray | float | None]:
-        """``_release``'s result from a ``Release``: private + public statistics summed, extras, ridge."""
-        p = self.params
-        d = split.d
-        XXp, Xyp, yyp = r.public
-        extras = r.extras
-        if r.B_x is None:
-            return (np.broadcast_to(XXp, (trials, d, d)).copy(), np.broadcast_to(Xyp, (trials, d)).copy(),
-                    np.full(trials, yyp), extras, None)
-        B_x, B_y, sp, eps = r.B_x, r.B_y, r.split, r.eps
-        ridge = None
-        if p.prior == "gamma" and ((p.engine == "vb" and p.stabilize == "noise_ridge") or p.cross_check):
-            if np.ndim(B_x) == 0:
-                ridge = float(noise_ridge(d, laplace_scale(sensitivities(d, B_x, B_y)[0], sp[0] * eps)))
-            else:
-                ridge = np.asarray(noise_ridge(d, sensitivities(d, B_x, B_y)[0] / (sp[0] * eps)), dtype=float)
-            extras["ridge"] = float(np.mean(ridge))
-        return r.XX + XXp, r.Xy + Xyp, r.yy + yyp, extras, ridge
-
     def _naive_group(self, splits: list[Split], rs: list[Release], trials: int
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, float]], np.ndarray | None]:
-        """``_naive_stats`` of splits of equal d, stacked: XX (S, T, d, d), Xy (S, T, d), yy (S, T), the extras and
-        the ridge (S, T), or (S, 1) when no split's bounds vary per trial; equal to the bit to the per-split calls
+        """The fit's inputs of splits of equal d (private + public statistics summed), stacked: XX (S, T, d, d),
+        Xy (S, T, d), yy (S, T), the extras and the ridge (S, T), or (S, 1) when no split's bounds vary per trial
         (the releases without private rows stacked by ``_public_group``)."""
         p = self.params
         d = splits[0].d
@@ -539,10 +477,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         empty = [i for i, r in enumerate(rs) if r.B_x is None]
         if empty:
             got = _public_group([rs[i] for i in empty], d, trials)
-            if got is None:   # public statistics of other shapes: split by split
-                for i in empty:
-                    XX[i], Xy[i], yy[i], extras[i], _ = self._naive_stats(splits[i], rs[i], trials)
-            elif not priv:   # no split released: the stacked public statistics are the sums
+            if not priv:   # no split released: the stacked public statistics are the sums
                 return (*got, extras, None if ridge is None else ridge[:, :1])
             else:
                 for j, i in enumerate(empty):
@@ -574,7 +509,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                     B = tok[0].B_x if tok is not None else np.stack([r.B_x for r in pr])
                     rg = noise_ridge(d, sensitivities(d, B, B)[0] / e[:, None])
                 else:
-                    rg = noise_ridge(d, float_sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
+                    rg = noise_ridge(d, sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
                 ridge[priv] = rg
                 for j, m in enumerate(rg.mean(axis=1).tolist()):
                     extras[priv[j]]["ridge"] = m
@@ -645,19 +580,13 @@ def _whole_batch(rs: list[Release]) -> tuple | None:
     return tok
 
 
-def _public_group(rs: list[Release], d: int, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``_naive_stats`` of releases without private rows, stacked: each public statistic repeated over the trials,
-    XX (S, T, d, d), Xy (S, T, d), yy (S, T) (the copies ``_naive_stats`` makes of each, so equal to the bit to the
-    stack of its results); None when a public statistic is not of shape (d, d), (d,) and a number."""
-    try:
-        PX = np.stack([r.public[0] for r in rs])
-        PXy = np.stack([r.public[1] for r in rs])
-        Pyy = np.array([r.public[2] for r in rs], dtype=float)
-    except (ValueError, TypeError):
-        return None
+def _public_group(rs: list[Release], d: int, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The statistics of releases without private rows, stacked: each public statistic repeated over the trials,
+    XX (S, T, d, d), Xy (S, T, d), yy (S, T)."""
     S = len(rs)
-    if PX.shape != (S, d, d) or PXy.shape != (S, d) or Pyy.shape != (S,) or PX.dtype != float or PXy.dtype != float:
-        return None
+    PX = np.stack([r.public[0] for r in rs])
+    PXy = np.stack([r.public[1] for r in rs])
+    Pyy = np.array([r.public[2] for r in rs], dtype=float)
     return (np.broadcast_to(PX[:, None], (S, trials, d, d)).copy(), np.broadcast_to(PXy[:, None], (S, trials, d)).copy(),
             np.broadcast_to(Pyy[:, None], (S, trials)).copy())
 
@@ -683,13 +612,6 @@ def _clip_bounds_many(rs: list[Release], trials: int) -> list[np.ndarray | None]
     for i, bi in zip(idx, b):
         out[i] = bi
     return out
-
-
-def _try(f):
-    try:
-        return f()
-    except Exception as exc:  # recorded per cell
-        return exc
 
 
 def engine_gap(w: np.ndarray, w_vb: np.ndarray, split: Split, tag: str = "vb") -> dict[str, float]:
