@@ -6,6 +6,7 @@ import os
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -145,3 +146,17 @@ def many_equals_one():
         return one
 
     return _check
+
+
+@pytest.fixture
+def opendp_noise_off(monkeypatch):
+    """Secure-mode tests that compare two code paths of one method (batched against one split, shared set-up
+    against fresh) need the same numbers from the same bytes; OpenDP's floating-point-safe samplers
+    (``dpexp.privacy.fp_safe``) draw from their own CSPRNG and cannot be seeded, so here they add no noise — every
+    other secure draw still comes from the fixed byte streams, and the spends are recorded as in a real run.  The
+    samplers themselves are tested in tests/privacy/test_fp_safe.py."""
+    from dpexp.privacy import fp_safe
+
+    monkeypatch.setattr(fp_safe, "add_laplace", lambda values, scales: np.array(values, dtype=float))
+    monkeypatch.setattr(fp_safe, "add_gaussian", lambda values, sigmas: np.array(values, dtype=float))
+    yield

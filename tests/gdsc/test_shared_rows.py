@@ -22,7 +22,7 @@ from dpexp.families.gdsc.release_batch import (RowBlocks, shared_rows, shared_su
 from dpexp.families.gdsc.train_rows import TrainRows, shared_train_rows
 from gdsc_bitwise import ledgers as _ledgers, same as _same, split as _split
 
-pytestmark = pytest.mark.usefixtures("isolated_cache")
+pytestmark = pytest.mark.usefixtures("isolated_cache", "opendp_noise_off")   # secure paths compared: conftest
 
 EXPLICIT = dict(p1=0.35, p2=0.6, p3=0.05, omega_x=1.3, omega_y=0.9)
 
