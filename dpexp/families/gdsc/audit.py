@@ -61,7 +61,7 @@ UNIT_BOX = AuditPlan(design=unit_box, params={"bound_x": 1.0, "bound_y": 1.0})
 
 class _ReleaseView:
     """An audit view: runs the algorithm unchanged while ``_capture`` records what its own calls return, and puts
-    the recorded raw releases (``_columns``) in ``Output.coef`` — any post-processing of the release is a valid
+    the recorded raw releases in ``Output.coef`` — any post-processing of the release is a valid
     thing to audit, and the raw statistics keep the privacy loss that a fit of them would mostly lose."""
 
     def __init__(self, alg: Algorithm) -> None:
@@ -70,27 +70,16 @@ class _ReleaseView:
     def _capture(self, record: dict[str, list]) -> contextlib.AbstractContextManager:
         raise NotImplementedError
 
-    def _columns(self, record: dict[str, list], trials: int) -> list[np.ndarray]:
-        raise NotImplementedError
-
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        record: dict[str, list] = {}
-        with self._capture(record):
-            out = self.alg.run(split, epsilon, delta, ledger, trials)
-        cols = self._columns(record, trials)
-        if cols:
-            out.coef = np.concatenate(cols, axis=1)
+        """A single split is a batch of one: ``run_many`` of it, its exception raised."""
+        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
+        if isinstance(out, Exception):
+            raise out
         return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
-        """``run`` of each split (a view that records one call's releases: the batched views override it)."""
-        out = []
-        for s, lg in zip(splits, ledgers):
-            try:
-                out.append(self.run(s, epsilon, delta, lg, trials))
-            except Exception as exc:  # recorded per cell, as the algorithm's run_many does
-                out.append(exc)
-        return out
+        """The algorithm's ``run_many`` with its releases recorded, each split's put in its ``Output.coef``."""
+        raise NotImplementedError
 
 
 def _per_trial(values, trials: int) -> list[np.ndarray]:
@@ -116,12 +105,6 @@ class ReleasedStatistics(_ReleaseView):
         from dpexp.audit.instrument import capturing
 
         return capturing(self.alg, ("release_group", "perturbed_stats_many"), record)
-
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
         record: dict[str, list] = {}
@@ -182,12 +165,6 @@ class AdaSSPReleases(_ReleaseView):
         finally:
             for n, f in saved.items():
                 setattr(core, n, f)
-
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1):
-        out = self.run_many([split], epsilon, delta, [ledger], trials)[0]
-        if isinstance(out, Exception):
-            raise out
-        return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1) -> list:
         record: dict[str, list] = {}
