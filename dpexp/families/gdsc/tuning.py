@@ -159,29 +159,12 @@ def sample_authors(reps: int, n: int, d: int, n_noise: int, seed: int = AUTHORS_
     for each of ``reps`` sets X = normal(n × d) with unit-norm rows, β = normal(d), y = Xβ + normal(n) centred, then
     its ``n_noise`` noise draws laplace((d² + d)/2) (XᵀX's upper triangle, row-major, mirrored) and laplace(d) (Xᵀy)
     at unit scale.  Returns X (reps, n, d), y (reps, n), Lxx (reps, n_noise, d, d), Lxy (reps, n_noise, d)."""
-    rs = np.random.RandomState(seed)
-    iu = np.triu_indices(d)
-    X, y = np.empty((reps, n, d)), np.empty((reps, n))
-    Lxx, Lxy = np.zeros((reps, n_noise, d, d)), np.empty((reps, n_noise, d))
-    for a in range(reps):
-        x = rs.normal(size=(n, d))
-        x = x / np.linalg.norm(x, axis=1, keepdims=True)
-        beta = rs.normal(size=d)
-        ya = x @ beta + rs.normal(size=n)
-        X[a], y[a] = x, ya - ya.mean()
-        for k in range(n_noise):
-            Lxx[a, k][iu] = rs.laplace(size=iu[0].size)
-            Lxy[a, k] = rs.laplace(size=d)
-    Lxx = Lxx + np.swapaxes(np.triu(Lxx, 1), -1, -2)
-    return X, y, Lxx, Lxy
+    return _authors_draws(reps, n, d, n_noise, seed, with_yy=False)
 
 
-def sample_authors_scoring(reps: int, n: int, d: int, n_noise: int, seed: int = AUTHORS_SEED
-                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The data the authors' split scorer fits and scores on (module docstring, fact 6): a fresh
-    ``RandomState(seed)``, the sets drawn as ``sample_authors`` draws them, then per noise draw unit Laplace noise
-    laplace((d² + d)/2) for XᵀX's upper triangle (mirrored), laplace(d) for Xᵀy and laplace(1) for yᵀy.  Returns
-    X, y, Lxx, Lxy and Lyy (reps, n_noise)."""
+def _authors_draws(reps: int, n: int, d: int, n_noise: int, seed: int, with_yy: bool) -> tuple[np.ndarray, ...]:
+    """The draws of ``sample_authors`` (``with_yy=False``) and ``sample_authors_scoring`` (a laplace(1) for yᵀy
+    after each noise draw's Xᵀy): one ``RandomState(seed)``, in the authors' order."""
     rs = np.random.RandomState(seed)
     iu = np.triu_indices(d)
     X, y = np.empty((reps, n, d)), np.empty((reps, n))
@@ -195,9 +178,19 @@ def sample_authors_scoring(reps: int, n: int, d: int, n_noise: int, seed: int = 
         for k in range(n_noise):
             Lxx[a, k][iu] = rs.laplace(size=iu[0].size)
             Lxy[a, k] = rs.laplace(size=d)
-            Lyy[a, k] = rs.laplace(size=1)[0]
+            if with_yy:
+                Lyy[a, k] = rs.laplace(size=1)[0]
     Lxx = Lxx + np.swapaxes(np.triu(Lxx, 1), -1, -2)
-    return X, y, Lxx, Lxy, Lyy
+    return (X, y, Lxx, Lxy, Lyy) if with_yy else (X, y, Lxx, Lxy)
+
+
+def sample_authors_scoring(reps: int, n: int, d: int, n_noise: int, seed: int = AUTHORS_SEED
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The data the authors' split scorer fits and scores on (module docstring, fact 6): a fresh
+    ``RandomState(seed)``, the sets drawn as ``sample_authors`` draws them, then per noise draw unit Laplace noise
+    laplace((d² + d)/2) for XᵀX's upper triangle (mirrored), laplace(d) for Xᵀy and laplace(1) for yᵀy.  Returns
+    X, y, Lxx, Lxy and Lyy (reps, n_noise)."""
+    return _authors_draws(reps, n, d, n_noise, seed, with_yy=True)
 
 
 class _AuxProblem:
