@@ -496,7 +496,7 @@ def _checked(algorithm: Any, outputs: list[Any], epsilon: float, delta: float) -
         coefs = [o.coef for o in outs if o.coef is not None]
         finite = math.isfinite(np.concatenate([o.predictions for o in outs], axis=None).sum()
                                + (np.concatenate(coefs, axis=None).sum() if coefs else 0.0))
-    except Exception:   # e.g. coefficients that are not an array: checked cell by cell
+    except (ValueError, TypeError):   # e.g. coefficients of other shapes or not arrays: checked cell by cell
         finite = False
     if finite and not over:
         return outputs
