@@ -117,11 +117,19 @@ class OutputPerturbationLR(UnitBoxLR):
             for X, y, what in ((s.X_public, s.y_public, "public"), (s.X_private, s.y_private, "private")):
                 if X.ndim != 2 or X.shape[1] != d or y.shape != X.shape[:1]:
                     raise UserError(f"oplr: the {what} rows X {X.shape} and y {y.shape} do not match (d = {d})")
-            if n_train[k] == 0:
-                raise UserError("oplr: no training rows (n_public + n_private = 0)")
-            scales[k] = self.noise_scale(n_train[k], d, epsilon)
+            if n_train[k] > 0:
+                scales[k] = self.noise_scale(n_train[k], d, epsilon)
 
         ks = each(ks, out, check)
+        # No training rows (n_public = n_private = 0, e.g. a drug none of whose public lines was tested): the ridge
+        # objective is λ‖w‖² alone, whose minimiser is w = 0 (the λ → ∞ limit of λ = sqrt(d/(nε))), as the Bayesian
+        # methods predict their prior mean.  Nothing private is read, so nothing is released or spent; the constant
+        # predictions score as every method's constant predictions do (``spearman``: 0).
+        for k in [k for k in ks if n_train[k] == 0]:
+            ledgers[k].public_only("no training rows: w = 0, nothing released")
+            out[k] = Output(predictions=np.zeros((trials, splits[k].X_test.shape[0])), coef=np.zeros((trials, d)),
+                            guarantee=ledgers[k].guarantee())
+        ks = [k for k in ks if n_train[k] > 0]
         if not ks:
             return
         test = Rows([splits[k].X_test for k in ks])
