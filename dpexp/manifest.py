@@ -95,7 +95,8 @@ NOISE_STATEMENTS = {
               "splits and non-privacy randomness; Laplace and Gaussian releases use OpenDP's floating-point-safe "
               "samplers (their spends say so: dpexp.privacy.fp_safe), bounded scalar Laplace releases Mironov's "
               "snapping; the Gamma-norm, Gumbel-max and Student-t samplers and the DCA clients' noise shares are "
-              "textbook floating-point transforms, not floating-point safe (Mironov 2012; docs/privacy.md)",
+              "textbook floating-point transforms, not floating-point safe (Mironov 2012), so the rows they drew say "
+              "guarantee none (docs/privacy.md)",
 }
 
 

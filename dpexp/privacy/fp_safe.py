@@ -26,6 +26,7 @@ floating-point-safe counterpart here; docs/privacy.md says so.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,9 @@ def _add(make, values: Any, scales: Any) -> np.ndarray:
     if not np.all(np.isfinite(v)):
         raise UserError("a secure release needs finite values (OpenDP's samplers refuse NaN and ±inf)")
     out = np.empty(v.shape)
-    for s in np.unique(b):            # one measurement per distinct scale (per trial, when it varies)
+    none = np.isnan(b)                # a NaN scale releases nothing (a ⊥ trial, e.g. NoisyStats' with nvar ≤ 0):
+    out[none] = np.nan                # NaN, as the textbook sampler gives; OpenDP refuses a NaN scale
+    for s in np.unique(b[~none]):     # one measurement per distinct scale (per trial, when it varies)
         at = b == s
         out[at] = v[at] if s == 0 else np.asarray(make(float(s))(v[at].tolist()), dtype=float)
     return out
@@ -97,11 +100,11 @@ def add_gaussian(values: Any, sigmas: Any) -> np.ndarray:
 
 def laplace_epsilon(sensitivity: Any, scale: Any) -> float:
     """The largest ε over the trials' (Δ₁, b) of OpenDP's ``make_laplace(scale=b).map(Δ₁)``: what the release
-    spends (0 for Δ₁ = 0; ∞ for b = 0 < Δ₁)."""
+    spends (0 for Δ₁ = 0; ∞ for b = 0 < Δ₁; nothing for a NaN scale, which ``add_laplace`` releases as NaN)."""
     s, b = np.broadcast_arrays(np.asarray(sensitivity, dtype=float), np.asarray(scale, dtype=float))
     worst = 0.0
     for d, sc in {(float(x), float(y)) for x, y in zip(s.ravel(), b.ravel())}:
-        if d == 0:
+        if d == 0 or math.isnan(sc):
             continue
         worst = max(worst, float("inf") if sc == 0 else float(_laplace(sc).map(d)))
     return worst
@@ -113,6 +116,6 @@ def gaussian_equivalent_sensitivity(sensitivity: Any, sigma: Any) -> np.ndarray:
     s, sig = np.broadcast_arrays(np.asarray(sensitivity, dtype=float), np.asarray(sigma, dtype=float))
     out = np.empty(s.shape)
     for i, (d, sc) in enumerate(zip(s.ravel(), sig.ravel())):
-        out.flat[i] = d if (d == 0 or sc == 0) else sc * float(np.sqrt(2.0 * float(_gaussian(float(sc)).map(d))))
+        out.flat[i] = d if (d == 0 or sc == 0 or math.isnan(sc)) else sc * float(np.sqrt(2.0 * float(_gaussian(float(sc)).map(d))))
     return np.maximum(out, s)
 

@@ -77,7 +77,23 @@ class PrivacyLedger:
 
         ``approx_delta``: convert a zCDP total to (ε, approx_delta)-DP (needed when zCDP and (ε, δ) releases without
         a zCDP form are mixed; optional otherwise, e.g. an algorithm that reports (ε, δ) from zCDP steps).
+
+        In secure mode, a run that drew from a textbook floating-point sampler (``SecureNoise.textbook_used``: the
+        Gamma-norm, Gumbel-max, Student-t samplers, the DCA clients' Gaussian shares) is ``none``: secure mode is
+        for releases, and those samplers' low bits may reveal the value they perturb (Mironov 2012), so the
+        idealised mechanism's ε is not what the floats guarantee.  Seeded mode keeps the idealised guarantee (it is
+        for simulation; docs/privacy.md).
         """
+        used = getattr(self.noise, "textbook_used", None)
+        if used:
+            g = self._composed_guarantee(approx_delta)
+            if g.kind == "none":
+                return g
+            return Guarantee.none(f"secure mode with a textbook floating-point sampler ({', '.join(sorted(used))}): "
+                                  "not floating-point safe (Mironov 2012)", g.notes)
+        return self._composed_guarantee(approx_delta)
+
+    def _composed_guarantee(self, approx_delta: float | None) -> Guarantee:
         # a pure function of what composition reads of each spend: memoised (a run asks once per cell, and the
         # cells of a variant mostly spend alike); the key is the spends' ``composition_key``s, each made with its
         # Spend (``_ck``: read in C, one float for most), the spends copied only when composed; found first in the

@@ -258,7 +258,7 @@ def _laplace_one_scale(value: Any, sensitivity: Any, epsilon: Any, rng: Any, siz
     return out
 
 
-def standard_laplace_rows(sources: Sequence[Any], k: int) -> np.ndarray:
+def standard_laplace_rows(sources: Sequence[Any], k: int, *, heuristic: bool = False) -> np.ndarray:
     """(len(sources), k) standard Laplace(0, 1) draws, row i from ``sources[i]`` (a ledger, noise source or
     Generator) in one call; nothing is recorded: the draws become releases only through :func:`laplace_rows`.
 
@@ -266,11 +266,19 @@ def standard_laplace_rows(sources: Sequence[Any], k: int) -> np.ndarray:
     draws Lap(0, b) as 0 ∓ b·log(…) from one uniform each, and b·(0 ∓ 1·log(…)) is the same float (multiplying by
     1 and negating are exact), so b·row equals the separate draws to the bit (``tests/privacy``).  The secure
     source draws ±Exp(1) magnitudes the same way.  Cheaper than one call per release when a batch of cells each
-    release several vectors."""
+    release several vectors.  A secure source's row is NaN (see below), except for ``heuristic`` releases (not DP
+    whatever the sampler: ``heuristic_laplace_rows``), whose secure rows are textbook draws from the source."""
     k = int(k)
     out = np.empty((len(sources), k))
     for i, src in enumerate(sources):   # a ledger's noise read directly (``as_noise`` of one): one call per cell
-        out[i] = (src.noise if type(src) is PrivacyLedger else as_noise(src)).laplace(0.0, 1.0, k)
+        noise = src.noise if type(src) is PrivacyLedger else as_noise(src)
+        if not heuristic and getattr(noise, "secure", False):
+            # a secure cell's releases draw from OpenDP (``laplace_rows`` → ``fp_safe``), never from these rows: no
+            # textbook draw (it would mark the source, ``SecureNoise.textbook_used``), and NaN so that a path that
+            # used them as noise would fail its cell (non-finite output) instead of releasing without noise
+            out[i] = np.nan
+        else:
+            out[i] = noise.laplace(0.0, 1.0, k)
     return out
 
 
@@ -409,7 +417,7 @@ def heuristic_laplace_rows(values: Sequence[Any], scales: Sequence[float], sourc
     if any(v.ndim == 0 or v.shape[0] != S for v in vals):
         raise ValueError(f"heuristic_laplace_rows: values need a leading axis of the {S} cells")
     counts = [math.prod(lead + v.shape[1:]) for v in vals]
-    standard = standard_laplace_rows(sources, sum(counts))
+    standard = standard_laplace_rows(sources, sum(counts), heuristic=True)
     out, at = [], 0
     for v, n, bj in zip(vals, counts, b):
         draw = standard[:, at:at + n].reshape((S,) + lead + v.shape[1:])

@@ -65,6 +65,8 @@ class SeededNoise:
 
     secure = False
 
+    textbook_used: frozenset[str] = frozenset()   # seeded draws keep the idealised guarantee (simulation)
+
     def __init__(self, rng: np.random.Generator) -> None:
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"SeededNoise needs a numpy.random.Generator, got {type(rng).__name__}")
@@ -146,6 +148,14 @@ class SecureNoise:
     def __init__(self, entropy: Callable[[int], bytes] = os.urandom) -> None:
         self._entropy = entropy
         self._gen: np.random.Generator | None = None
+        #: the textbook continuous samplers this source has drawn from (``laplace``, ``normal``, ``gumbel``, …):
+        #: floating-point samplers whose outputs' low bits may depend on the value they perturb (Mironov 2012).
+        #: dpexp's Laplace and Gaussian releases in secure mode never come here (OpenDP, ``fp_safe``; snapping);
+        #: a release that does makes its ledger's guarantee ``none`` (``PrivacyLedger.guarantee``; docs/privacy.md).
+        self.textbook_used: set[str] = set()
+
+    def _textbook(self, name: str) -> None:
+        self.textbook_used.add(name)
 
     # ---- raw material
     def bits64(self, n: int) -> np.ndarray:
@@ -192,12 +202,14 @@ class SecureNoise:
         return -np.log(self._u_left_open(shape))
 
     def exponential(self, scale=1.0, size=None):
+        self._textbook("exponential")
         _check_nonneg(scale, "scale")
         shape = _out_shape(size, scale)
         return _finish(np.asarray(scale, dtype=float) * self.standard_exponential(shape), size, _scalar(scale))
 
     def laplace(self, loc=0.0, scale=1.0, size=None):
         """loc ± scale·(−ln U): a uniform sign (lowest bit) times an Exp(1) magnitude (top 53 bits, inverse CDF)."""
+        self._textbook("laplace")
         _check_nonneg(scale, "scale")
         shape = _out_shape(size, loc, scale)
         w = self.bits64(math.prod(shape)).reshape(shape)
@@ -208,9 +220,11 @@ class SecureNoise:
 
     def standard_normal(self, size=None):
         """Φ⁻¹(U) with U uniform on (0, 1) (inverse CDF, ``scipy.special.ndtri``)."""
+        self._textbook("normal")
         return _finish(special.ndtri(self._u_open(_out_shape(size))), size, True)
 
     def normal(self, loc=0.0, scale=1.0, size=None):
+        self._textbook("normal")
         _check_nonneg(scale, "scale")
         shape = _out_shape(size, loc, scale)
         out = np.asarray(loc, dtype=float) + np.asarray(scale, dtype=float) * special.ndtri(self._u_open(shape))
@@ -218,6 +232,7 @@ class SecureNoise:
 
     def gumbel(self, loc=0.0, scale=1.0, size=None):
         """loc − scale·ln(−ln U), U uniform on (0, 1) (inverse CDF)."""
+        self._textbook("gumbel")
         _check_nonneg(scale, "scale")
         shape = _out_shape(size, loc, scale)
         g = -np.log(-np.log(self._u_open(shape)))
@@ -225,6 +240,7 @@ class SecureNoise:
 
     def standard_gamma(self, shape, size=None):
         """Gamma(k, 1) by Marsaglia & Tsang (2000) (vectorised rejection); k < 1 via Gamma(k + 1)·U^(1/k)."""
+        self._textbook("gamma")
         k = np.asarray(shape, dtype=float)
         if np.any(~((k > 0) & (k < np.inf))):   # an infinite shape is never accepted: the loop below would not end
             raise ValueError(f"gamma shape must be > 0 and finite, got {shape}")
@@ -258,6 +274,7 @@ class SecureNoise:
 
     def standard_t(self, df, size=None):
         """T_ν = Z / sqrt(χ²_ν / ν) with χ²_ν = 2·Gamma(ν/2, 1)."""
+        self._textbook("student t")
         nu = np.asarray(df, dtype=float)
         if np.any(~(nu > 0)):
             raise ValueError(f"df must be > 0, got {df}")

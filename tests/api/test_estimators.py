@@ -41,7 +41,11 @@ def test_fit_predict_and_the_guarantee(cls):
     again = cls(epsilon=2.0, bounds_x=(0, 10), bounds_y=(0, 10), params=FAST.get(cls), random_state=3).fit(X, y)
     np.testing.assert_array_equal(again.coef_, m.coef_)   # seeded: reproducible
     secure = cls(epsilon=2.0, bounds_x=(0, 10), bounds_y=(0, 10), params=FAST.get(cls), noise="secure").fit(X, y)
-    assert secure.guarantee_.kind == "pure" and np.all(np.isfinite(secure.coef_))
+    assert np.all(np.isfinite(secure.coef_))
+    if cls is E.DPTheilSen:   # its median's Gumbel-max sampler is not floating-point safe: said, not claimed
+        assert secure.guarantee_.kind == "none" and "not floating-point safe" in secure.guarantee_.reason
+    else:                     # Laplace releases drawn by OpenDP
+        assert secure.guarantee_.kind == "pure"
 
 
 def test_the_estimator_is_the_registered_algorithm():

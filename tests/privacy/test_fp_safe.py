@@ -119,3 +119,26 @@ def test_without_opendp_a_secure_release_names_the_extra(monkeypatch):
 def test_secure_values_must_be_finite():
     with pytest.raises(UserError, match="finite"):
         fp_safe.add_laplace(np.array([1.0, np.nan]), 1.0)
+
+
+def test_a_nan_scale_releases_nothing_and_spends_nothing():
+    """A ⊥ trial (e.g. NoisyStats' with nvar ≤ 0: its intercept's scale is NaN) gets NaN, as the textbook sampler
+    gives, and no ε; OpenDP would refuse the NaN scale and fail the whole cell."""
+    out = fp_safe.add_laplace(np.zeros((3, 2)), np.array([[1.0], [np.nan], [2.0]]))
+    assert np.all(np.isnan(out[1])) and np.all(np.isfinite(out[[0, 2]])) and np.all(out[[0, 2]] != 0.0)
+    assert np.all(np.isnan(fp_safe.add_gaussian(np.zeros(2), np.nan)))
+    assert fp_safe.laplace_epsilon(np.array([1.0, np.nan]), np.array([2.0, np.nan])) == fp_safe.laplace_epsilon(1.0, 2.0)
+    lg = secure()
+    d3 = np.array([0.5, np.nan])         # per trial, as NoisyStats' intercept
+    got = mech.laplace(0.0, d3, 1.0, lg, size=2, scale=3.0 * d3)
+    assert np.isfinite(got[0]) and np.isnan(got[1]) and lg.spends[0].epsilon == pytest.approx(1.0, rel=1e-12)
+
+
+def test_standard_laplace_rows_of_a_secure_cell_are_nan_and_draw_nothing():
+    """``standard_laplace_rows`` draws no textbook noise for a secure cell (its releases come from OpenDP): its row
+    is NaN, so a path that used it as noise would give a non-finite release, never a noiseless one."""
+    src = SecureNoise()
+    seeded = np.random.default_rng(3)
+    rows = mech.standard_laplace_rows([PrivacyLedger(src), seeded], 5)
+    assert np.all(np.isnan(rows[0])) and np.array_equal(rows[1], np.random.default_rng(3).laplace(0.0, 1.0, 5))
+    assert src.textbook_used == set()

@@ -48,7 +48,7 @@ import numpy as np
 from dpexp.errors import UserError
 from dpexp.families.dca.protocol.fixed_point import FixedPoint, ring_sum
 from dpexp.families.dca.protocol.noise import check_clients
-from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise
+from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise, is_secure
 
 MODES = ("seeded", "secure")
 #: number of standard deviations of noise allowed for in the configuration-time overflow check (P ≈ 3.6e-33).
@@ -127,9 +127,16 @@ class SeededRandomness:
 
 
 class SecureRandomness:
-    """Masks, noise and keys from the OS CSPRNG (``os.urandom``); not reproducible."""
+    """Masks, noise and keys from the OS CSPRNG (``os.urandom``); not reproducible.
+
+    ``noise``: the secure source the clients' noise shares come from — the cell's (its ledger's ``SecureNoise``),
+    so that the ledger knows they were drawn by a textbook sampler (``SecureNoise.textbook_used``; a secure run's
+    guarantee is then ``none``: a sum of per-client continuous Gaussians has no floating-point-safe form here)."""
 
     secure = True
+
+    def __init__(self, noise: Any = None) -> None:
+        self.noise = noise if noise is not None else SecureNoise()
 
     def masks_into(self, chunk: int, out: np.ndarray) -> None:
         flat = out.reshape(-1)
@@ -137,10 +144,18 @@ class SecureRandomness:
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
         """The clients' noise from the OS CSPRNG (``SecureNoise``: inverse CDF of 52-bit uniforms)."""
-        return np.asarray(SecureNoise().standard_normal(shape), dtype=float).reshape(shape)
+        return np.asarray(self.noise.standard_normal(shape), dtype=float).reshape(shape)
 
     def key(self, k: int) -> bytes:
         return os.urandom(32)
+
+
+def _secure_source(rng: Any) -> Any:
+    """The cell's secure noise source when ``rng`` is (or holds) one, else None (a fresh ``SecureNoise``)."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return None
+    noise = as_noise(rng)
+    return noise if is_secure(noise) else None
 
 
 # --------------------------------------------------------------------------------------------------- result
@@ -317,7 +332,7 @@ class DCA:
             gen = rng if isinstance(rng, np.random.Generator) else as_noise(rng).generator
             randomness: Any = SeededRandomness(gen)
         else:
-            randomness = SecureRandomness()
+            randomness = SecureRandomness(_secure_source(rng))
         keys = [randomness.key(k) for k in range(self.n_compute)] if self.encrypt else None
         return DCAJob(data=data, sigma=float(sigma), n_compute=self.n_compute, frac_bits=self.fp.frac_bits,
                       chunk_clients=int(self.chunk_clients or self.default_chunk(data.d)), randomness=randomness,
@@ -362,7 +377,7 @@ class DCA:
             t1 = min(trials, t0 + block)
             B = t1 - t0
             # one randomness per trial, drawn in trial order (seeded: 4 words of `gen` each, as `make_job` does)
-            rand = (SeededRandomness.block(gen, B) if self.mode == "seeded" else [SecureRandomness()] * B)
+            rand = (SeededRandomness.block(gen, B) if self.mode == "seeded" else [SecureRandomness(_secure_source(rng))] * B)
             Zb = Z if Z.ndim == 2 else Z[t0:t1]
             acc = np.zeros((M, B, d), dtype=np.uint64)          # each Compute's running sum, per trial
             for j0 in range(0, N, chunk):
