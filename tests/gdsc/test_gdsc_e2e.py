@@ -59,6 +59,18 @@ def test_tiny_gdsc_run_and_plot(run_config, tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     for stem in ("curve", "tradeoff", "tradeoff_pub", "thr", "heat"):
         assert (figs / f"{stem}.png").stat().st_size > 1000
+    # Fig. 4 as the paper gives it, a table: the thresholds' means per (method, ε) and n, as the rows hold them
+    table = (figs / "thr.md").read_text().splitlines()
+    rows = df[(df["metric"] == "B_x") & (df["algorithm"] == "rplr")]   # the plot's default algorithm
+    assert table[0].startswith("| method, ε (B_x / B_y) |") and len(table) == 2 + rows.groupby(
+        ["label", "epsilon"], dropna=False).ngroups
+    lab, e, n = rows[rows["label"] == "rplr"].iloc[0][["label", "epsilon", "n_private_requested"]]
+    sel = lambda m: df[(df["metric"] == m) & (df["label"] == lab) & (df["epsilon"] == e)
+                       & (df["n_private_requested"] == n)]["value"].astype(float)
+    want = f"{sel('B_x').mean():.3g} / {sel('B_y').mean():.3g}"
+    row = next(r for r in table if r.startswith(f"| {lab}, ε = {float(e):g} |"))
+    col = 1 + sorted(rows["n_private_requested"].astype(float).unique().tolist()).index(float(n))
+    assert row.split(" | ")[col].strip(" |") == want
 
     # epsilon and n_public both vary: one panel per (epsilon, n_public), never averaged over them
     captured = {}

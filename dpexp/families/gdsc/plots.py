@@ -430,4 +430,32 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
         ax.set_xscale("log")
     decorate(ax, axis_label(x), "chosen threshold")
     subtitle = (f"{_method_label(df, o.algorithm)}: " if o.algorithm else "") + mean_text(d, "std", reps)
-    return finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle)
+    paths = finish_plot(fig, spec, manifest, out_stem, formats, looks=looks, subtitle=subtitle)
+    table = threshold_table(d, o.metrics, x)
+    if table:   # Fig. 4 is a table in the paper: the same numbers as text, one row per (method, ε)
+        md = Path(str(out_stem) + ".md")
+        md.write_text(table, encoding="utf-8")
+        paths.append(md)
+    return paths
+
+
+def threshold_table(df: pd.DataFrame, metrics: list[str], x: str = "n_private") -> str:
+    """Markdown: one row per (label, ε), one column per x, each cell the metrics' means joined by " / " (e.g.
+    ω_x / ω_y, the paper's Fig. 4 tables); empty when a metric is missing."""
+    d = df[df["metric"].isin(metrics)]
+    if d.empty or any(not (d["metric"] == m).any() for m in metrics):
+        return ""
+    keys = ["label"] + (["epsilon"] if "epsilon" in d and x != "epsilon" else [])
+    means = d.groupby(keys + [x, "metric"], sort=True, dropna=False)["value"].mean()   # non-private: ε NaN
+    xs = sorted(d[x].dropna().unique().tolist())
+    head = " / ".join({"omega_x": "ω_x", "omega_y": "ω_y"}.get(m, m) for m in metrics)
+    lines = [f"| method{', ε' if len(keys) > 1 else ''} ({head}) | " + " | ".join(f"{v:g}" for v in xs) + " |",
+             "|---" * (len(xs) + 1) + "|"]
+    for key in dict.fromkeys(tuple(k) if isinstance(k, tuple) else (k,) for k in means.index.droplevel([x, "metric"])):
+        name = key[0] + (f", ε = {key[1]:g}" if len(key) > 1 and key[1] == key[1] else "")
+        cells = []
+        for v in xs:
+            got = [means.get(key + (v, m)) for m in metrics]
+            cells.append("—" if any(g is None for g in got) else " / ".join(f"{g:.3g}" for g in got))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
