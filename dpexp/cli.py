@@ -213,7 +213,8 @@ def list_(kind: str | None, name: str | None) -> None:
 
 
 def _describe_dataset_privacy(cls: type) -> None:
-    """The dataset's preprocessing statement (with its default parameters) and what one row's ε covers."""
+    """The dataset's preprocessing statement for each of its ``preprocessing_options`` (default parameters when it
+    declares none), whether each is public, and what one row's ε covers."""
     import textwrap
 
     def show(head: str, text: str) -> None:
@@ -221,16 +222,19 @@ def _describe_dataset_privacy(cls: type) -> None:
 
     from pydantic import ValidationError
 
-    try:
-        pre = cls().preprocessing()
-    except ValidationError as exc:  # required parameters (the csv dataset's columns): stated per config
-        need = ", ".join(str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing")
-        click.echo(f"  preprocessing: (stated for the parameters given; required: {need})")
-    except Exception as exc:  # noqa: BLE001 — a dataset that cannot be built without data still lists its docs
-        click.echo(f"  preprocessing: (not available: {type(exc).__name__}: {exc})")
-    else:
-        d = pre.to_dict()
-        show(f"preprocessing (default parameters; {d['treated_as']})", d["detail"])
+    options = getattr(cls, "preprocessing_options", {}) or {"default parameters": {}}
+    for label, params in options.items():
+        try:
+            pre = cls(**params).preprocessing()
+        except ValidationError as exc:  # required parameters (the csv dataset's columns): stated per config
+            need = ", ".join(str(e["loc"][0]) for e in exc.errors() if e["type"] == "missing")
+            click.echo(f"  preprocessing: (stated for the parameters given; required: {need})")
+        except Exception as exc:  # noqa: BLE001 — a dataset that cannot be built without data still lists its docs
+            click.echo(f"  preprocessing: (not available: {type(exc).__name__}: {exc})")
+        else:
+            d = pre.to_dict()
+            click.echo(f"  preprocessing, {label} [{d['treated_as']}]:")
+            click.echo(textwrap.fill(d["detail"], 116, initial_indent="    ", subsequent_indent="    "))
     rule = getattr(cls, "release_point", "")
     if rule:
         show("one row's epsilon covers", rule.replace("{n}", "N"))

@@ -199,13 +199,18 @@ class Reference(Algorithm):
 
 @dataclass(frozen=True)
 class Preprocessing:
-    """What a dataset computed from *all* its rows (private ones included) before the split, and how dpexp treats it.
+    """What a dataset computed before the split, and whether it read the private rows (one rule for every family,
+    docs/privacy.md "Preprocessing"): a statistic of private rows used without paying for it makes every row
+    ``guarantee: none``; bounds, centres or ranks that are public — declared in the config, or fixed by a synthetic
+    generator's known law — keep the algorithm's guarantee.
 
-    * ``note``: one short line added to every row's ``privacy_note`` (kept short: it is repeated on every row);
+    * ``note``: one short line on every row's ``privacy_note`` (kept short: it is repeated on every row); for a
+      leaking statement it is the reason of the ``none`` guarantee, e.g. "min–max rescaling over the private rows
+      (the paper's preprocessing), not DP";
     * ``detail``: the full statement (``dpexp list datasets NAME``, the manifest's privacy summary);
-    * ``leaks``: False — *public by assumption*: the quantity is treated as a public fact (stated, with the reason,
-      in the dataset's docstring) and the algorithm's guarantee stands, with the note; True — it *leaks*: private
-      rows move what is released at no cost, so the runner downgrades every row's guarantee to ``none``.
+    * ``leaks``: True — a statistic of the private rows enters the rows at no cost, so the runner downgrades every
+      row's guarantee to ``none`` with ``note`` as the reason; False — nothing computed reads a private row (public
+      constants, row-local maps, public pools), the guarantee stands (with ``note``, if any, as a note).
     """
 
     note: str
@@ -213,14 +218,18 @@ class Preprocessing:
     leaks: bool = False
 
     def apply(self, guarantee: Guarantee) -> Guarantee:
-        """``guarantee`` with this statement: a note (public by assumption) or downgraded to ``none`` (leaks)."""
+        """``guarantee`` with this statement: downgraded to ``none`` (leaks) or with the note (public)."""
         if not self.note:
             return guarantee
         return guarantee.not_dp(self.note) if self.leaks else guarantee.with_note(self.note)
 
     def to_dict(self) -> dict[str, Any]:
         return {"note": self.note, "detail": self.detail or self.note,
-                "treated_as": "leaks (guarantee none)" if self.leaks else "public by assumption"}
+                "treated_as": TREATED_AS[self.leaks]}
+
+
+#: how a statement is treated, by ``Preprocessing.leaks`` (the manifest and ``dpexp list datasets NAME`` say it)
+TREATED_AS = {True: "reads private rows unpaid: guarantee none", False: "public: the guarantee stands"}
 
 
 #: the statement of a dataset that reads no row but its own (generators drawing independent rows)
@@ -237,6 +246,10 @@ class Dataset:
       manifest's privacy summary; ``{n}`` is replaced by the number of subsets of the run), e.g. GDSC: per drug.
     * ``preprocessing()``: what was computed from all rows before the split (``Preprocessing``): every dataset
       states it, and the runner adds it to every row's guarantee.
+    * ``preprocessing_options``: the parameter sets that choose the preprocessing, by a label naming the
+      parameters (e.g. ``{"paper (default)": {}, "centre: law": {"centre": "law"}}``); ``dpexp list datasets NAME``
+      states each option's ``preprocessing()`` (built from those parameters, so the text is the code's) and whether
+      it is public.  Empty: the default parameters are the only option listed.
     * ``data_files``: the files the dataset reads (relative to a data directory) and their SHA-256 (None where no
       byte checksum is known); ``dpexp data download`` fetches nothing when they are present and verify.
     * ``subsets_share_rows``: True when every subset is a release about the same people (GDSC: each drug's model
@@ -252,6 +265,7 @@ class Dataset:
     release_point: ClassVar[str] = ""
     subsets_share_rows: ClassVar[bool] = False
     data_files: ClassVar[dict[str, str | None]] = {}
+    preprocessing_options: ClassVar[dict[str, dict[str, Any]]] = {}
     Params: ClassVar[type[Params]] = NoParams
 
     def __init__(self, data_dir: Path | None = None, **params: Any) -> None:

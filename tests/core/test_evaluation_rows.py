@@ -23,7 +23,8 @@ seed: 3
 repeats: 1
 trials: 10
 datasets:
-  - name: stock_exchange
+  - name: stock_exchange      # declared public ranges: the rows' guarantee is the release's (min-max: none)
+    params: {x_range: [[-0.1, 0.1]], y_range: [[-0.1, 0.1]]}
 sizes: {n_private: all, n_test: 0}
 privacy: {epsilon: [1, 4]}
 algorithms:

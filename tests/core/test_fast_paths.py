@@ -523,13 +523,14 @@ def test_output_keeps_float_matrices_and_converts_the_rest():
 
 
 def _small_config(tmp_path, repeats: int, n_private: list, privacy: dict, algorithms: list):
-    """A small honkela_synthetic (d = 3) experiment written as YAML into ``tmp_path``; returns its path."""
+    """A small honkela_synthetic (d = 3, the law's centres: the guarantees stand) experiment written as YAML into
+    ``tmp_path``; returns its path."""
     import yaml
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "s", "seed": 11, "repeats": repeats,
-        "datasets": [{"name": "honkela_synthetic", "params": {"d": 3}}],
+        "datasets": [{"name": "honkela_synthetic", "params": {"d": 3, "centre": "law"}}],
         "sizes": {"n_private": n_private, "n_public": 5, "n_test": 10},
         "privacy": privacy, "algorithms": algorithms, "metrics": ["mae"]}, sort_keys=False))
     return cfg

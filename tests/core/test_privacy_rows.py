@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from dpexp.cli import main
-from dpexp.components import Preprocessing
+from dpexp.components import TREATED_AS, Preprocessing
 from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, NON_PRIVATE, Guarantee
 from dpexp.results import COLUMNS, read_results
 from dpexp.runner import cell_guarantee
@@ -23,7 +23,7 @@ CFG = textwrap.dedent("""\
     repeats: 2
     datasets:
       - name: honkela_synthetic
-        params: {d: 2}
+        params: {d: 2, centre: law}
     sizes:
       n_private: [0, 40]
       n_public: 5
@@ -53,8 +53,8 @@ def test_guarantee_columns_on_every_row(cli, cfg, tmp_path):
     assert COLUMNS[COLUMNS.index("delta") + 1:COLUMNS.index("delta") + 6] == list(GUARANTEE_COLUMNS)
     df = read_results(tmp_path / "a")
     assert set(df["guarantee"]) <= {"pure", "none"} and (df["guarantee"] != "").all()
-    pre = "public by assumption"          # honkela_synthetic centres over its whole pool: stated on every row
-    assert df["privacy_note"].str.contains(pre).all()
+    # centre: law reads no private row (Eq. 10's means are 0): the algorithms' guarantees stand, no preprocessing note
+    assert not df["privacy_note"].str.contains("centring").any()
     rplr = df[(df.label.str.startswith("rplr")) & (df.n_private == 40)]
     assert (rplr.guarantee == "pure").all() and (rplr.epsilon_spent == rplr.epsilon).all()
     assert rplr.delta_spent.eq(0).all() and rplr.rho_spent.isna().all()
@@ -71,7 +71,7 @@ def test_guarantee_columns_on_every_row(cli, cfg, tmp_path):
                                                      "pure", 2.0) in got
     assert sum(g["rows"] for g in man["privacy_summary"]["guarantees"]) == len(df)
     ds = man["privacy_summary"]["datasets"][0]
-    assert ds["preprocessing"]["treated_as"] == "public by assumption" and "fresh data set" in ds["release_point"]
+    assert ds["preprocessing"]["treated_as"] == TREATED_AS[False] and "fresh data set" in ds["release_point"]
 
 
 def test_seeded_noise_is_reproducible_and_says_so(cli, cfg, tmp_path):
@@ -154,9 +154,28 @@ def test_list_shows_guarantees_and_preprocessing(cli):
     r = cli(["list", "algorithms"])
     assert "pure ε-DP, replace-one" in r.output and "not DP (non-private baseline)" in r.output
     r = cli(["list", "datasets", "honkela_synthetic"])
-    assert "public by assumption" in r.output and "one row's epsilon covers" in r.output
-    r = cli(["list", "datasets", "bikeshare"])
-    assert "min-max" in r.output or "minimum and maximum" in r.output
+    assert "one row's epsilon covers" in r.output
+
+
+@pytest.mark.parametrize("name, options", [
+    ("honkela_synthetic", {"paper (default, centre: pool)": True, "centre: law": False, "preprocess: false": False}),
+    ("rplr_synth_file", {"paper (default, centre: pool)": True, "centre: law": False, "preprocess: false": False}),
+    ("bikeshare", {"paper (default)": True, "declared public ranges (x_range, y_range; the values shown are an example)": False}),
+    ("stock_exchange", {"paper (default)": True, "declared public ranges (x_range, y_range; the values shown are an example)": False}),
+    ("redwine", {"paper (default)": True,
+                 "declared public ranges (ranges: {column: [lo, hi]} for every column)": False}),
+    ("gdsc", {"ours (default, centre: public)": False, "paper (centre: all)": True,
+              "paper protocol (protocol: python)": True, "paper protocol (protocol: matlab)": True}),
+    ("opportunity", {"default parameters": True}),
+    ("carbon_nanotubes", {"default parameters": False}),
+])
+def test_list_datasets_states_each_preprocessing_option_and_whether_it_is_public(cli, name, options):
+    """`dpexp list datasets NAME`: one line per preprocessing option, built from the option's parameters, saying
+    whether it reads private rows unpaid (guarantee none) or is public (the guarantee stands)."""
+    out = " ".join(cli(["list", "datasets", name]).output.split())   # unwrapped
+    for label, leaks in options.items():
+        assert f"preprocessing, {label} [{TREATED_AS[leaks]}]" in out, (label, out[:600])
+    assert out.count("preprocessing, ") == len(options)
 
 
 def test_demo_writes_the_guarantee_columns(cli, tmp_path):

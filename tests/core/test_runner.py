@@ -26,7 +26,7 @@ CFG = textwrap.dedent("""\
     repeats: 3
     datasets:
       - name: honkela_synthetic
-        params: {d: [2, 4]}
+        params: {d: [2, 4], centre: law}   # the law's centres: no private row read, the guarantees stand
     sizes:
       n_private: [0, 30, 60]
       n_public: 5
@@ -196,7 +196,7 @@ def test_summary_keeps_other_grid_axes_separate(cli, cfg, tmp_path):
 
     cli(["run", str(cfg), "--out", str(tmp_path / "a"), "--jobs", "1", "-q"])
     df = read_results(tmp_path / "a")
-    agg = aggregate(df[df.dataset_params == "d=2"], "n_private_requested", "mae")
+    agg = aggregate(df[df.dataset_params == "centre=law,d=2"], "n_private_requested", "mae")
     rplr = agg[agg.label.str.startswith("rplr") & (agg.label.str.contains("omega_x=0.5"))]
     assert sorted(rplr.epsilon.unique()) == [0.5, 2.0] and len(rplr) == 2 * 3
     res = cli(["summarize", str(tmp_path / "a"), "--metric", "mae"])

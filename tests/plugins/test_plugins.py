@@ -84,7 +84,7 @@ def test_plugin_algorithm_runs_plots_and_reports(tmp_path, demo_plugin):
     cfg = tmp_path / "plugin.yaml"
     cfg.write_text(yaml.safe_dump({
         "name": "plugin_demo", "seed": 3, "repeats": 2,
-        "datasets": [{"name": "honkela_synthetic", "params": {"d": 2}}],
+        "datasets": [{"name": "honkela_synthetic", "params": {"d": 2, "centre": "law"}}],   # reads no private row
         "sizes": {"n_private": [50, 100], "n_public": 0, "n_test": 30}, "privacy": {"epsilon": 1.0},
         "algorithms": [{"name": "clipped_mean", "params": {"B": 1.0}}, {"name": "lr"}],
         "metrics": ["mae", "max_abs_error"], "plots": [{"kind": "curve", "metric": "mae", "x": "n_private"}]}))

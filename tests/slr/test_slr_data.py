@@ -170,7 +170,7 @@ def test_declared_ranges_are_row_local_and_clipped():
     np.testing.assert_allclose(sp.X_private[:, 0], np.clip(rows["temp"].to_numpy() / 0.5, 0, 1))
     np.testing.assert_allclose(sp.y_private, np.clip(rows["cnt"].to_numpy() / 100.0, 0, 1))
     assert ds.preprocessing().note == "" and "declared ranges" in ds.preprocessing().detail
-    assert "public by assumption" in BikeShare().preprocessing().note            # the paper's min-max
+    assert BikeShare().preprocessing().leaks                                     # the paper's min-max: not DP
     assert "cnt" in BikeShare(x_range=(0.0, 1.0)).preprocessing().detail          # y still min-max
     assert "ISE_USD" in StockExchange(x_range=(-0.1, 0.1)).preprocessing().detail
     with pytest.raises(ValueError, match="finite lo < hi"):

@@ -386,6 +386,10 @@ class Gdsc(Dataset):
                 raise ValueError(f"public_start applies to protocol: python only, got protocol: {self.protocol}")
             return self
 
+    preprocessing_options = {"ours (default, centre: public)": {}, "paper (centre: all)": {"centre": "all"},
+                             "paper protocol (protocol: python)": {"protocol": "python"},
+                             "paper protocol (protocol: matlab)": {"protocol": "matlab"}}
+
     def preprocessing(self) -> Preprocessing:
         """Centring (module docstring): ``public`` reads no private line; ``all`` and the paper paths
         (``protocol: python|matlab``) read private lines without budget and leak."""

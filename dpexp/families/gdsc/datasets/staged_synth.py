@@ -5,24 +5,26 @@ x ~ N(0, 1), β ~ N(0, I), y ~ N(xᵀβ, 1) (Eq. 10 with λ = λ0 = 1, numpy see
 The thesis' Figs 4.2/4.3 use freshly generated Eq. (10) data (dataset ``honkela_synthetic``); this fixed file is the
 authors' additional test set and a cross-check of the generator.  Protocol as the thesis §3.8.1: per repeat a random
 permutation of the 1000 rows gives a test pool (first ``max_test``), a public pool (next ``max_public``) and the
-private rest; cells take prefixes.  Preprocessing (optional, default on) as Methods 4.4 over all 1000 rows.
+private rest; cells take prefixes.  Preprocessing (optional, default on) as Methods 4.4 over all 1000 rows
+(``centre: pool``: the file's means, private rows included — not DP) or at Eq. (10)'s means, 0 (``centre: law``:
+public; see ``honkela_synthetic``).
 ``sigma_x``/``sigma_y`` in ``meta`` are the stds of the whole (preprocessed) file, not DP, as in the paper.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
 from dpexp import cache
-from dpexp.components import NOTHING_SHARED, Params, Preprocessing, TableDataset
+from dpexp.components import Params, Preprocessing, TableDataset
 from dpexp.datasets.base import data_path
 from dpexp.datasets.checks import require_finite_array
 from dpexp.errors import DataValueError, UserError
-from dpexp.families.gdsc.datasets.synthetic import POOL_CENTRING, preprocess
+from dpexp.families.gdsc.datasets.synthetic import CENTRE_OPTIONS, centring_statement, preprocess
 from dpexp.registry import register_dataset
 from dpexp.types import Sizes
 
@@ -48,6 +50,11 @@ class StagedSynthetic(TableDataset):
 
     class Params(Params):
         preprocess: bool = Field(True, description="centre, unit-norm rows, centre y (Methods 4.4)")
+        centre: Literal["pool", "law"] = "pool"
+        """the centres: pool = the file's means (paper; reads the private rows: not DP), law = Eq. 10's means, 0
+        (public: nothing subtracted)"""
+
+    preprocessing_options = CENTRE_OPTIONS
 
     def _paths(self) -> tuple[Path, Path]:
         """The authors' two files (no download: they are placed by hand, see the folder's SOURCE.md)."""
@@ -55,7 +62,7 @@ class StagedSynthetic(TableDataset):
 
     def table(self) -> tuple[np.ndarray, np.ndarray]:
         px, py = self._paths()
-        key = (cache.file_key(px), cache.file_key(py), self.params.preprocess)
+        key = (cache.file_key(px), cache.file_key(py), self.params.preprocess, self.params.centre)
         return cache.memo("gdsc.staged_synth", key, lambda: self._read(px, py))
 
     def _read(self, px: Path, py: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -64,11 +71,12 @@ class StagedSynthetic(TableDataset):
         require_finite_array(y, py)
         if X.shape[0] != y.shape[0]:
             raise UserError(f"{px}: {X.shape[0]} rows but {py} has {y.shape[0]}")
-        return preprocess(X, y) if self.params.preprocess else (X, y)
+        return preprocess(X, y, self.params.centre) if self.params.preprocess else (X, y)
 
     def preprocessing(self) -> Preprocessing:
-        """Centring over all 1000 rows (``preprocess: true``): public by assumption, as ``honkela_synthetic``."""
-        return POOL_CENTRING if self.params.preprocess else NOTHING_SHARED
+        """Centring over all 1000 rows (``preprocess: true``, ``centre: pool``) reads the private rows: not DP;
+        ``centre: law`` (the file is Eq. 10 with λ = λ0 = 1: means 0) reads none, as ``honkela_synthetic``."""
+        return centring_statement(self.params.preprocess, self.params.centre)
 
     def check_sizes(self, n: int, sizes: Sizes) -> None:
         T, P = sizes.max_test, sizes.max_public

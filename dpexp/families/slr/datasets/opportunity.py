@@ -41,11 +41,13 @@ In every cell/tract the regression is child income rank (y) on parent income ran
     Subsets are the released tracts ``t0000`` … (or the table's ``tract`` ids); all tracts of the state form one
     group for ``oi_mos``.
 
-Privacy of the preprocessing (``preprocessing()``, on every row): x and y are percentile ranks, computed over all
-people (the national OI ranks of the microdata; the state's people for ``simulated``), and the A.2 release rule
-decides from every tract's rows which tracts are released.  Both are the OI protocol and are treated as **public
-by assumption** (the rank transformation and the release rule are taken as given, as Alabi et al. do); formally
-they read every row.  Release point: one cell/tract; cells are disjoint (parallel composition).
+Privacy of the preprocessing (``preprocessing()``, on every row; docs/privacy.md "Preprocessing"): x and y are
+percentile ranks, computed over all people (the national OI ranks of the microdata; the state's people for
+``simulated``), and the A.2 release rule decides from every tract's rows which tracts are released.  Both are the OI
+protocol (Alabi et al. take them as given), and both are statistics of the private rows used without paying for
+them (one person moves the ranks of others by 1/N and can decide whether a tract is released), so every row says
+``guarantee: none`` with the reason.  There is no public alternative here: ranks need the population.  Release
+point: one cell/tract; cells are disjoint (parallel composition).
 
 ``meta["group_data"]`` is one list of ``(x, y)`` 1-D array pairs, one per subset of the group, built once per load
 and shared by every split (``oi_mos`` maximises its local-sensitivity bound over it; not formally DP).
@@ -210,13 +212,15 @@ class Opportunity(Dataset):
 
     def preprocessing(self) -> Preprocessing:
         return Preprocessing(
-            "ranks and OI release rule over all people (paper): public by assumption",
+            "percentile ranks and the OI release rule over all people incl. private rows (the paper's protocol), "
+            "not DP",
             "x and y are percentile ranks computed over all people (the national OI ranks of the microdata; the "
             "simulated state's people for source: simulated) and the OI release rule (>= min_count people, >= "
             "min_frac above and below the state median parent rank) selects the released tracts from every "
-            "tract's rows. Both are the Opportunity Insights protocol and are treated as public by assumption (as "
-            "Alabi et al. 2020); formally they read every row, so guarantees are relative to the ranked, released "
-            "tracts. oi_mos additionally reads every tract for its noise scale and is reported not DP.")
+            "tract's rows. Both are the Opportunity Insights protocol (as Alabi et al. 2020) and read the private "
+            "rows at no cost: not DP (guarantee none on every row). oi_mos additionally reads every tract for its "
+            "noise scale.",
+            leaks=True)
 
     def _data(self) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], dict]:
         micro = None

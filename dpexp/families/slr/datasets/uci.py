@@ -29,15 +29,16 @@ carbon coordinates; the stock columns chosen) is a ``DataValueError`` naming the
 (``dpexp.datasets.checks``), never dropped silently.  Only the xlsx reader drops rows, the sheet's blank rows
 without either ISE return.
 
-Privacy of the preprocessing (``preprocessing()``, on every row): by default the min–max rescaling of ``bikeshare``
-and ``stock_exchange`` uses the minimum and maximum of the whole file (private rows included).  With declared
-ranges (``x_range``, ``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row) nothing is
-computed across rows.  Treated as **public by
-assumption**, as Alabi et al. do: the rescaling fixes the data domain [0, 1]² that every sensitivity assumes, i.e.
-the range of each variable is taken as a known fact (temperature, hourly counts, index returns) rather than
-computed; formally an extreme row moves it, so the guarantee is relative to the rescaled rows.  ``carbon_nanotubes``
-computes nothing across rows (rows outside [0, 1]² are dropped one by one).  Release point: one subset (all its
-predictions); the 288 bikeshare subsets are disjoint sets of hours (parallel composition).
+Privacy of the preprocessing (``preprocessing()``, on every row; docs/privacy.md "Preprocessing"): by default the
+min–max rescaling of ``bikeshare`` and ``stock_exchange`` uses the minimum and maximum of the whole file, private rows
+included, as Alabi et al. do.  That is a statistic of the private rows used without paying for it — one extreme row
+moves every rescaled row (D = {0.5 ×(n−1), 1} vs D′ = {0.5 ×(n−1), 0} rescale to {0,…,0,1} vs {1,…,1,0}: NoisyIntercept's
+ȳ moves by (n − 2)× its sensitivity) — so every row says ``guarantee: none`` with the note "min–max rescaling over
+the private rows (the paper's preprocessing), not DP".  The DP alternative: declared public ranges (``x_range``,
+``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row), with which nothing is computed
+across rows and the algorithm's guarantee stands.  ``carbon_nanotubes`` computes nothing across rows (rows outside
+[0, 1]² are dropped one by one).  Release point: one subset (all its predictions); the 288 bikeshare subsets are
+disjoint sets of hours (parallel composition).
 
 ``download(dest)`` fetches the UCI originals (URL + SHA-256 where a byte-verified checksum is known, otherwise a
 shape check after download).
@@ -89,8 +90,8 @@ def rescale(v: np.ndarray, declared: Range | None) -> np.ndarray:
 
 
 def scaling_statement(x_name: str, y_name: str, x_range: Range | None, y_range: Range | None) -> Preprocessing:
-    """The statement of the rescaling: min-max for the variables without a declared range (public by assumption),
-    nothing across rows when both ranges are declared."""
+    """The statement of the rescaling: min-max for the variables without a declared range (reads the private rows:
+    leaks), nothing across rows (public) when both ranges are declared."""
     computed = [n for n, r in ((x_name, x_range), (y_name, y_range)) if r is None]
     if computed:
         return minmax_statement(" and ".join(computed))
@@ -106,8 +107,8 @@ def _check_range(v: Range | None) -> Range | None:
 
 class _RangeParams(Params):
     x_range: Range | None = None
-    """declared range [lo, hi] of x (rescaled and clipped row-locally); default: min-max over the whole file (paper,
-    public by assumption)"""
+    """declared public range [lo, hi] of x (rescaled and clipped row-locally); default: min-max over the whole file
+    (paper; reads the private rows: guarantee none)"""
     y_range: Range | None = Field(None, description="declared range [lo, hi] of y; default: min-max over the file")
 
     @field_validator("x_range", "y_range")
@@ -116,14 +117,27 @@ class _RangeParams(Params):
         return _check_range(v)
 
 
+#: the row note of the paper's min–max rescaling (the reason of the rows' ``none`` guarantee)
+MINMAX_NOTE = "min–max rescaling over the private rows (the paper's preprocessing), not DP"
+
+
 def minmax_statement(what: str) -> Preprocessing:
-    """The statement of a min–max rescaling over the whole file (module docstring: public by assumption)."""
+    """The statement of a min–max rescaling over the whole file: it reads the private rows unpaid (module
+    docstring), so it leaks."""
     return Preprocessing(
-        "min-max over the whole file incl. private rows (paper): public by assumption",
+        MINMAX_NOTE,
         f"{what} are rescaled linearly to [0, 1] with the minimum and maximum of the whole file (private rows "
-        "included), as Alabi et al. 2020 do. Treated as public by assumption: the rescaling fixes the domain "
-        "[0, 1]^2 that every sensitivity assumes, i.e. the variables' ranges are taken as known facts; formally an "
-        "extreme row moves them, so guarantees are relative to the rescaled rows.")
+        "included), as Alabi et al. 2020 do. One extreme private row moves every rescaled row, at no cost: not DP "
+        "(guarantee none on every row). Declare public ranges (x_range, y_range) to rescale row by row instead.",
+        leaks=True)
+
+
+def range_options(x_range: Range, y_range: Range) -> dict[str, dict[str, Any]]:
+    """The options ``dpexp list datasets NAME`` states for a min–max dataset: the paper's, and declared ranges (the
+    ranges given are an example of the form, not facts the dataset vouches for)."""
+    return {"paper (default)": {},
+            "declared public ranges (x_range, y_range; the values shown are an example)": {"x_range": x_range,
+                                                                                             "y_range": y_range}}
 
 
 #: one subset is one release point; subsets of a file partition its rows
@@ -235,6 +249,7 @@ class BikeShare(Dataset):
     download_hint = "dpexp data download bikeshare"
     release_point = DISJOINT_SUBSETS
     Params = _RangeParams
+    preprocessing_options = range_options((0.0, 1.0), (0.0, 1000.0))   # UCI: temp is normalised (÷ 41)
     data_files = {BIKE_FILE: BIKE_HOUR_SHA256}
 
     def preprocessing(self) -> Preprocessing:
@@ -379,6 +394,7 @@ class StockExchange(_OneSubset):
     download_hint = "dpexp data download stock_exchange"
     data_files = {STOCK_FILE: None}    # derived from an Excel file re-saved by every copy: no byte checksum
     Params = _StockParams
+    preprocessing_options = range_options((-0.1, 0.1), (-0.1, 0.1))     # daily index returns
 
     def preprocessing(self) -> Preprocessing:
         p = self.params
