@@ -16,18 +16,27 @@ correlation coefficient)
     A₂ = Σ_{i≠j} a_ij², A₃ = Σ_i (Σ_j a_ij)²,  B₂ = n(n−1), B₃ = n(n²−1)/3,
 
 so the metric is the z-score (pc − ½)/sd(pc), sd(pc) = sqrt(Var Γ)/(2P) — exact, no permutation sampling.  ``sd``
-is the drug's response std given by the dataset (``split.meta['y_sd']``; the authors used a per-drug std,
-drugstats.csv) or, if absent, the std of the test responses.  Averaging the per-drug values over drugs gives the
-(unweighted) wpc-index.  Undefined cases (n < 3, all responses equal) give 0, like ``spearman``.
+(parameter ``sd``): ``dataset`` (default, the authors') — the drug's response std given by the dataset
+(``split.meta['y_sd']``; the authors used a per-drug std over all lines, drugstats.csv; ``gdsc`` gives the std over
+all the drug's lines, private ones included) or, if absent, the std of the test responses; ``test`` — always the std
+of the test responses.  Averaging the per-drug values over drugs gives the (unweighted) wpc-index.  Undefined cases
+(n < 3, all responses equal) give 0, like ``spearman``.
+
+Privacy (docs/privacy.md "Evaluation rows"): with ``sd: dataset`` the value reads a statistic of the private lines
+(the std over all lines), so the metric declares ``reads_private`` and its rows are evaluation rows (guarantee
+``none``, "evaluation against private data", the release named in the note) — on a dataset without ``y_sd`` this is
+conservative.  ``sd: test`` reads only the test lines and the predictions: its rows carry the release's guarantee.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 import numpy as np
 from scipy import special
 
 from dpexp import cache
-from dpexp.components import Metric
+from dpexp.components import Metric, Params
 from dpexp.metrics.cells import ranks_and_codes, response_groups
 from dpexp.registry import register_metric
 from dpexp.types import Output, Split
@@ -106,8 +115,18 @@ class WPC(Metric):
     name = "wpc"
     description = "standardised probabilistic c-index per drug (wpc-index term; average over drugs = wpc)"
 
+    class Params(Params):
+        sd: Literal["dataset", "test"] = "dataset"
+        """the response scale: the dataset's per-drug std (authors'; gdsc: over all lines, private ones included:
+        evaluation rows) or the test responses' std (reads no private line)"""
+
+    @property
+    def reads_private(self) -> bool:  # type: ignore[override]
+        """``sd: dataset`` reads the std over all the drug's lines, private ones included (module docstring)."""
+        return self.params.sd == "dataset"
+
     def __call__(self, output: Output, split: Split) -> float:
-        return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split))))
+        return float(np.mean(standardised_pc(output.predictions, split.y_test, _sd(split, self.params.sd))))
 
     def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
         """Every cell of a group: the one-trial cells per group of equal test responses (a drug's algorithms,
@@ -131,7 +150,7 @@ class WPC(Metric):
                 sp = splits[k]
                 sd = sd_of.get(id(sp))               # a split is shared by all algorithms of its size: read once
                 if sd is None:
-                    sd = sd_of[id(sp)] = _sd(sp)
+                    sd = sd_of[id(sp)] = _sd(sp, self.params.sd)
                 by_sd.setdefault(sd, []).append(r)
             for sd, rows in by_sd.items():
                 a, sn = cache.memo("gdsc.wpc_terms", (*g.key, float(sd)), lambda: _defined_terms(g.y, sd),
@@ -195,7 +214,8 @@ def _probe_batched_gamma() -> bool:
     return True
 
 
-def _sd(split: Split) -> float:
-    """The response scale of the pc-index: the drug's σ_y from the dataset, else the test responses' std."""
-    sd = split.meta.get("y_sd")
+def _sd(split: Split, source: str = "dataset") -> float:
+    """The response scale of the pc-index: the drug's σ_y from the dataset (``source: dataset``, when it gives
+    one), else the test responses' std."""
+    sd = split.meta.get("y_sd") if source == "dataset" else None
     return float(np.std(split.y_test)) if sd is None else float(sd)
