@@ -117,8 +117,8 @@ def algorithm_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
 
 
 def dataset_records(exp: ResolvedExperiment) -> list[dict[str, Any]]:
-    """Per dataset variant: its preprocessing statement (public by assumption or leaks) and what one row's ε covers
-    (its release point, with the number of subsets of this run)."""
+    """Per dataset variant: its preprocessing statement (public, or reads private rows unpaid: none) and what one
+    row's ε covers (its release point, with the number of subsets of this run)."""
     out = []
     for dv in exp.datasets:
         n = len(dv.subsets)

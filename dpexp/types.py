@@ -38,8 +38,8 @@ _UNCHECKED = object()   # ``Split.nonfinite``'s "not checked yet" (None means "a
 class Split:
     """The data one cell sees. ``X_*`` are 2-D (rows x features) and ``y_*`` 1-D float arrays.
 
-    ``meta`` carries dataset facts an algorithm or metric may need and that are *public* by assumption
-    (declared bounds, the true coefficients of a synthetic model, feature names...).  Anything derived from the
+    ``meta`` carries dataset facts an algorithm or metric may need and that are *public* (declared bounds, the
+    true coefficients of a synthetic model, feature names...).  Anything derived from the
     private rows that is not DP must not go into ``meta`` unless the paper protocol does so and says so.
     """
 
