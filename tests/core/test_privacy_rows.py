@@ -157,11 +157,14 @@ def test_list_shows_guarantees_and_preprocessing(cli):
     assert "one row's epsilon covers" in r.output
 
 
+RANGES = "declared public ranges (x_range, y_range; the values shown are an example)"
+
+
 @pytest.mark.parametrize("name, options", [
     ("honkela_synthetic", {"paper (default, centre: pool)": True, "centre: law": False, "preprocess: false": False}),
     ("rplr_synth_file", {"paper (default, centre: pool)": True, "centre: law": False, "preprocess: false": False}),
-    ("bikeshare", {"paper (default)": True, "declared public ranges (x_range, y_range; the values shown are an example)": False}),
-    ("stock_exchange", {"paper (default)": True, "declared public ranges (x_range, y_range; the values shown are an example)": False}),
+    ("bikeshare", {"paper (default)": True, RANGES: False}),
+    ("stock_exchange", {"paper (default)": True, RANGES: False}),
     ("redwine", {"paper (default)": True,
                  "declared public ranges (ranges: {column: [lo, hi]} for every column)": False}),
     ("gdsc", {"ours (default, centre: public)": False, "paper (centre: all)": True,

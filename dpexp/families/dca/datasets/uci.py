@@ -54,7 +54,8 @@ def scale_declared(A: np.ndarray, ranges: list[tuple[float, float]], length: flo
 
 
 #: the row note of the paper's whole-file scaling (the reason of the rows' ``none`` guarantee)
-FILE_SCALING_NOTE = "centring and range scaling over the whole file incl. private rows (the paper's preprocessing), not DP"
+FILE_SCALING_NOTE = ("centring and range scaling over the whole file incl. private rows (the paper's preprocessing), "
+                     "not DP")
 
 
 class _UCIDataset(TableDataset):

@@ -44,8 +44,8 @@ def generate_eq10(n: int, d: int, rng: np.random.Generator, lam: float = 1.0, la
 
 def preprocess(X: np.ndarray, y: np.ndarray, centre: str = "pool") -> tuple[np.ndarray, np.ndarray]:
     """Centre features, scale rows to unit L2 norm (zero rows stay zero), centre y (Methods 4.4).  ``centre``:
-    ``pool`` — at the means of the rows given (the paper's); ``law`` — at the generating law's means, 0 for Eq. (10),
-    so nothing is subtracted and each row's map is row-local."""
+    ``pool`` — at the means of the rows given (the paper's); ``law`` — at the generating law's means, 0 for
+    Eq. (10), so nothing is subtracted and each row's map is row-local."""
     if centre == "pool":
         X = X - X.mean(axis=0, keepdims=True)
         y = y - y.mean()

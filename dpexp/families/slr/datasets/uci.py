@@ -30,15 +30,15 @@ carbon coordinates; the stock columns chosen) is a ``DataValueError`` naming the
 without either ISE return.
 
 Privacy of the preprocessing (``preprocessing()``, on every row; docs/privacy.md "Preprocessing"): by default the
-min–max rescaling of ``bikeshare`` and ``stock_exchange`` uses the minimum and maximum of the whole file, private rows
-included, as Alabi et al. do.  That is a statistic of the private rows used without paying for it — one extreme row
-moves every rescaled row (D = {0.5 ×(n−1), 1} vs D′ = {0.5 ×(n−1), 0} rescale to {0,…,0,1} vs {1,…,1,0}: NoisyIntercept's
-ȳ moves by (n − 2)× its sensitivity) — so every row says ``guarantee: none`` with the note "min–max rescaling over
-the private rows (the paper's preprocessing), not DP".  The DP alternative: declared public ranges (``x_range``,
-``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row), with which nothing is computed
-across rows and the algorithm's guarantee stands.  ``carbon_nanotubes`` computes nothing across rows (rows outside
-[0, 1]² are dropped one by one).  Release point: one subset (all its predictions); the 288 bikeshare subsets are
-disjoint sets of hours (parallel composition).
+min–max rescaling of ``bikeshare`` and ``stock_exchange`` uses the minimum and maximum of the whole file, private
+rows included, as Alabi et al. do. That is a statistic of the private rows used without paying for it — one extreme
+row moves every rescaled row (D = {0.5 ×(n−1), 1} vs D′ = {0.5 ×(n−1), 0} rescale to {0,…,0,1} vs {1,…,1,0}:
+NoisyIntercept's ȳ moves by (n − 2)× its sensitivity) — so every row says ``guarantee: none`` with the note "min–max
+rescaling over the private rows (the paper's preprocessing), not DP". The DP alternative: declared public ranges
+(``x_range``, ``y_range``: rescaled with the declared [lo, hi] and clipped to [0, 1], row by row), with which
+nothing is computed across rows and the algorithm's guarantee stands. ``carbon_nanotubes`` computes nothing across
+rows (rows outside [0, 1]² are dropped one by one). Release point: one subset (all its predictions); the 288
+bikeshare subsets are disjoint sets of hours (parallel composition).
 
 ``download(dest)`` fetches the UCI originals (URL + SHA-256 where a byte-verified checksum is known, otherwise a
 shape check after download).
