@@ -442,8 +442,8 @@ def _gdsc_cross_terms() -> list[Mutant]:
                 "has cross terms)", xx_cross_terms_forgotten, params=params, design=_GDSC_CROSS_DESIGN)
          for n, params in (("rplr", {"p1": 0.9, "p2": 0.05, "p3": 0.05, "omega_x": 0.7}),
                            ("split_search", {"p1": 0.9, "p2": 0.05}))]
-    M.append(Mutant("plr/cross-terms-forgotten", "plr", "named", f"{what}: plr's X'X has ε/2, so up to 2ε, and "
-                    "2.25ε with X'y", xx_cross_terms_forgotten, design=_GDSC_CROSS_DESIGN,
+    M.append(Mutant("plr/cross-terms-forgotten", "plr", "named", f"{what}: plr's X'X has ε/2, where the row realises "
+                    "2ε, and X'y 0.25ε more", xx_cross_terms_forgotten, design=_GDSC_CROSS_DESIGN,
                     unresolved="spread over 20 released numbers of ≤ 0.125ε each (a Gaussian-like μ ≈ 0.5): even "
                     "the exact likelihood-ratio test reaches ε̂ ≈ 1.0–1.25 at 10⁵ runs and ≈ 1.5 at 10⁶"))
     return M

@@ -255,3 +255,17 @@ def test_unresolved_violations_are_listed_not_counted(monkeypatch, capsys):
         assert mutants.run_mutants(["plr/cross-terms-forgotten", "plr/unclipped"]) == 0
         out = capsys.readouterr().out
         assert "beyond this audit's power, not counted" in out and "mutants detected: 1/1" in out
+
+
+def test_split_search_view_records_its_rplr_releases():
+    """split_search runs an rplr (``audit_delegates``): its view records that rplr's ``release_group`` per split —
+    X'X, X'y, y'y and the DP σ̂_x, σ̂_y at d = 1 — not the predictions and coefficients alone."""
+    from dpexp.audit import prepare
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.privacy.ledger import PrivacyLedger
+
+    alg, design, eps, dl = prepare("split_search")
+    pair = candidate_pairs(design, "replace-one")[0]
+    outs = alg.run_many([pair.D, pair.Dprime], eps, dl, [PrivacyLedger(np.random.default_rng(k)) for k in (0, 1)], 3)
+    assert [o.coef.shape for o in outs] == [(3, 5), (3, 5)]
+    assert not np.array_equal(outs[0].coef, outs[1].coef)
