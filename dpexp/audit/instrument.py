@@ -12,8 +12,10 @@ from typing import Any, Callable, Iterator
 
 
 def algorithm_modules(alg: Any) -> list[ModuleType]:
-    """The dpexp modules defining ``alg``'s class and its bases, most derived first."""
-    names = dict.fromkeys(c.__module__ for c in type(alg).__mro__ if c.__module__.startswith("dpexp."))
+    """The dpexp modules defining ``alg``'s class and its bases, most derived first, then those of the classes it
+    names in ``audit_delegates`` (classes whose code its run executes: ``split_search`` runs an ``rplr``)."""
+    classes = [*type(alg).__mro__, *(c for k in getattr(alg, "audit_delegates", ()) for c in k.__mro__)]
+    names = dict.fromkeys(c.__module__ for c in classes if c.__module__.startswith("dpexp."))
     return [sys.modules[n] for n in names if n in sys.modules]
 
 

@@ -181,3 +181,91 @@ def test_dca_statistics_pass_on_the_cross_term_design(algorithm):
     r = audit_entry(algorithm, design=bounded_clients_cross)
     assert r.verdict == PASS, r
     assert "(1,1,1,1,0) -> (1,1,-1,-1,0)" in r.neighbours
+
+
+def test_gdsc_cross_design_moves_only_cross_terms():
+    """The d = 8 design of the GDSC cross-term mutants: the changed row moves the 16 cross entries x_j x_k
+    (j ≤ 4 < k) of XᵀX by 2 each — 32 of the true L1 sensitivity d(d+1)/2 = 36, 4× the diagonal-only d = 8 — and
+    leaves the diagonal, the other entries and Σx_j² (what σ̂_x sees) unchanged; the base's cross entries cancel."""
+    from dpexp import registry
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.families.gdsc.audit import CROSS_D, clipped_statistics_cross
+
+    pairs = candidate_pairs(clipped_statistics_cross(registry.get("algorithm", "plr")()), "replace-one")
+    assert len(pairs) == 1 and "(1,1,1,1,1,1,1,1,5) -> (1,1,1,1,-1,-1,-1,-1,-5)" in pairs[0].description
+    D, Dp = pairs[0].D, pairs[0].Dprime
+    G, Gp = D.X_private.T @ D.X_private, Dp.X_private.T @ Dp.X_private
+    iu = np.triu_indices(CROSS_D)
+    diff = np.abs(G - Gp)[iu]
+    cross = (iu[0] < CROSS_D // 2) & (iu[1] >= CROSS_D // 2)
+    assert np.all(diff[cross] == 2.0) and np.all(diff[~cross] == 0.0)
+    assert diff.sum() == 32.0 and 32.0 <= CROSS_D * (CROSS_D + 1) / 2 and diff.sum() == 4 * CROSS_D
+    assert np.sum(D.X_private**2) == np.sum(Dp.X_private**2)
+    base = D.X_private[:-1]
+    assert np.all((base.T @ base)[iu][cross] == 0.0)
+
+
+def test_cross_terms_mutant_passes_every_argument_through_and_replaces_only_xx(monkeypatch):
+    """The mutant wraps whatever ``stats.sensitivities`` is at the time (e.g. one with a new keyword): its arguments
+    pass through unchanged, X'X's entry becomes d·B_x² (arrays too), X'y's and y'y's stay; undone after."""
+    from dpexp.audit.mutants import xx_cross_terms_forgotten
+    from dpexp.families.gdsc import stats
+
+    seen = []
+
+    def future(d, B_x, B_y, sensitivity="tight"):
+        seen.append((d, B_x, B_y, sensitivity))
+        return 0.5 * d * (d + 1) * B_x**2, 7.0, 9.0
+
+    monkeypatch.setattr(stats, "sensitivities", future)
+    with xx_cross_terms_forgotten():
+        assert stats.sensitivities(8, 0.5, 2.0, sensitivity="paper") == (8 * 0.25, 7.0, 9.0)
+        s = stats.sensitivities(d=3, B_x=np.array([1.0, 2.0]), B_y=1.0)
+        np.testing.assert_array_equal(s[0], [3.0, 12.0])
+        assert s[1:] == (7.0, 9.0)
+    assert seen[0] == (8, 0.5, 2.0, "paper") and (seen[1][0], *seen[1][2:]) == (3, 1.0, "tight")
+    np.testing.assert_array_equal(seen[1][1], [1.0, 2.0])
+    assert stats.sensitivities is future
+
+
+@pytest.mark.parametrize("algorithm", ["rplr", "split_search", "plr"])
+def test_gdsc_statistics_pass_on_the_cross_term_design(algorithm):
+    """The d = 8 design of the cross-term mutants, at the mutants' parameters, holds for the correct algorithms
+    (rplr's mutant is detected on it: FAST_MUTANTS)."""
+    from dpexp.audit.mutants import MUTANTS
+    from dpexp.families.gdsc.audit import clipped_statistics_cross
+
+    m = next(m for m in MUTANTS if m.name == f"{algorithm}/cross-terms-forgotten")
+    r = audit_entry(algorithm, design=clipped_statistics_cross, params=m.params or None)
+    assert r.verdict == PASS, r
+
+
+def test_unresolved_violations_are_listed_not_counted(monkeypatch, capsys):
+    from dpexp.audit import mutants
+
+    by = {m.name: m for m in MUTANTS}
+    assert by["plr/cross-terms-forgotten"].violation and by["plr/cross-terms-forgotten"].unresolved
+    assert {m.name for m in MUTANTS if m.unresolved} == {"plr/cross-terms-forgotten"}
+    for n in ("rplr/cross-terms-forgotten", "split_search/cross-terms-forgotten"):
+        assert by[n].violation and not by[n].unresolved and not by[n].weak
+    for verdict in ("FAIL", "PASS"):   # either verdict: exit 0, and N counts only the resolvable mutant
+        monkeypatch.setattr(mutants, "audit_mutant", lambda name, *a, v=verdict, **k: SimpleNamespace(
+            verdict="FAIL" if name == "plr/unclipped" else v, claimed_epsilon=1.0, epsilon_lb=1.1, seconds=0.0,
+            note=""))
+        assert mutants.run_mutants(["plr/cross-terms-forgotten", "plr/unclipped"]) == 0
+        out = capsys.readouterr().out
+        assert "beyond this audit's power, not counted" in out and "mutants detected: 1/1" in out
+
+
+def test_split_search_view_records_its_rplr_releases():
+    """split_search runs an rplr (``audit_delegates``): its view records that rplr's ``release_group`` per split —
+    X'X, X'y, y'y and the DP σ̂_x, σ̂_y at d = 1 — not the predictions and coefficients alone."""
+    from dpexp.audit import prepare
+    from dpexp.audit.neighbours import candidate_pairs
+    from dpexp.privacy.ledger import PrivacyLedger
+
+    alg, design, eps, dl = prepare("split_search")
+    pair = candidate_pairs(design, "replace-one")[0]
+    outs = alg.run_many([pair.D, pair.Dprime], eps, dl, [PrivacyLedger(np.random.default_rng(k)) for k in (0, 1)], 3)
+    assert [o.coef.shape for o in outs] == [(3, 5), (3, 5)]
+    assert not np.array_equal(outs[0].coef, outs[1].coef)

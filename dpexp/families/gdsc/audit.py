@@ -37,6 +37,41 @@ def sigma_of_rows(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"sigma_x": float(np.std(X)), "sigma_y": float(np.std(y))}
 
 
+#: the design that sees XᵀX's cross terms (``clipped_statistics_cross``): d features, n private rows
+CROSS_D, CROSS_N = 8, 101
+
+
+def cross_rows(d: int = CROSS_D) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """x = 1 and x′ = (1, …, 1, −1, …, −1) (d/2 each): equal squares x_j² (XᵀX's diagonal and the DP σ̂_x see the
+    same rows), and the (d/2)² cross entries x_j x_k with j ≤ d/2 < k move from +1 to −1."""
+    h = d // 2
+    return (1.0,) * d, (1.0,) * h + (-1.0,) * (d - h)
+
+
+def clipped_statistics_cross(alg: Clipping) -> Design:
+    """The clipped-statistics family (rplr, plr, split_search) at d = 8, for the bugs only cross terms of XᵀX show
+    (``*/xx-cross-terms-forgotten``).  Declared box |x_j| ≤ 1: plr's B_x, and rplr's and split_search's public σ
+    bound ``sigma_bound_x`` = 1 (their clipping bound is ω_x σ̂_x, drawn per trial).
+
+    The pair ``cross_rows`` with y = B_y → −B_y, n = 101, on the explicit base of 100 rows alternating x and x′
+    (y = 0).  The row moves the (d/2)² = 16 cross entries by 2B² each (B the trial's clipping bound; rplr's
+    ω_x = 0.7 keeps ω_x σ̂_x < 1 except with probability ≈ 0.3 %, so every row is clipped to ±B), 32B² in L1 — of
+    the true sensitivity d(d+1)B²/2 = 36B² (``stats.sensitivities``), and 4× the diagonal-only d·B² of the mutant —
+    and leaves XᵀX's diagonal, its other off-diagonal entries and Σ x_j² unchanged.  The base's cross entries cancel
+    (50 rows each way), so the moved entries are ±B² plus noise; its Σx_j² = 8·101 keeps σ̂_x at 1 ± 14 % under
+    rplr's σ̂ noise (d/(0.05ε) on Σx_j²).  y: Xy moves by B_y(x + x′) = (2B B_y, …, 0, …) (half of
+    Xᵀy's 2dB B_y), the rest of what one row can realise jointly with the cross terms."""
+    x, xp = cross_rows()
+    meta = {"sigma_x": 1.0, "sigma_y": 1.0}
+    probe = Split(np.zeros((1, CROSS_D)), np.zeros(1), np.empty((0, CROSS_D)), np.empty(0),
+                  np.zeros((1, CROSS_D)), np.zeros(1), dict(meta))
+    B_y = float(alg.bounds(probe)[1])
+    base = tuple((x if i % 2 == 0 else xp) + (0.0,) for i in range(CROSS_N - 1))
+    return Design(x_lo=(-1.0,) * CROSS_D, x_hi=(1.0,) * CROSS_D, y_lo=-B_y, y_hi=B_y, n=CROSS_N, X_test=(x,),
+                  meta=meta, bases=("explicit",), explicit_base=base, extra_pairs=((x + (B_y,), xp + (-B_y,)),),
+                  max_pairs=0)
+
+
 #: |y| of the outlier rows of the unit-box design, in units of B_y (a correct algorithm clips them to ±1)
 OUTLIER = 1000.0
 
@@ -99,7 +134,8 @@ class ReleasedStatistics(_ReleaseView):
     too), plr's ``release_batch.perturbed_stats_many`` — recorded from the batched call ``run_many`` makes.  The
     Bayesian fit turns ~4 numbers into d coefficients and loses most of the privacy loss (a d = 1 fit is a ratio);
     the released statistics do not.  The splits of one call share d and have private rows (the audit designs), so
-    split k is row k of the release."""
+    split k is row k of the release — or, for an algorithm that releases split by split (``split_search`` runs an
+    rplr per split: one ``release_group`` of one row each), row 0 of the k-th release."""
 
     def _capture(self, record):
         from dpexp.audit.instrument import capturing
@@ -119,10 +155,11 @@ class ReleasedStatistics(_ReleaseView):
     def _columns_of(self, record, trials: int, k: int) -> list[np.ndarray]:
         cols: list[np.ndarray] = []
         if record.get("release_group"):
-            g = record["release_group"][-1]
-            cols += [_unique_entries(g.XX[k]), g.Xy[k], np.asarray(g.yy[k])[:, None]]
+            got = record["release_group"]
+            g, i = (got[k], 0) if len(got) > 1 and all(r.XX.shape[0] == 1 for r in got) else (got[-1], k)
+            cols += [_unique_entries(g.XX[i]), g.Xy[i], np.asarray(g.yy[i])[:, None]]
             if g.sigma_x.ndim == 2:   # σ̂ released per trial (sigma: dp)
-                cols += _per_trial((g.sigma_x[k], g.sigma_y[k]), trials)
+                cols += _per_trial((g.sigma_x[i], g.sigma_y[i]), trials)
         if record.get("perturbed_stats_many"):
             got = record["perturbed_stats_many"][-1]
             if k in got:

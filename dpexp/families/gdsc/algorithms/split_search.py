@@ -74,6 +74,8 @@ class SplitSearch(Algorithm):
     # audited at the grid point (0.05, 0.9) like rplr: at the paper split no pair realises more than ≈ 0.54ε, so a
     # factor-2 bug would stay ≈ 1.08ε (docs/audit.md)
     audit = AuditPlan(design=clipped_statistics, view=released_statistics, params={"p1": 0.05, "p2": 0.9})
+    #: its run is an rplr's (``_rplr``): the audit views find the helpers they record (``release_group``) there
+    audit_delegates = (RobustPrivateLR,)
     description = "budget-split grid point: auxiliary-data score (Fig. 5) + rplr with that split"
     neighbouring = "replace-one"
     guarantee_text = ("pure ε-DP, replace-one (as rplr with sigma: dp); "
