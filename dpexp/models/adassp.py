@@ -48,7 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian, laplace, laplace_rows, laplace_scale
+from dpexp.privacy.mechanisms import (analytic_gaussian_sigma, gaussian_rows, laplace_rows, laplace_scale,
+                                     standard_laplace_rows, standard_normal_rows)
 
 
 @dataclass(frozen=True)
@@ -114,62 +115,54 @@ def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str =
 _LABELS = ("lambda_min(X'X)", "X'X", "X'y")
 
 
-def _draw(shape: tuple[int, ...], cal: AdaSSPNoise, i: int, source, size: int | None) -> np.ndarray:
-    """Noise of release i (0: λ_min, 1: XᵀX entries, 2: Xᵀy) through ``dpexp.privacy.mechanisms`` — recorded when
-    ``source`` is a ``PrivacyLedger`` — with the calibrated scale (per trial when the bounds are)."""
-    scale = (cal.scale_min, cal.scale_xx, cal.scale_xy)[i]
-    if cal.kind == "gaussian":
-        return gaussian(np.zeros(shape), scale, source, size, sensitivity=cal.sens[i], epsilon=cal.eps[i],
-                        delta=cal.delta[i], calibration="analytic", label=_LABELS[i])
-    return laplace(np.zeros(shape), cal.sens[i], cal.eps[i], source, size, scale=scale, label=_LABELS[i])
+def draws_per_cell(d: int, trials: int) -> int:
+    """Standard draws one cell's :func:`release_rows` reads: T for λ_min, T·d(d+1)/2 for XᵀX, T·d for Xᵀy."""
+    return int(trials) * (1 + d * (d + 1) // 2 + d)
 
 
-def release(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, rng, trials: int | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The three private releases of one data set's statistics (steps 1 and 3): (λ_min + N_1, XᵀX + N_2 mirrored,
-    Xᵀy + N_3); with ``trials`` a leading axis of that many independent releases.  ``XX`` (d, d) or (trials, d, d)
-    and ``Xy`` (d,) or (trials, d) (statistics of rows clipped per trial); ``rng`` a Generator (draws only) or a
-    ``PrivacyLedger`` (draws and records the three spends)."""
-    XX = np.asarray(XX, dtype=float)
-    XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
-    d = XX.shape[-1]
-    lam_min = np.linalg.eigvalsh(XX)[..., 0]
-    iu = np.triu_indices(d)
-    lm = lam_min + _draw((), cal, 0, rng, trials)
-    u = XX[..., iu[0], iu[1]] + _draw((iu[0].size,), cal, 1, rng, trials)
-    xy = np.asarray(Xy, dtype=float) + _draw((d,), cal, 2, rng, trials)
-    M = np.zeros(u.shape[:-1] + (d, d))
-    M[..., iu[0], iu[1]] = u
-    M = M + np.swapaxes(np.triu(M, 1), -1, -2)
-    return lm, M, xy
+def standard_rows(cal: AdaSSPNoise, sources: list, d: int, trials: int) -> np.ndarray:
+    """Each cell's standard draws for :func:`release_rows` (S, ``draws_per_cell``), from its own source: Laplace(0, 1)
+    or N(0, 1) after ``cal.kind`` (``privacy.mechanisms.standard_laplace_rows`` / ``standard_normal_rows``)."""
+    k = draws_per_cell(d, trials)
+    return standard_laplace_rows(sources, k) if cal.kind == "laplace" else standard_normal_rows(sources, k)
 
 
 def release_rows(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, standard: np.ndarray, sources: list
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`release` with Laplace noise for S cells at once (one data set each): ``XX`` (S, T, d, d), ``Xy``
-    (S, T, d); ``cal`` a Laplace calibration whose sensitivities are (S, T) (bounds per trial) or (S, 1) arrays and
-    whose ε shares are numbers; ``standard`` (S, T(1 + m + d)), m = d(d+1)/2, each cell's standard Laplace draws
-    in the order of :func:`release`'s calls (λ_min's T, then T·m for XᵀX, T·d for Xᵀy;
-    ``privacy.mechanisms.standard_laplace_rows``).  Each release goes through ``privacy.mechanisms.laplace_rows``,
-    which records in ``sources[i]`` the ``Spend`` :func:`release` records: results and spends equal the per-cell
-    calls to the bit (tests/gdsc/test_adassp_batch.py).  Raises ``LinAlgError`` (nothing recorded) when an
-    eigenvalue computation fails."""
-    if cal.kind != "laplace":
-        raise ValueError(f"release_rows draws Laplace noise, got a {cal.kind!r} calibration")
+    """The three private releases (steps 1 and 3) of S cells at once, one data set each: (λ_min + N_1 (S, T),
+    XᵀX + N_2 mirrored (S, T, d, d), Xᵀy + N_3 (S, T, d)); a single data set is a batch of one.  ``XX`` (S, T, d, d)
+    and ``Xy`` (S, T, d) (statistics of rows clipped per trial); ``cal`` a calibration whose sensitivities and
+    scales are numbers or (S, T) / (S, 1) arrays (bounds per cell and trial) and whose ε, δ shares are numbers;
+    ``standard`` (S, ``draws_per_cell``) each cell's standard draws (:func:`standard_rows`: λ_min's T, then T·m for
+    XᵀX, T·d for Xᵀy).  Each release goes through ``privacy.mechanisms.laplace_rows`` (``laplace``) or
+    ``gaussian_rows`` (``gaussian``, analytic calibration), which records its ``Spend`` in ``sources[i]`` (a
+    ``PrivacyLedger``; a Generator or noise source records nothing).  Raises ``LinAlgError`` (nothing recorded)
+    when an eigenvalue computation fails."""
     XX = np.asarray(XX, dtype=float)
     XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
     S, T, d = XX.shape[0], XX.shape[1], XX.shape[-1]
     lam_min = np.linalg.eigvalsh(XX)[..., 0]
     iu = np.triu_indices(d)
     m = iu[0].size
-    sens = [np.asarray(s, dtype=float).reshape(S, -1) for s in cal.sens]
-    lm = lam_min + laplace_rows(np.zeros((S, T)), standard[:, :T], sens[0], cal.eps[0], sources, _LABELS[0])
-    j = T
-    u = XX[..., iu[0], iu[1]] + laplace_rows(np.zeros((S, T, m)), standard[:, j:j + T * m].reshape(S, T, m),
-                                             sens[1], cal.eps[1], sources, _LABELS[1])
-    j += T * m
-    xy = np.asarray(Xy, dtype=float) + laplace_rows(np.zeros((S, T, d)), standard[:, j:j + T * d].reshape(S, T, d),
-                                                    sens[2], cal.eps[2], sources, _LABELS[2])
+    if standard.shape != (S, draws_per_cell(d, T)):
+        raise ValueError(f"release_rows: standard draws of shape {standard.shape}, expected {(S, draws_per_cell(d, T))}")
+    sens = [np.asarray(v, dtype=float).reshape(S, -1) if np.ndim(v) else np.full((S, 1), float(v)) for v in cal.sens]
+    scales = [np.asarray(v, dtype=float).reshape(S, -1) if np.ndim(v) else np.full((S, 1), float(v))
+              for v in (cal.scale_min, cal.scale_xx, cal.scale_xy)]
+    parts = (standard[:, :T], standard[:, T:T * (1 + m)].reshape(S, T, m), standard[:, T * (1 + m):].reshape(S, T, d))
+    shapes = ((S, T), (S, T, m), (S, T, d))
+
+    def noise(i: int) -> np.ndarray:
+        if cal.kind == "laplace":
+            return laplace_rows(np.zeros(shapes[i]), parts[i], sens[i], cal.eps[i], sources, _LABELS[i])
+        if cal.kind == "gaussian":
+            return gaussian_rows(np.zeros(shapes[i]), parts[i], scales[i], sens[i], cal.eps[i], cal.delta[i],
+                                 sources, calibration="analytic", label=_LABELS[i])
+        raise ValueError(f"noise must be 'gaussian' or 'laplace', got {cal.kind!r}")
+
+    lm = lam_min + noise(0)
+    u = XX[..., iu[0], iu[1]] + noise(1)
+    xy = np.asarray(Xy, dtype=float) + noise(2)
     M = np.zeros(u.shape[:-1] + (d, d))
     M[..., iu[0], iu[1]] = u
     M = M + np.swapaxes(np.triu(M, 1), -1, -2)
@@ -237,7 +230,11 @@ def adassp(X: np.ndarray, y: np.ndarray, B_X: float, B_Y: float, epsilon: float,
                          "sensitivities and the privacy guarantee do not hold")
     d = X.shape[1]
     cal = calibrate(d, B_X, B_Y, epsilon, delta, noise, split)
-    lm, XXn, Xyn = release(X.T @ X, X.T @ np.asarray(y, dtype=float), cal, rng, trials)
+    T = 1 if trials is None else int(trials)
+    XX = np.broadcast_to(X.T @ X, (1, T, d, d))   # a batch of one data set
+    Xy = np.broadcast_to(X.T @ np.asarray(y, dtype=float), (1, T, d))
+    lm, XXn, Xyn = (a[0] if trials is not None else a[0, 0]
+                    for a in release_rows(XX, Xy, cal, standard_rows(cal, [rng], d, T), [rng]))
     lt = private_lambda_min(lm, cal, rho)
     lam = adaptive_ridge(lt, d, cal, rho)
     theta = estimate(XXn, Xyn, lam)

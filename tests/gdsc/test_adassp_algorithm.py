@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms import adassp as alg_mod
 from dpexp.families.gdsc.algorithms.adassp import AdaSSP
 from dpexp.models import adassp as core
@@ -86,7 +87,7 @@ def test_guarantees_per_setting():
     assert g.kind == "approx" and g.epsilon == pytest.approx(1.0) and 0 < g.delta <= 1e-6 * (1 + 1e-9)
     g = AdaSSP(sigma="data").run(s, 1.0, 0.0, np.random.default_rng(0)).guarantee
     assert g.kind == "none" and "sigma: data" in g.reason
-    with pytest.raises(ValueError, match="needs the cell's delta"):
+    with pytest.raises(UserError, match="needs the cell's delta"):
         AdaSSP(noise="gaussian").run(s, 1.0, 0.0, np.random.default_rng(0))
     with pytest.raises(ValidationError):
         AdaSSP(omega_y=0.0)
@@ -106,12 +107,18 @@ def test_nearly_noiseless_limit_is_least_squares_and_public_rows_are_used():
 def test_clipping_modes_and_bounds_interface():
     s = _split()
     norm = AdaSSP(omega_x=0.5)
-    Xc, _ = norm._clip(np.array([[3.0, 4.0]]), np.zeros(1), 1.0, 1.0, 1.0, 1)
-    np.testing.assert_allclose(Xc[0, 0], [0.6, 0.8])                       # projected onto the unit ball
+    one = np.ones((1, 1))
+
+    def products(alg, X, y, B_X, B_x, B_Y):   # the clipped row's XᵀX, Xᵀy (a batch of one split, one trial)
+        XX, Xy = alg._clip_products(alg_mod._Blocked([X], [y]), B_X * one, B_x * one, B_Y * one, 1)
+        return XX[0, 0], Xy[0, 0]
+
+    XX, _ = products(norm, np.array([[3.0, 4.0]]), np.zeros(1), 1.0, 1.0, 1.0)
+    np.testing.assert_allclose(XX, np.outer([0.6, 0.8], [0.6, 0.8]))     # projected onto the unit ball
     coord = AdaSSP(clip="coordinate")
-    Xc, yc = coord._clip(np.array([[3.0, -4.0]]), np.array([5.0]), 2.0, 1.0, 2.0, 1)
-    np.testing.assert_allclose(Xc[0, 0], [1.0, -1.0])
-    assert yc[0, 0] == 2.0
+    XX, Xy = products(coord, np.array([[3.0, -4.0]]), np.array([5.0]), 2.0, 1.0, 2.0)
+    np.testing.assert_allclose(XX, np.outer([1.0, -1.0], [1.0, -1.0]))    # each coordinate at ±B_x, y at B_Y
+    np.testing.assert_allclose(Xy, [2.0, -2.0])
     assert norm.bounds(s) == pytest.approx((0.5 * 0.5 * math.sqrt(3), 1.0))
     assert coord.bounds(s) == pytest.approx((0.5, 1.0))
 
@@ -138,27 +145,21 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
     half, d, eps, delta, share = 20_000, 3, 1.5, 1e-5, 0.1
     sx = np.repeat([0.5, 0.5 * math.sqrt(2.0)], half)
     sy = np.full(2 * half, 2.0)
-    monkeypatch.setattr(alg_mod, "clip_sigmas", lambda p, split, e, ledger, trials: (sx, sy))
     real_sigmas = alg_mod.release_sigmas
 
-    def fixed_sigmas(*a):   # noise: laplace (the batched release): the σ̂ spends recorded, σ̂ fixed
+    def fixed_sigmas(*a):   # the σ̂ spends recorded, σ̂ fixed
         real_sigmas(*a)
         return sx[None], sy[None]
 
     monkeypatch.setattr(alg_mod, "release_sigmas", fixed_sigmas)
     seen = {}
-    real_release, real_rows = core.release, core.release_rows
-
-    def spy(XX, Xy, cal, rng, trials=None):
-        seen["out"] = real_release(XX, Xy, cal, rng, trials)
-        return seen["out"]
+    real_rows = core.release_rows
 
     def spy_rows(XX, Xy, cal, standard, sources):
         got = real_rows(XX, Xy, cal, standard, sources)
         seen["out"] = tuple(a[0] for a in got)
         return got
 
-    monkeypatch.setattr(alg_mod.core, "release", spy)
     monkeypatch.setattr(alg_mod.core, "release_rows", spy_rows)
     alg = AdaSSP(sigma="dp", sigma_share=share, noise=noise, omega_x=1.0, omega_y=0.5)
     alg.run(_split(zero=True), eps, delta, PrivacyLedger(np.random.default_rng(3)), trials=2 * half)
@@ -184,14 +185,14 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
 def test_audit_view_returns_the_raw_releases_and_restores_the_module():
     """The audit view (``AuditPlan.view``) exposes (noisy λ_min, XᵀX unique entries, Xᵀy, σ̂_x, σ̂_y) per trial:
     on all-zero private rows with no public rows the λ_min column is pure Laplace noise at the calibrated scale
-    (mean |noise| within 3 % over 20,000 trials), and ``models.adassp.release`` is the original afterwards."""
+    (mean |noise| within 3 % over 20,000 trials), and ``models.adassp.release_rows`` is the original afterwards."""
     from dpexp.families.gdsc.audit import adassp_releases
 
     s = _split(zero=True)
     alg = AdaSSP(sigma="data", omega_x=2.0, omega_y=0.5)
-    original = core.release
+    original = core.release_rows
     out = adassp_releases(alg).run(s, 1.5, 0.0, PrivacyLedger(np.random.default_rng(3)), trials=20_000)
-    assert core.release is original
+    assert core.release_rows is original
     d = 3
     assert out.coef.shape == (20_000, 1 + d * (d + 1) // 2 + d)        # sigma: data releases no σ̂
     cal = core.calibrate(d, 2.0 * 0.5 * math.sqrt(d), 0.5 * 2.0, 1.5, 0.0, "laplace")
