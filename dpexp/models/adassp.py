@@ -20,11 +20,35 @@ Neighbouring relation: replace-one (bounded DP, as rplr; Honkela et al. 2018, Me
 ‖x‖₂ ≤ B_X, |y| ≤ B_Y (x, y the replaced row, x', y' the new one):
 
 * λ_min(XᵀX): XᵀX' = XᵀX − xxᵀ + x'x'ᵀ and by Weyl's inequality λ_min(M) − ‖x‖² ≤ λ_min(M − xxᵀ + x'x'ᵀ) ≤
-  λ_min(M) + ‖x'‖², so Δ = B_X² (a scalar: L1 = L2).
-* XᵀX, released as the vector u of its d(d+1)/2 unique entries: L2: ‖u(xxᵀ) − u(x'x'ᵀ)‖₂ ≤ ‖xxᵀ − x'x'ᵀ‖_F and
-  ‖xxᵀ − x'x'ᵀ‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2B_X⁴, so Δ₂ = √2 B_X² (attained by orthogonal rows of norm B_X);
-  L1: ‖u(xxᵀ)‖₁ = Σ_{j≤k} |x_j x_k| = (‖x‖₁² + ‖x‖₂²)/2 ≤ (d + 1)B_X²/2, so Δ₁ = (d + 1)B_X².
-* Xᵀy: Δ₂ = ‖xy − x'y'‖₂ ≤ 2B_X B_Y;  Δ₁ ≤ 2‖x‖₁B_Y ≤ 2√d B_X B_Y.
+  λ_min(M) + ‖x'‖², so Δ = B_X² (a scalar: L1 = L2); attained by x = 0 → x' = B_X e where e is the bottom
+  eigenvector of M and M's other eigenvalues are ≥ B_X².
+* XᵀX, released as the vector u(A) of the d(d+1)/2 unique entries of A = xxᵀ − x'x'ᵀ:
+
+  - L2: ‖u(A)‖₂² = (‖A‖_F² + Σ_j A_jj²)/2 ≤ ‖A‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2B_X⁴, so Δ₂ = √2 B_X² for
+    d ≥ 2 (attained by B_X e₁ → B_X e₂); for d = 1, |x² − x'²| ≤ B_X², so Δ₂ = B_X².
+  - L1, exactly: for signs S = (s_jk)_{j≤k}, Σ_{j≤k} s_jk A_jk = xᵀM_S x − x'ᵀM_S x' with (M_S)_jj = s_jj,
+    (M_S)_jk = (M_S)_kj = s_jk/2, and ‖u(A)‖₁ is the largest of these over S (S the signs of u(A)).  Over
+    ‖x‖ ≤ B_X, xᵀMx ranges up to B_X² max(λ_max(M), 0) and x'ᵀMx' down to B_X² min(λ_min(M), 0), so
+    Δ₁ = c_d B_X² with c_d = max_S [max(λ_max(M_S), 0) − min(λ_min(M_S), 0)], attained by x, x' = B_X times the
+    top and bottom eigenvectors of the best S (or 0).  c_d is unchanged by negating S (M → −M swaps the two terms),
+    by permuting the coordinates (PMPᵀ) and by flipping a coordinate's sign (DMD, D = diag(±1): the signs s_jk,
+    k ≠ j, flip, the diagonal stays), so p ≥ ⌈d/2⌉ diagonal signs +1 first and s_1k = +1 (k > 1) lose nothing:
+    (⌊d/2⌋ + 1)·2^((d−1)(d−2)/2) patterns, enumerated for d ≤ 7 (:func:`xx_l1_factor`): c_1 = 1, c_2 = √5,
+    c_3 ≈ 2.872, c_4 = √13, c_5 ≈ 4.272, c_6 = 5, c_7 ≈ 5.679 (and c_8 = √41 offline), against the earlier
+    declared d + 1.
+  - L1, a proven bound for any d (used for d > 7, :func:`xx_l1_bound`): t = Σ_j |A_jj| ≤ Σ_j (x_j² + x'_j²) ≤
+    2B_X², and Σ_j A_jj² ≥ t²/d (Cauchy–Schwarz), so by Cauchy–Schwarz over the d(d−1)/2 off-diagonal entries
+    Σ_{j<k} |A_jk| ≤ √(d(d−1)/2)·√((‖A‖_F² − Σ_j A_jj²)/2) ≤ √(d(d−1)/4)·√(2B_X⁴ − t²/d); hence ‖u(A)‖₁ ≤
+    B_X² max_{0≤t≤2} [t + √(d(d−1)/4)·√(2 − t²/d)] — √5 at d = 2 (exact), 6.58 at d = 8 (c_8 = 6.40), 8.00 at
+    d = 10 (a pattern reaches √61 ≈ 7.81).  Also (Mirsky 1956) λ_max(M) − λ_min(M) ≤ √(2‖M‖_F² − 2 tr(M)²/d)
+    with ‖M_S‖_F² = d + d(d−1)/4 and |tr M_S| ≥ d mod 2, and max(λ_max, −λ_min) ≤ (d + 1)/2 (Gershgorin) when
+    both eigenvalues have one sign: 8.06 at d = 10.  The smaller of the two is used.
+  - Rows in the box |x_j| ≤ B_x (coordinate clipping; B_X = √d B_x): with a_j = |x_j − x'_j|, b_j = |x_j + x'_j|
+    (a_j + b_j ≤ 2B_x), |A_jj| = a_j b_j ≤ B_x² and |A_jk| ≤ (a_j b_k + a_k b_j)/2, so ‖u(A)‖₁ ≤ ½Σ_j a_j b_j +
+    ½(Σa)(Σb) ≤ d(d+1)B_x²/2, attained by B_x·1 → 0: exact, and below c_d B_X² = c_d d B_x² (c_d ≥ (d+1)/2, the
+    all-plus pattern), so coordinate clipping uses it.
+* Xᵀy: Δ₂ = ‖xy − x'y'‖₂ ≤ 2B_X B_Y;  Δ₁ ≤ 2‖x‖₁B_Y ≤ 2√d B_X B_Y; both attained by x = B_X 1/√d, x' = −x,
+  y = y' = B_Y (in the box too).
 
 Noise (``noise=``):
 
@@ -43,6 +67,7 @@ per-coordinate clipping at B_x gives ‖x‖ ≤ √d B_x).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -77,20 +102,76 @@ class AdaSSPNoise:
         return float(sum(self.eps)), float(sum(self.delta))
 
 
-def sensitivities(d: int, B_X: float, B_Y: float, norm: str) -> tuple[float, float, float]:
-    """Replace-one sensitivities (λ_min, XᵀX unique entries, Xᵀy) in the L2 or L1 norm (module docstring)."""
+#: the largest d whose XᵀX L1 factor is computed exactly, by enumerating the sign patterns (2^15·4 matrices at d = 7,
+#: about a second once per process; 2^21·5 at d = 8 would take minutes)
+EXACT_XX_L1_D = 7
+
+
+@functools.lru_cache(maxsize=None)
+def xx_l1_factor(d: int) -> float:
+    """c_d with Δ₁ = c_d B_X² the replace-one L1 sensitivity of XᵀX's d(d+1)/2 unique entries for rows in the ball
+    ‖x‖₂ ≤ B_X (module docstring): exact for d ≤ ``EXACT_XX_L1_D`` (the sign-pattern enumeration, rounded up by
+    1e-12 relative to cover eigvalsh's rounding), the proven bound max_{0≤t≤2} t + √(d(d−1)/4)·√(2 − t²/d) beyond.
+    c_1 = 1, c_2 = √5, c_3 ≈ 2.872, c_5 ≈ 4.272, c_10 ≤ 8 (the earlier d + 1: 2, 3, 4, 6, 11)."""
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"d must be >= 1, got {d}")
+    if d <= EXACT_XX_L1_D:
+        return _enumerated_xx_l1(d) * (1.0 + 1e-12)
+    return xx_l1_bound(d)
+
+
+def xx_l1_bound(d: int) -> float:
+    """A proven upper bound on c_d for any d (module docstring), the smaller of two: (a) max over t ∈ [0, 2] of
+    g(t) = t + c·√(2 − t²/d), c = √(d(d−1)/4) — g is concave with its maximum at t* = √(2/(c²/d² + 1/d)), so (a)
+    is g(min(t*, 2)); (b) Mirsky's max((d + 1)/2, √(2d + d(d−1)/2 − 2(d mod 2)/d)).  (a) is the smaller for every
+    even d and every odd d ≥ 9; exact at d = 2 (√5); 2.8 % above c_8 = √41, 2.4 % above √61 (a pattern's value, a
+    lower bound on c_10) at d = 10."""
+    c2 = d * (d - 1) / 4.0
+    t = min(2.0, math.sqrt(2.0 / (c2 / d**2 + 1.0 / d)))
+    a = t + math.sqrt(c2 * max(2.0 - t * t / d, 0.0))
+    b = max((d + 1) / 2.0, math.sqrt(2.0 * d + d * (d - 1) / 2.0 - 2.0 * (d % 2) / d))
+    return min(a, b)
+
+
+def _enumerated_xx_l1(d: int, chunk: int = 1 << 14) -> float:
+    """max over sign patterns S of max(λ_max(M_S), 0) − min(λ_min(M_S), 0), M_jj = s_jj, M_jk = s_jk/2, with the
+    symmetries of the module docstring: p ≥ ⌈d/2⌉ diagonal signs +1 first, the off-diagonal signs of row 0 all +1,
+    the other (d−1)(d−2)/2 enumerated."""
+    off = [(j, k) for j in range(1, d) for k in range(j + 1, d)]
+    best = 0.0
+    for p in range(-(-d // 2), d + 1):
+        base = np.diag(np.array([1.0] * p + [-1.0] * (d - p)))
+        base[0, 1:] = base[1:, 0] = 0.5
+        total = 1 << len(off)
+        for start in range(0, total, chunk):
+            idx = np.arange(start, min(total, start + chunk))
+            M = np.repeat(base[None], idx.size, axis=0)
+            for b, (j, k) in enumerate(off):
+                M[:, j, k] = M[:, k, j] = np.where((idx >> b) & 1, -0.5, 0.5)
+            ev = np.linalg.eigvalsh(M)
+            best = max(best, float((np.maximum(ev[:, -1], 0.0) - np.minimum(ev[:, 0], 0.0)).max()))
+    return best
+
+
+def sensitivities(d: int, B_X, B_Y, norm: str, B_box=None) -> tuple:
+    """Replace-one sensitivities (λ_min, XᵀX unique entries, Xᵀy) in the L2 or L1 norm (module docstring), rows in
+    the ball ‖x‖₂ ≤ B_X; ``B_box``: the rows also lie in the box |x_j| ≤ B_box (coordinate clipping, B_X = √d
+    B_box), whose exact XᵀX L1 sensitivity d(d+1)B_box²/2 is then used (it is below c_d B_X² for every d)."""
     if norm == "l2":
-        return B_X**2, math.sqrt(2.0) * B_X**2, 2.0 * B_X * B_Y
+        return B_X**2, (1.0 if d == 1 else math.sqrt(2.0)) * B_X**2, 2.0 * B_X * B_Y
     if norm == "l1":
-        return B_X**2, (d + 1) * B_X**2, 2.0 * math.sqrt(d) * B_X * B_Y
+        xx = xx_l1_factor(d) * B_X**2 if B_box is None else (d * (d + 1) / 2.0) * B_box**2
+        return B_X**2, xx, 2.0 * math.sqrt(d) * B_X * B_Y
     raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
 
 
 def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str = "gaussian",
-              split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)) -> AdaSSPNoise:
+              split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3), B_box=None) -> AdaSSPNoise:
     """Noise scales of the three releases for (ε, δ) (Gaussian) or ε (Laplace), split by ``split``.  ``B_X``,
-    ``B_Y`` may be (trials,) arrays (bounds chosen per trial): the sensitivities and scales are then arrays too
-    (a scale is proportional to its sensitivity at fixed (ε, δ))."""
+    ``B_Y`` (and ``B_box``, the coordinate bound when rows are clipped per coordinate: :func:`sensitivities`) may be
+    arrays (bounds chosen per cell and trial): the sensitivities and scales are then arrays too (a scale is
+    proportional to its sensitivity at fixed (ε, δ))."""
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1.0) > 1e-9:
         raise ValueError(f"split must be three positive shares summing to 1, got {split}")
     if np.any(np.asarray(B_X) <= 0) or np.any(np.asarray(B_Y) <= 0):
@@ -99,12 +180,12 @@ def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str =
     if noise == "gaussian":
         if not 0 < delta < 1:
             raise ValueError(f"the Gaussian AdaSSP needs 0 < delta < 1, got {delta}")
-        sens = sensitivities(d, B_X, B_Y, "l2")
+        sens = sensitivities(d, B_X, B_Y, "l2", B_box)
         dl = (delta / 3.0,) * 3
         sc = [s * analytic_gaussian_sigma(1.0, e, dd) if np.ndim(s) else analytic_gaussian_sigma(s, e, dd)
               for s, e, dd in zip(sens, eps, dl)]
     elif noise == "laplace":
-        sens = sensitivities(d, B_X, B_Y, "l1")
+        sens = sensitivities(d, B_X, B_Y, "l1", B_box)
         dl = (0.0, 0.0, 0.0)
         sc = [s / e if np.ndim(s) else laplace_scale(s, e) for s, e in zip(sens, eps)]
     else:

@@ -60,7 +60,8 @@ def run(alg, split: Split, epsilon: float, delta: float, ledger: PrivacyLedger, 
     sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
     eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
     B_X, B_x, B_Y = alg._B(d, sx, sy)
-    cal = core.calibrate(d, B_X, B_Y, eps, delta if p.noise == "gaussian" else 0.0, p.noise)
+    cal = core.calibrate(d, B_X, B_Y, eps, delta if p.noise == "gaussian" else 0.0, p.noise,
+                         B_box=B_x if p.clip == "coordinate" else None)
     Xc, yc = clip(alg, split.X_private, split.y_private, B_X, B_x, B_Y, trials)
     lm, XXn, Xyn = release(np.swapaxes(Xc, -1, -2) @ Xc, np.einsum("tnd,tn->td", Xc, yc), cal, ledger, trials)
     lam_t = core.private_lambda_min(lm, cal, p.rho)

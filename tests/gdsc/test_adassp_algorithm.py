@@ -16,6 +16,10 @@ from dpexp.models import adassp as core
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.types import Split
 
+#: c_3, AdaSSP's XᵀX L1 factor at d = 3 (Δ₁ = c_3 B_X²): √33/2, the eigenvalue spread of M = [[1, ½, ½], [½, 1, ½],
+#: [½, ½, −1]] (written out here, not taken from the code)
+C3 = math.sqrt(33) / 2
+
 
 def _split(n=60, d=3, n_pub=0, seed=0, zero=False):
     rng = np.random.default_rng(seed)
@@ -71,13 +75,17 @@ def test_ledger_records_the_three_releases_and_the_sigma_estimates():
     assert sum(sp["epsilon"] for sp in spends) == pytest.approx(2.0)
     assert [sp["epsilon"] for sp in spends[2:]] == pytest.approx([1.8 / 3] * 3)
     assert out.guarantee.kind == "pure" and out.guarantee.epsilon == pytest.approx(2.0)
-    # L1 sensitivities B_X², (d + 1)B_X², 2√d B_X B_Y (d = 3; the worst trial's, σ̂ being drawn per trial)
-    assert spends[3]["sensitivity"] == pytest.approx(4 * spends[2]["sensitivity"])
+    # L1 sensitivities B_X², c_3 B_X², 2√d B_X B_Y (d = 3, c_3 = √33/2: the spread of the best sign pattern,
+    # tests/models/test_adassp_sensitivity.py; the worst trial's, σ̂ being drawn per trial)
+    assert spends[3]["sensitivity"] == pytest.approx(C3 * spends[2]["sensitivity"])
     data = PrivacyLedger(np.random.default_rng(2))
     AdaSSP(sigma="data").run(s, 2.0, 0.0, data, trials=3)           # fixed bounds: b = Δ₁/(ε/3) for each release
     B_X, B_Y = 1.0 * 0.5 * math.sqrt(3), 0.5 * 2.0
     rec = [sp for sp in data.summary() if sp["label"] in ("lambda_min(X'X)", "X'X", "X'y")]
-    assert [sp["sensitivity"] for sp in rec] == pytest.approx([B_X**2, 4 * B_X**2, 2 * math.sqrt(3) * B_X * B_Y])
+    assert [sp["sensitivity"] for sp in rec] == pytest.approx([B_X**2, C3 * B_X**2, 2 * math.sqrt(3) * B_X * B_Y])
+    box = PrivacyLedger(np.random.default_rng(2))   # coordinate clipping: the box's exact d(d+1)B_x²/2 = 6B_x²
+    AdaSSP(sigma="data", clip="coordinate").run(s, 2.0, 0.0, box, trials=3)
+    assert [sp["sensitivity"] for sp in box.summary() if sp["label"] == "X'X"] == pytest.approx([6 * 0.5**2])
     assert all(sp["scale"] == pytest.approx(sp["sensitivity"] / (2.0 / 3)) for sp in rec)
 
 
@@ -136,7 +144,7 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
     calibrated to *that* trial's B_X = ω_x σ̂_x √d, B_Y = ω_y σ̂_y at the statistics' ε = (1 − sigma_share)ε / 3 per
     release.  σ̂ is fixed here (σ̂_x = 0.5 in half the trials, 0.5√2 in the other half, so the XᵀX noise of the second
     half is exactly twice the first's) and the expected scales are written out from the sensitivities
-    (λ_min: B_X², XᵀX: (d + 1)B_X² (L1) or √2 B_X² (L2), Xᵀy: 2√d B_X B_Y (L1) or 2 B_X B_Y (L2)), not taken from
+    (λ_min: B_X², XᵀX: c_3 B_X² (L1) or √2 B_X² (L2), Xᵀy: 2√d B_X B_Y (L1) or 2 B_X B_Y (L2)), not taken from
     the calibration code.  Each half matches within 3 % (20,000 trials per half: relative s.e. ≈ 0.3–0.7 %), and
     the ratio of the halves is 2 within 3 % — a scale off by a factor of 2 (or 1/2), or one trial's bounds used for
     all trials, fails."""
@@ -168,7 +176,7 @@ def test_per_trial_bounds_set_each_trials_noise_scale(noise, monkeypatch):
     e3 = (1 - share) * eps / 3
     B_X, B_Y = sx * math.sqrt(d), 0.5 * sy
     if noise == "laplace":
-        want = [B_X**2 / e3, (d + 1) * B_X**2 / e3, 2 * math.sqrt(d) * B_X * B_Y / e3]
+        want = [B_X**2 / e3, C3 * B_X**2 / e3, 2 * math.sqrt(d) * B_X * B_Y / e3]
     else:
         g = analytic_gaussian_sigma(1.0, e3, delta / 3)         # σ is linear in the sensitivity
         want = [B_X**2 * g, math.sqrt(2) * B_X**2 * g, 2 * B_X * B_Y * g]

@@ -71,7 +71,8 @@ def test_noise_scales_actually_drawn(noise):
         assert cal.spent == pytest.approx((eps, delta))
     else:
         np.testing.assert_allclose([cal.scale_min, cal.scale_xx, cal.scale_xy],
-                                   [BX**2 / (eps / 3), (d + 1) * BX**2 / (eps / 3), 2 * math.sqrt(d) * BX * BY / (eps / 3)])
+                                   [BX**2 / (eps / 3), math.sqrt(13) * BX**2 / (eps / 3),   # c_4 = √13
+                                    2 * math.sqrt(d) * BX * BY / (eps / 3)])
         assert cal.spent == pytest.approx((eps, 0.0))
 
 

@@ -2,10 +2,12 @@
 perturbation with a differentially private ridge — the strongest simple baseline for rplr (issue 15).
 
 Release (``dpexp.models.adassp``, replace-one neighbours of the private rows; sensitivities derived in that module's
-docstring with ‖x‖₂ ≤ B_X, |y| ≤ B_Y): a private lower bound on λ_min(XᵀX) (Δ = B_X², Weyl), XᵀX on its d(d+1)/2
-unique entries (Δ₂ = √2 B_X², Δ₁ = (d + 1)B_X²) and Xᵀy (Δ₂ = 2B_XB_Y, Δ₁ = 2√d B_XB_Y), each at a third of the
-statistics' budget; the ridge max(0, s_xx√(d log(2d²/ρ)) − λ̃_min) and θ̂ = (XᵀX + N + λI)⁻¹(Xᵀy + N) are
-post-processing.
+docstring with ‖x‖₂ ≤ B_X, |y| ≤ B_Y, each attained): a private lower bound on λ_min(XᵀX) (Δ = B_X², Weyl), XᵀX on
+its d(d+1)/2 unique entries (Δ₂ = √2 B_X² (B_X² at d = 1); Δ₁ = c_d B_X², the exact sign-pattern value c_d = 1,
+√5, 2.87, …, 5.68 for d ≤ 7 and a proven bound beyond (8.00 at d = 10), or d(d+1)B_x²/2 with ``clip:
+coordinate``) and Xᵀy (Δ₂ = 2B_XB_Y, Δ₁ = 2√d B_XB_Y), each at a third of the statistics' budget; the ridge
+max(0, s_xx√(d log(2d²/ρ)) − λ̃_min) and θ̂ = (XᵀX + N + λI)⁻¹(Xᵀy + N) are post-processing.  AdaSSP is "ours"
+(no paper protocol in this project), so these tight values are its only calibration.
 
 Noise (``noise``): ``laplace`` (default) — pure ε-DP with the L1 sensitivities, so its curve sits on the same ε axis
 as rplr, narplr and the other GDSC methods (all pure ε); ``gaussian`` — Wang's mechanism, (ε, δ)-DP with the L2
@@ -88,6 +90,11 @@ class AdaSSP(BatchedAlgorithm):
             return B_X, B_X, p.omega_y * sy
         B_x = p.omega_x * sx
         return B_x * math.sqrt(d), B_x, p.omega_y * sy
+
+    def _box(self, B_x):
+        """The coordinate bound the rows also satisfy (``clip: coordinate``), for the exact XᵀX L1 sensitivity of
+        the box (``models.adassp.sensitivities``); None with ``clip: norm``."""
+        return B_x if self.params.clip == "coordinate" else None
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         """(B_x, B_y) with the data σ of ``split.meta``: a box containing every clipped row (the audit design)."""
@@ -208,7 +215,7 @@ class AdaSSP(BatchedAlgorithm):
             L = None if L is None else L[g]
             sx, sy, B_X, B_x, B_Y = sx[g], sy[g], B_X[g], B_x[g], B_Y[g]
             rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
-        cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise)
+        cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise, B_box=self._box(B_x))
         if L is None:   # Gaussian: each cell's normal draws, after its σ̂ (if any)
             L = core.standard_rows(cal, lgs, d, T)
         XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
@@ -228,7 +235,7 @@ class AdaSSP(BatchedAlgorithm):
             sub = lambda a: a[okr]  # noqa: E731
             ss, lgs, L, XX, Xy = [ss[i] for i in ok], [lgs[i] for i in ok], L[okr], XX[okr], Xy[okr]
             sx, sy, B_X, B_x, B_Y = sub(sx), sub(sy), sub(B_X), sub(B_x), sub(B_Y)
-            cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise)
+            cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise, B_box=self._box(B_x))
             g = g[okr]
             lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
         lam_t = core.private_lambda_min(lm, cal, p.rho)
@@ -255,10 +262,12 @@ class AdaSSP(BatchedAlgorithm):
         """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale of ``core.calibrate`` at
         (ε, δ) finite — else the split fails with a one-line error before its statistics are released."""
         with np.errstate(over="ignore", invalid="ignore"):
-            B_X, _, B_Y = self._B(d, sx, sy)
+            B_X, B_x, B_Y = self._B(d, sx, sy)
             ok = (B_X > 0) & (B_Y > 0)
             # calibrate refuses bounds <= 0: the others' scales computed with those replaced by 1
-            cal = core.calibrate(d, np.where(ok, B_X, 1.0), np.where(ok, B_Y, 1.0), eps, delta, self.params.noise)
+            box = self._box(np.where(ok, B_x, 1.0 / math.sqrt(d)))
+            cal = core.calibrate(d, np.where(ok, B_X, 1.0), np.where(ok, B_Y, 1.0), eps, delta, self.params.noise,
+                                 B_box=box)
             parts = [ok] + [np.isfinite(v) for v in cal.sens + (cal.scale_min, cal.scale_xx, cal.scale_xy)]
         return np.all(np.logical_and.reduce(parts), axis=1)
 
