@@ -58,10 +58,6 @@ def run(alg, split: Split, epsilon: float, delta: float, ledger: PrivacyLedger, 
     p = alg.params
     d = split.d
     sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
-    if p.sigma == "dp":   # at least the σ of a noisy sum equal to its Laplace scale (d bx²/sh, by²/sh)
-        n, sh = max(split.X_private.shape[0], 1), p.sigma_share * epsilon / 2.0
-        sx = np.maximum(sx, np.sqrt(d * p.sigma_bound_x**2 / sh / (n * d)))
-        sy = np.maximum(sy, np.sqrt(p.sigma_bound_y**2 / sh / n))
     eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
     B_X, B_x, B_Y = alg._B(d, sx, sy)
     cal = core.calibrate(d, B_X, B_Y, eps, delta if p.noise == "gaussian" else 0.0, p.noise,

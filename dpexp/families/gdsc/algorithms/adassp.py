@@ -15,8 +15,8 @@ sensitivities and the analytic Gaussian calibration at (ε/3, δ/3) each, which 
 weaker guarantee than the pure-ε curves beside it.
 
 Bounds: rplr's interface — B = ω·σ with σ_x, σ_y from ``sigma: dp`` (default: released at ``sigma_share``·ε, per
-trial, and raised to that release's resolution, ``sigma_floor``) or ``sigma: data`` (the paper's protocol, not
-DP).  ``clip: norm`` (default, Wang's bound) projects every row onto ‖x‖₂ ≤ B_X = ω_x σ_x √d (σ_x √d is the RMS row norm, so ω_x = 1 keeps unit-norm rows as they are);
+trial) or ``sigma: data`` (the paper's protocol, not DP).  ``clip: norm`` (default, Wang's bound) projects every row
+onto ‖x‖₂ ≤ B_X = ω_x σ_x √d (σ_x √d is the RMS row norm, so ω_x = 1 keeps unit-norm rows as they are);
 ``clip: coordinate`` clips every coordinate at B_x = ω_x σ_x as rplr does (then ‖x‖₂ ≤ B_X = √d B_x).  y is clipped
 at B_Y = ω_y σ_y.  The public rows, clipped the same way, are added to the released statistics exactly, and the
 ridge credits their smallest eigenvalue (Weyl: λ_min(A + P) ≥ λ_min(A) + λ_min(P)).  Without private rows nothing
@@ -195,7 +195,6 @@ class AdaSSP(BatchedAlgorithm):
             sums = rows.sigma_sums(bx, by)
             L = standard_laplace_rows(lgs, 2 * T + (k if lap else 0))
             sx, sy = release_sigmas(sums, rows.counts, d, bx, by, sh, L[:, :2 * T], lgs)
-            sx, sy = sigma_floor(sx, sy, rows.counts, bx, by, sh)
             L = L[:, 2 * T:] if lap else None
         else:
             sx, sy = sx[idx], sy[idx]
@@ -335,18 +334,6 @@ class _Blocked:
         """``release_batch.sigma_sums`` of the splits (S, 2) from these rows (``RowBlocks.sigma_sums``: the same
         rows in the same layout, so the same row-wise reductions: equal to the bit)."""
         return self._rows.sigma_sums(bx, by)
-
-
-def sigma_floor(sx: np.ndarray, sy: np.ndarray, counts: np.ndarray, bx: float, by: float, eps_s: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """σ̂_x, σ̂_y (S, T) raised to the resolution of their own release: σ̂_x² = S̃_x/(nd) with S̃_x = S_x + Lap(b_x),
-    b_x = d·bx²/eps_s, so a noisy sum below its noise scale b_x cannot tell σ_x from 0; the floor is the σ of a sum
-    equal to b_x, bx/√(eps_s·n) (σ_y: by/√(eps_s·n)).  Without it a sum drawn ≤ 0 (often at small n·ε: n = 100,
-    ε = 1 on docs/own_data.md's table) set σ̂ = 1e-12, every row was clipped to a norm ~1e-12, and θ̂ — fitted on
-    those rows and applied to unclipped test rows — grew like B_Y/B_X (predictions off by 10¹⁰).  Post-processing of
-    the DP σ̂ with public quantities (n under replace-one, the public bounds, ε): no privacy cost."""
-    n = np.maximum(np.asarray(counts, dtype=float), 1.0)[:, None]
-    return np.maximum(sx, bx / np.sqrt(eps_s * n)), np.maximum(sy, by / np.sqrt(eps_s * n))
 
 
 #: a cell of ``_run_group`` whose draws have begun (its ``Output`` or error not yet known)
