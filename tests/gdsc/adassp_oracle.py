@@ -53,8 +53,8 @@ def release(XX: np.ndarray, Xy: np.ndarray, cal: core.AdaSSPNoise, ledger: Priva
 
 
 def run(alg, split: Split, epsilon: float, delta: float, ledger: PrivacyLedger, trials: int = 1):
-    """(coef (trials, d), extras) of one split with private rows (the algorithm's public-only path and its input
-    checks are not repeated here)."""
+    """(coef (trials, d), predictions (trials, n_test) at the test rows clipped as the fitted rows, extras) of one
+    split with private rows (the algorithm's public-only path and its input checks are not repeated here)."""
     p = alg.params
     d = split.d
     sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
@@ -77,4 +77,5 @@ def run(alg, split: Split, epsilon: float, delta: float, ledger: PrivacyLedger, 
     if p.sigma == "dp":
         extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
     assert math.isfinite(extras["ridge"])
-    return w, extras
+    Xt, _ = clip(alg, split.X_test, np.zeros(split.X_test.shape[0]), B_X, B_x, B_Y, trials)
+    return w, np.einsum("td,tnd->tn", w, Xt), extras

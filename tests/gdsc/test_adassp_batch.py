@@ -97,10 +97,10 @@ def test_run_many_equals_the_per_split_oracle(params, trials, noise):
     la, lb = _ledgers(len(splits)), _ledgers(len(splits))
     many = alg.run_many(splits, 1.5, 1e-5, lb, trials)
     for s, l1, l2, o in zip(splits, la, lb, many):
-        w, extras = oracle.run(alg, s, 1.5, 1e-5, l1, trials)
+        w, pred, extras = oracle.run(alg, s, 1.5, 1e-5, l1, trials)
         assert not isinstance(o, Exception), o
         np.testing.assert_allclose(o.coef, w, rtol=ORACLE_RTOL, atol=1e-13)
-        np.testing.assert_allclose(o.predictions, w @ s.X_test.T, rtol=ORACLE_RTOL, atol=1e-13)
+        np.testing.assert_allclose(o.predictions, pred, rtol=ORACLE_RTOL, atol=1e-13)
         assert list(o.extras) == list(extras)
         for k in extras:
             assert o.extras[k] == pytest.approx(extras[k], rel=ORACLE_RTOL, abs=1e-13), k

@@ -18,7 +18,10 @@ Bounds: rplr's interface — B = ω·σ with σ_x, σ_y from ``sigma: dp`` (defa
 trial) or ``sigma: data`` (the paper's protocol, not DP).  ``clip: norm`` (default, Wang's bound) projects every row
 onto ‖x‖₂ ≤ B_X = ω_x σ_x √d (σ_x √d is the RMS row norm, so ω_x = 1 keeps unit-norm rows as they are);
 ``clip: coordinate`` clips every coordinate at B_x = ω_x σ_x as rplr does (then ‖x‖₂ ≤ B_X = √d B_x).  y is clipped
-at B_Y = ω_y σ_y.  The public rows, clipped the same way, are added to the released statistics exactly, and the
+at B_Y = ω_y σ_y.  The predictions are θ̂ at the test rows clipped the same way (the fit's domain: a θ̂ fitted to rows
+clipped to a small B_X grows like B_Y/B_X, and at unclipped rows it extrapolates — predictions off by 10¹⁰ when a
+noisy σ̂ collapses to its floor at small n·ε; for unit-norm rows, as GDSC's, clipping scales every test row alike
+and leaves their ranking unchanged).  The public rows, clipped the same way, are added to the released statistics exactly, and the
 ridge credits their smallest eigenvalue (Weyl: λ_min(A + P) ≥ λ_min(A) + λ_min(P)).  Without private rows nothing
 is released: the Gamma-prior posterior mean of the public rows (as rplr).
 
@@ -253,9 +256,17 @@ class AdaSSP(BatchedAlgorithm):
         means = np.stack([c.mean(axis=1) for c in cols], axis=1).tolist()
         names = ["ridge", "lambda_min_private", "B_X", "B_Y"] + (["sigma_x_dp", "sigma_y_dp"] if p.sigma == "dp"
                                                                    else [])
+        # predictions at the test rows clipped as the fitted rows were (the model's domain, ‖x‖ ≤ B_X or the box):
+        # θ̂ of rows clipped to a small B_X grows like B_Y/B_X, and at unclipped rows that is an extrapolation
         for j, (s, lg) in enumerate(zip(ss, lgs)):
             w = W[j]
-            out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
+            Xt = s.X_test[None]
+            if p.clip == "norm":
+                Xt = Xt * np.minimum(1.0, B_X[j][:, None] / np.maximum(np.linalg.norm(Xt, axis=-1), 1e-300))[..., None]
+            else:
+                Xt = np.clip(Xt, -B_x[j][:, None, None], B_x[j][:, None, None])
+            pred = np.einsum("td,tnd->tn", np.broadcast_to(w, (T, d)), np.broadcast_to(Xt, (T,) + s.X_test.shape))
+            out[idx[g[j]]] = Output(predictions=pred, coef=w, extras=dict(zip(names, means[j])),
                                     guarantee=lg.guarantee())
 
     def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, eps: float, delta: float) -> np.ndarray:
