@@ -142,6 +142,7 @@ _DCA_MODULE = "dpexp.families.dca.algorithms.dlr"
 _STATS_MODULE = "dpexp.families.gdsc.stats"
 _UNIT_BOX_MODULE = "dpexp.families.gdsc.unit_box"
 _RELEASE_BATCH_MODULE = "dpexp.families.gdsc.release_batch"
+_ADASSP_MODULE = "dpexp.families.gdsc.algorithms.adassp"
 
 
 def _target(module: str) -> Any:
@@ -225,6 +226,14 @@ def sigma_noiseless_bounds() -> Iterator[None]:
                 np.maximum(np.broadcast_to(sy, (len(counts), T)), 1e-12))
 
     with _patched(rb, "release_sigmas", noiseless):
+        yield
+
+
+@contextlib.contextmanager
+def adassp_unclipped() -> Iterator[None]:
+    """AdaSSP's norm projection forgotten: the row norms it clips with (``row_norms`` as the algorithm module sees
+    it) read as 0, so no row is rescaled onto ‖x‖ ≤ B_X, while the sensitivities still assume it."""
+    with _patched(_target(_ADASSP_MODULE), "row_norms", lambda X: np.zeros(X.shape[:-1])):
         yield
 
 
@@ -387,6 +396,13 @@ def _build() -> list[Mutant]:
           Mutant("oplr/unclipped", "oplr", "bound", "y scaled by B_y but not clipped to [−1, 1]: at n = 400 "
                  "(Δ = 20/(λn) = 1) the row (1, ±1000) pushes the fit to ±R = ±1, true loss 2R/Δ·ε = 2ε",
                  unit_box_unclipped)]
+    # adassp: its factor-2 bugs stay below what the audit's scalar projections resolve (each sees one release, a
+    # 0.3ε share: half-noise 0.66, double-eps 0.23; docs/audit.md); counted: the norm projection forgotten
+    adassp_why = ("rows not projected onto ‖x‖ ≤ B_X (clip: norm) while the sensitivities assume it: the row "
+                  "(B, ±1000B) moves XᵀX by 10⁶B² ≫ Δ₁ = B²")
+    M += [Mutant("adassp/unclipped", "adassp", "bound", adassp_why, adassp_unclipped),
+          Mutant("adassp/gaussian-unclipped", "adassp", "bound", f"noise: gaussian, {adassp_why}", adassp_unclipped,
+                 params={"noise": "gaussian"})]
     for n in ("noisy_stats", "noisy_intercept"):
         M += [_half(n), _undercount(n, "each Laplace release")]
     M += [_half("dp_exp_theil_sen"), Mutant("dp_exp_theil_sen/double-eps", "dp_exp_theil_sen", "double-eps",

@@ -20,11 +20,35 @@ Neighbouring relation: replace-one (bounded DP, as rplr; Honkela et al. 2018, Me
 ‖x‖₂ ≤ B_X, |y| ≤ B_Y (x, y the replaced row, x', y' the new one):
 
 * λ_min(XᵀX): XᵀX' = XᵀX − xxᵀ + x'x'ᵀ and by Weyl's inequality λ_min(M) − ‖x‖² ≤ λ_min(M − xxᵀ + x'x'ᵀ) ≤
-  λ_min(M) + ‖x'‖², so Δ = B_X² (a scalar: L1 = L2).
-* XᵀX, released as the vector u of its d(d+1)/2 unique entries: L2: ‖u(xxᵀ) − u(x'x'ᵀ)‖₂ ≤ ‖xxᵀ − x'x'ᵀ‖_F and
-  ‖xxᵀ − x'x'ᵀ‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2B_X⁴, so Δ₂ = √2 B_X² (attained by orthogonal rows of norm B_X);
-  L1: ‖u(xxᵀ)‖₁ = Σ_{j≤k} |x_j x_k| = (‖x‖₁² + ‖x‖₂²)/2 ≤ (d + 1)B_X²/2, so Δ₁ = (d + 1)B_X².
-* Xᵀy: Δ₂ = ‖xy − x'y'‖₂ ≤ 2B_X B_Y;  Δ₁ ≤ 2‖x‖₁B_Y ≤ 2√d B_X B_Y.
+  λ_min(M) + ‖x'‖², so Δ = B_X² (a scalar: L1 = L2); attained by x = 0 → x' = B_X e where e is the bottom
+  eigenvector of M and M's other eigenvalues are ≥ B_X².
+* XᵀX, released as the vector u(A) of the d(d+1)/2 unique entries of A = xxᵀ − x'x'ᵀ:
+
+  - L2: ‖u(A)‖₂² = (‖A‖_F² + Σ_j A_jj²)/2 ≤ ‖A‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2B_X⁴, so Δ₂ = √2 B_X² for
+    d ≥ 2 (attained by B_X e₁ → B_X e₂); for d = 1, |x² − x'²| ≤ B_X², so Δ₂ = B_X².
+  - L1, exactly: for signs S = (s_jk)_{j≤k}, Σ_{j≤k} s_jk A_jk = xᵀM_S x − x'ᵀM_S x' with (M_S)_jj = s_jj,
+    (M_S)_jk = (M_S)_kj = s_jk/2, and ‖u(A)‖₁ is the largest of these over S (S the signs of u(A)).  Over
+    ‖x‖ ≤ B_X, xᵀMx ranges up to B_X² max(λ_max(M), 0) and x'ᵀMx' down to B_X² min(λ_min(M), 0), so
+    Δ₁ = c_d B_X² with c_d = max_S [max(λ_max(M_S), 0) − min(λ_min(M_S), 0)], attained by x, x' = B_X times the
+    top and bottom eigenvectors of the best S (or 0).  c_d is unchanged by negating S (M → −M swaps the two terms),
+    by permuting the coordinates (PMPᵀ) and by flipping a coordinate's sign (DMD, D = diag(±1): the signs s_jk,
+    k ≠ j, flip, the diagonal stays), so p ≥ ⌈d/2⌉ diagonal signs +1 first and s_1k = +1 (k > 1) lose nothing:
+    (⌊d/2⌋ + 1)·2^((d−1)(d−2)/2) patterns, enumerated for d ≤ 7 (:func:`xx_l1_factor`): c_1 = 1, c_2 = √5,
+    c_3 ≈ 2.872, c_4 = √13, c_5 ≈ 4.272, c_6 = 5, c_7 ≈ 5.679 (and c_8 = √41 offline), against the earlier
+    declared d + 1.
+  - L1, a proven bound for any d (used for d > 7, :func:`xx_l1_bound`): t = Σ_j |A_jj| ≤ Σ_j (x_j² + x'_j²) ≤
+    2B_X², and Σ_j A_jj² ≥ t²/d (Cauchy–Schwarz), so by Cauchy–Schwarz over the d(d−1)/2 off-diagonal entries
+    Σ_{j<k} |A_jk| ≤ √(d(d−1)/2)·√((‖A‖_F² − Σ_j A_jj²)/2) ≤ √(d(d−1)/4)·√(2B_X⁴ − t²/d); hence ‖u(A)‖₁ ≤
+    B_X² max_{0≤t≤2} [t + √(d(d−1)/4)·√(2 − t²/d)] — √5 at d = 2 (exact), 6.58 at d = 8 (c_8 = 6.40), 8.00 at
+    d = 10 (a pattern reaches √61 ≈ 7.81).  Also (Mirsky 1956) λ_max(M) − λ_min(M) ≤ √(2‖M‖_F² − 2 tr(M)²/d)
+    with ‖M_S‖_F² = d + d(d−1)/4 and |tr M_S| ≥ d mod 2, and max(λ_max, −λ_min) ≤ (d + 1)/2 (Gershgorin) when
+    both eigenvalues have one sign: 8.06 at d = 10.  The smaller of the two is used.
+  - Rows in the box |x_j| ≤ B_x (coordinate clipping; B_X = √d B_x): with a_j = |x_j − x'_j|, b_j = |x_j + x'_j|
+    (a_j + b_j ≤ 2B_x), |A_jj| = a_j b_j ≤ B_x² and |A_jk| ≤ (a_j b_k + a_k b_j)/2, so ‖u(A)‖₁ ≤ ½Σ_j a_j b_j +
+    ½(Σa)(Σb) ≤ d(d+1)B_x²/2, attained by B_x·1 → 0: exact, and below c_d B_X² = c_d d B_x² (c_d ≥ (d+1)/2, the
+    all-plus pattern), so coordinate clipping uses it.
+* Xᵀy: Δ₂ = ‖xy − x'y'‖₂ ≤ 2B_X B_Y;  Δ₁ ≤ 2‖x‖₁B_Y ≤ 2√d B_X B_Y; both attained by x = B_X 1/√d, x' = −x,
+  y = y' = B_Y (in the box too).
 
 Noise (``noise=``):
 
@@ -43,12 +67,14 @@ per-coordinate clipping at B_x gives ‖x‖ ≤ √d B_x).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from dpexp.privacy.mechanisms import analytic_gaussian_sigma, gaussian, laplace, laplace_rows, laplace_scale
+from dpexp.privacy.mechanisms import (analytic_gaussian_sigma, gaussian_rows, laplace_rows, laplace_scale,
+                                     standard_laplace_rows, standard_normal_rows)
 
 
 @dataclass(frozen=True)
@@ -76,20 +102,76 @@ class AdaSSPNoise:
         return float(sum(self.eps)), float(sum(self.delta))
 
 
-def sensitivities(d: int, B_X: float, B_Y: float, norm: str) -> tuple[float, float, float]:
-    """Replace-one sensitivities (λ_min, XᵀX unique entries, Xᵀy) in the L2 or L1 norm (module docstring)."""
+#: the largest d whose XᵀX L1 factor is computed exactly, by enumerating the sign patterns (2^15·4 matrices at d = 7,
+#: about a second once per process; 2^21·5 at d = 8 would take minutes)
+EXACT_XX_L1_D = 7
+
+
+@functools.lru_cache(maxsize=None)
+def xx_l1_factor(d: int) -> float:
+    """c_d with Δ₁ = c_d B_X² the replace-one L1 sensitivity of XᵀX's d(d+1)/2 unique entries for rows in the ball
+    ‖x‖₂ ≤ B_X (module docstring): exact for d ≤ ``EXACT_XX_L1_D`` (the sign-pattern enumeration, rounded up by
+    1e-12 relative to cover eigvalsh's rounding), the proven bound max_{0≤t≤2} t + √(d(d−1)/4)·√(2 − t²/d) beyond.
+    c_1 = 1, c_2 = √5, c_3 ≈ 2.872, c_5 ≈ 4.272, c_10 ≤ 8 (the earlier d + 1: 2, 3, 4, 6, 11)."""
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"d must be >= 1, got {d}")
+    if d <= EXACT_XX_L1_D:
+        return _enumerated_xx_l1(d) * (1.0 + 1e-12)
+    return xx_l1_bound(d)
+
+
+def xx_l1_bound(d: int) -> float:
+    """A proven upper bound on c_d for any d (module docstring), the smaller of two: (a) max over t ∈ [0, 2] of
+    g(t) = t + c·√(2 − t²/d), c = √(d(d−1)/4) — g is concave with its maximum at t* = √(2/(c²/d² + 1/d)), so (a)
+    is g(min(t*, 2)); (b) Mirsky's max((d + 1)/2, √(2d + d(d−1)/2 − 2(d mod 2)/d)).  (a) is the smaller for every
+    even d and every odd d ≥ 9; exact at d = 2 (√5); 2.8 % above c_8 = √41, 2.4 % above √61 (a pattern's value, a
+    lower bound on c_10) at d = 10."""
+    c2 = d * (d - 1) / 4.0
+    t = min(2.0, math.sqrt(2.0 / (c2 / d**2 + 1.0 / d)))
+    a = t + math.sqrt(c2 * max(2.0 - t * t / d, 0.0))
+    b = max((d + 1) / 2.0, math.sqrt(2.0 * d + d * (d - 1) / 2.0 - 2.0 * (d % 2) / d))
+    return min(a, b)
+
+
+def _enumerated_xx_l1(d: int, chunk: int = 1 << 14) -> float:
+    """max over sign patterns S of max(λ_max(M_S), 0) − min(λ_min(M_S), 0), M_jj = s_jj, M_jk = s_jk/2, with the
+    symmetries of the module docstring: p ≥ ⌈d/2⌉ diagonal signs +1 first, the off-diagonal signs of row 0 all +1,
+    the other (d−1)(d−2)/2 enumerated."""
+    off = [(j, k) for j in range(1, d) for k in range(j + 1, d)]
+    best = 0.0
+    for p in range(-(-d // 2), d + 1):
+        base = np.diag(np.array([1.0] * p + [-1.0] * (d - p)))
+        base[0, 1:] = base[1:, 0] = 0.5
+        total = 1 << len(off)
+        for start in range(0, total, chunk):
+            idx = np.arange(start, min(total, start + chunk))
+            M = np.repeat(base[None], idx.size, axis=0)
+            for b, (j, k) in enumerate(off):
+                M[:, j, k] = M[:, k, j] = np.where((idx >> b) & 1, -0.5, 0.5)
+            ev = np.linalg.eigvalsh(M)
+            best = max(best, float((np.maximum(ev[:, -1], 0.0) - np.minimum(ev[:, 0], 0.0)).max()))
+    return best
+
+
+def sensitivities(d: int, B_X, B_Y, norm: str, B_box=None) -> tuple:
+    """Replace-one sensitivities (λ_min, XᵀX unique entries, Xᵀy) in the L2 or L1 norm (module docstring), rows in
+    the ball ‖x‖₂ ≤ B_X; ``B_box``: the rows also lie in the box |x_j| ≤ B_box (coordinate clipping, B_X = √d
+    B_box), whose exact XᵀX L1 sensitivity d(d+1)B_box²/2 is then used (it is below c_d B_X² for every d)."""
     if norm == "l2":
-        return B_X**2, math.sqrt(2.0) * B_X**2, 2.0 * B_X * B_Y
+        return B_X**2, (1.0 if d == 1 else math.sqrt(2.0)) * B_X**2, 2.0 * B_X * B_Y
     if norm == "l1":
-        return B_X**2, (d + 1) * B_X**2, 2.0 * math.sqrt(d) * B_X * B_Y
+        xx = xx_l1_factor(d) * B_X**2 if B_box is None else (d * (d + 1) / 2.0) * B_box**2
+        return B_X**2, xx, 2.0 * math.sqrt(d) * B_X * B_Y
     raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
 
 
 def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str = "gaussian",
-              split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3)) -> AdaSSPNoise:
+              split: tuple[float, float, float] = (1 / 3, 1 / 3, 1 / 3), B_box=None) -> AdaSSPNoise:
     """Noise scales of the three releases for (ε, δ) (Gaussian) or ε (Laplace), split by ``split``.  ``B_X``,
-    ``B_Y`` may be (trials,) arrays (bounds chosen per trial): the sensitivities and scales are then arrays too
-    (a scale is proportional to its sensitivity at fixed (ε, δ))."""
+    ``B_Y`` (and ``B_box``, the coordinate bound when rows are clipped per coordinate: :func:`sensitivities`) may be
+    arrays (bounds chosen per cell and trial): the sensitivities and scales are then arrays too (a scale is
+    proportional to its sensitivity at fixed (ε, δ))."""
     if len(split) != 3 or min(split) <= 0 or abs(sum(split) - 1.0) > 1e-9:
         raise ValueError(f"split must be three positive shares summing to 1, got {split}")
     if np.any(np.asarray(B_X) <= 0) or np.any(np.asarray(B_Y) <= 0):
@@ -98,12 +180,12 @@ def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str =
     if noise == "gaussian":
         if not 0 < delta < 1:
             raise ValueError(f"the Gaussian AdaSSP needs 0 < delta < 1, got {delta}")
-        sens = sensitivities(d, B_X, B_Y, "l2")
+        sens = sensitivities(d, B_X, B_Y, "l2", B_box)
         dl = (delta / 3.0,) * 3
         sc = [s * analytic_gaussian_sigma(1.0, e, dd) if np.ndim(s) else analytic_gaussian_sigma(s, e, dd)
               for s, e, dd in zip(sens, eps, dl)]
     elif noise == "laplace":
-        sens = sensitivities(d, B_X, B_Y, "l1")
+        sens = sensitivities(d, B_X, B_Y, "l1", B_box)
         dl = (0.0, 0.0, 0.0)
         sc = [s / e if np.ndim(s) else laplace_scale(s, e) for s, e in zip(sens, eps)]
     else:
@@ -114,62 +196,54 @@ def calibrate(d: int, B_X, B_Y, epsilon: float, delta: float = 0.0, noise: str =
 _LABELS = ("lambda_min(X'X)", "X'X", "X'y")
 
 
-def _draw(shape: tuple[int, ...], cal: AdaSSPNoise, i: int, source, size: int | None) -> np.ndarray:
-    """Noise of release i (0: λ_min, 1: XᵀX entries, 2: Xᵀy) through ``dpexp.privacy.mechanisms`` — recorded when
-    ``source`` is a ``PrivacyLedger`` — with the calibrated scale (per trial when the bounds are)."""
-    scale = (cal.scale_min, cal.scale_xx, cal.scale_xy)[i]
-    if cal.kind == "gaussian":
-        return gaussian(np.zeros(shape), scale, source, size, sensitivity=cal.sens[i], epsilon=cal.eps[i],
-                        delta=cal.delta[i], calibration="analytic", label=_LABELS[i])
-    return laplace(np.zeros(shape), cal.sens[i], cal.eps[i], source, size, scale=scale, label=_LABELS[i])
+def draws_per_cell(d: int, trials: int) -> int:
+    """Standard draws one cell's :func:`release_rows` reads: T for λ_min, T·d(d+1)/2 for XᵀX, T·d for Xᵀy."""
+    return int(trials) * (1 + d * (d + 1) // 2 + d)
 
 
-def release(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, rng, trials: int | None = None
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The three private releases of one data set's statistics (steps 1 and 3): (λ_min + N_1, XᵀX + N_2 mirrored,
-    Xᵀy + N_3); with ``trials`` a leading axis of that many independent releases.  ``XX`` (d, d) or (trials, d, d)
-    and ``Xy`` (d,) or (trials, d) (statistics of rows clipped per trial); ``rng`` a Generator (draws only) or a
-    ``PrivacyLedger`` (draws and records the three spends)."""
-    XX = np.asarray(XX, dtype=float)
-    XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
-    d = XX.shape[-1]
-    lam_min = np.linalg.eigvalsh(XX)[..., 0]
-    iu = np.triu_indices(d)
-    lm = lam_min + _draw((), cal, 0, rng, trials)
-    u = XX[..., iu[0], iu[1]] + _draw((iu[0].size,), cal, 1, rng, trials)
-    xy = np.asarray(Xy, dtype=float) + _draw((d,), cal, 2, rng, trials)
-    M = np.zeros(u.shape[:-1] + (d, d))
-    M[..., iu[0], iu[1]] = u
-    M = M + np.swapaxes(np.triu(M, 1), -1, -2)
-    return lm, M, xy
+def standard_rows(cal: AdaSSPNoise, sources: list, d: int, trials: int) -> np.ndarray:
+    """Each cell's standard draws for :func:`release_rows` (S, ``draws_per_cell``), from its own source: Laplace(0, 1)
+    or N(0, 1) after ``cal.kind`` (``privacy.mechanisms.standard_laplace_rows`` / ``standard_normal_rows``)."""
+    k = draws_per_cell(d, trials)
+    return standard_laplace_rows(sources, k) if cal.kind == "laplace" else standard_normal_rows(sources, k)
 
 
 def release_rows(XX: np.ndarray, Xy: np.ndarray, cal: AdaSSPNoise, standard: np.ndarray, sources: list
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`release` with Laplace noise for S cells at once (one data set each): ``XX`` (S, T, d, d), ``Xy``
-    (S, T, d); ``cal`` a Laplace calibration whose sensitivities are (S, T) (bounds per trial) or (S, 1) arrays and
-    whose ε shares are numbers; ``standard`` (S, T(1 + m + d)), m = d(d+1)/2, each cell's standard Laplace draws
-    in the order of :func:`release`'s calls (λ_min's T, then T·m for XᵀX, T·d for Xᵀy;
-    ``privacy.mechanisms.standard_laplace_rows``).  Each release goes through ``privacy.mechanisms.laplace_rows``,
-    which records in ``sources[i]`` the ``Spend`` :func:`release` records: results and spends equal the per-cell
-    calls to the bit (tests/gdsc/test_adassp_batch.py).  Raises ``LinAlgError`` (nothing recorded) when an
-    eigenvalue computation fails."""
-    if cal.kind != "laplace":
-        raise ValueError(f"release_rows draws Laplace noise, got a {cal.kind!r} calibration")
+    """The three private releases (steps 1 and 3) of S cells at once, one data set each: (λ_min + N_1 (S, T),
+    XᵀX + N_2 mirrored (S, T, d, d), Xᵀy + N_3 (S, T, d)); a single data set is a batch of one.  ``XX`` (S, T, d, d)
+    and ``Xy`` (S, T, d) (statistics of rows clipped per trial); ``cal`` a calibration whose sensitivities and
+    scales are numbers or (S, T) / (S, 1) arrays (bounds per cell and trial) and whose ε, δ shares are numbers;
+    ``standard`` (S, ``draws_per_cell``) each cell's standard draws (:func:`standard_rows`: λ_min's T, then T·m for
+    XᵀX, T·d for Xᵀy).  Each release goes through ``privacy.mechanisms.laplace_rows`` (``laplace``) or
+    ``gaussian_rows`` (``gaussian``, analytic calibration), which records its ``Spend`` in ``sources[i]`` (a
+    ``PrivacyLedger``; a Generator or noise source records nothing).  Raises ``LinAlgError`` (nothing recorded)
+    when an eigenvalue computation fails."""
     XX = np.asarray(XX, dtype=float)
     XX = 0.5 * (XX + np.swapaxes(XX, -1, -2))
     S, T, d = XX.shape[0], XX.shape[1], XX.shape[-1]
     lam_min = np.linalg.eigvalsh(XX)[..., 0]
     iu = np.triu_indices(d)
     m = iu[0].size
-    sens = [np.asarray(s, dtype=float).reshape(S, -1) for s in cal.sens]
-    lm = lam_min + laplace_rows(np.zeros((S, T)), standard[:, :T], sens[0], cal.eps[0], sources, _LABELS[0])
-    j = T
-    u = XX[..., iu[0], iu[1]] + laplace_rows(np.zeros((S, T, m)), standard[:, j:j + T * m].reshape(S, T, m),
-                                             sens[1], cal.eps[1], sources, _LABELS[1])
-    j += T * m
-    xy = np.asarray(Xy, dtype=float) + laplace_rows(np.zeros((S, T, d)), standard[:, j:j + T * d].reshape(S, T, d),
-                                                    sens[2], cal.eps[2], sources, _LABELS[2])
+    if standard.shape != (S, draws_per_cell(d, T)):
+        raise ValueError(f"release_rows: standard draws of shape {standard.shape}, expected {(S, draws_per_cell(d, T))}")
+    sens = [np.asarray(v, dtype=float).reshape(S, -1) if np.ndim(v) else np.full((S, 1), float(v)) for v in cal.sens]
+    scales = [np.asarray(v, dtype=float).reshape(S, -1) if np.ndim(v) else np.full((S, 1), float(v))
+              for v in (cal.scale_min, cal.scale_xx, cal.scale_xy)]
+    parts = (standard[:, :T], standard[:, T:T * (1 + m)].reshape(S, T, m), standard[:, T * (1 + m):].reshape(S, T, d))
+    shapes = ((S, T), (S, T, m), (S, T, d))
+
+    def noise(i: int) -> np.ndarray:
+        if cal.kind == "laplace":
+            return laplace_rows(np.zeros(shapes[i]), parts[i], sens[i], cal.eps[i], sources, _LABELS[i])
+        if cal.kind == "gaussian":
+            return gaussian_rows(np.zeros(shapes[i]), parts[i], scales[i], sens[i], cal.eps[i], cal.delta[i],
+                                 sources, calibration="analytic", label=_LABELS[i])
+        raise ValueError(f"noise must be 'gaussian' or 'laplace', got {cal.kind!r}")
+
+    lm = lam_min + noise(0)
+    u = XX[..., iu[0], iu[1]] + noise(1)
+    xy = np.asarray(Xy, dtype=float) + noise(2)
     M = np.zeros(u.shape[:-1] + (d, d))
     M[..., iu[0], iu[1]] = u
     M = M + np.swapaxes(np.triu(M, 1), -1, -2)
@@ -237,7 +311,11 @@ def adassp(X: np.ndarray, y: np.ndarray, B_X: float, B_Y: float, epsilon: float,
                          "sensitivities and the privacy guarantee do not hold")
     d = X.shape[1]
     cal = calibrate(d, B_X, B_Y, epsilon, delta, noise, split)
-    lm, XXn, Xyn = release(X.T @ X, X.T @ np.asarray(y, dtype=float), cal, rng, trials)
+    T = 1 if trials is None else int(trials)
+    XX = np.broadcast_to(X.T @ X, (1, T, d, d))   # a batch of one data set
+    Xy = np.broadcast_to(X.T @ np.asarray(y, dtype=float), (1, T, d))
+    lm, XXn, Xyn = (a[0] if trials is not None else a[0, 0]
+                    for a in release_rows(XX, Xy, cal, standard_rows(cal, [rng], d, T), [rng]))
     lt = private_lambda_min(lm, cal, rho)
     lam = adaptive_ridge(lt, d, cal, rho)
     theta = estimate(XXn, Xyn, lam)

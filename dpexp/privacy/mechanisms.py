@@ -591,6 +591,58 @@ def gaussian(value: Any, sigma: Any, rng: Any, size: int | Sequence[int] | None 
     return tuple(out) if isinstance(value, tuple) else out[0]
 
 
+def standard_normal_rows(sources: Sequence[Any], k: int) -> np.ndarray:
+    """(len(sources), k) standard normal draws, row i from ``sources[i]`` (a ledger, noise source or Generator) in
+    one call; nothing is recorded: the draws become releases only through :func:`gaussian_rows`.
+
+    Several Gaussian releases of one cell, drawn in the order of its ``gaussian`` calls, are one such row: numpy
+    draws N(0, σ²) as 0 + σ·z from one standard normal each (one stream, no cached draws), so σ·row equals the
+    separate draws to the bit (``tests/privacy/test_gaussian_rows.py``)."""
+    k = int(k)
+    out = np.empty((len(sources), k))
+    for i, src in enumerate(sources):
+        out[i] = (src.noise if type(src) is PrivacyLedger else as_noise(src)).standard_normal(k)
+    return out
+
+
+def gaussian_rows(value: Any, standard: np.ndarray, sigma: Any, sensitivity: Any, epsilon: Any, delta: float | None,
+                  sources: Sequence[Any], *, calibration: str | None = None, label: str = "") -> np.ndarray:
+    """The Gaussian mechanism of ``gaussian`` for one release of each of S cells at once: value + σ·Z with Z the
+    cells' standard normal draws (:func:`standard_normal_rows`, each used once).
+
+    ``value`` and ``standard``: (S, T, …) (cells, trials, the value's shape); ``sigma`` and ``sensitivity`` (the L2
+    sensitivity Δ₂ under the caller's neighbouring relation): (S,) or (S, T); ``epsilon``: a number or (S,);
+    ``delta`` the requested δ (for the spend's note).  Records in ``sources[i]`` the ``Spend`` ``gaussian`` records
+    for cell i (``gaussian_spend``: the exact δ of the σ drawn at ε, the worst trial).  A secure cell's noise comes
+    from OpenDP's floating-point-safe sampler (its standard draws unused) and its spend from that sampler's map, as
+    ``gaussian`` does.  ``standard`` must have ``value``'s shape exactly (ValueError otherwise, before anything is
+    recorded)."""
+    v = np.asarray(value, dtype=float)
+    standard = np.asarray(standard, dtype=float)
+    if standard.shape != v.shape or v.ndim < 2:
+        raise ValueError(f"gaussian_rows {label!r}: standard draws of shape {standard.shape} for a value of shape "
+                         f"{v.shape} (expected (S, T, ...), one draw per released number)")
+    S = v.shape[0]
+    if len(sources) != S:
+        raise ValueError(f"gaussian_rows {label!r}: {len(sources)} sources for {S} cells")
+    sig = np.asarray(sigma, dtype=float).reshape(S, -1)
+    sens = np.asarray(sensitivity, dtype=float).reshape(S, -1)
+    if not (float(sig.min()) >= 0.0 and float(sig.max()) < math.inf):
+        raise UserError(f"sigma must be >= 0 and finite, got {sigma}")
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
+    sb = sig.reshape(sig.shape + (1,) * (v.ndim - 2))
+    out = v + sb * standard
+    for i, src in enumerate(sources):
+        secure = is_secure(src)
+        if secure:
+            out[i] = fp_safe.add_gaussian(v[i], sb[i])
+        if _ledger_of(src) is not None:
+            s_i = fp_safe.gaussian_equivalent_sensitivity(sens[i], sig[i]) if secure else sens[i]
+            _record(src, gaussian_spend(s_i, sig[i], float(eps[i]), delta=delta, calibration=calibration,
+                                        label=label, mechanism=fp_safe.GAUSSIAN if secure else "gaussian"))
+    return out
+
+
 def gaussian_approx(value: Any, sensitivity: float, epsilon: float, delta: float, rng: Any,
                     size: int | Sequence[int] | None = None, *, calibration: str = "analytic",
                     label: str = "") -> Any:

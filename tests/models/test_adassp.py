@@ -55,7 +55,9 @@ def test_noise_scales_actually_drawn(noise):
     the relative standard error is ≈ 0.2 %)."""
     d, BX, BY, eps, delta = 4, 1.0, 2.0, 1.5, 1e-5
     cal = ad.calibrate(d, BX, BY, eps, delta, noise)
-    lm, XX, Xy = ad.release(np.zeros((d, d)), np.zeros(d), cal, np.random.default_rng(0), trials=200_000)
+    rng, T = np.random.default_rng(0), 200_000
+    lm, XX, Xy = (a[0] for a in ad.release_rows(np.zeros((1, T, d, d)), np.zeros((1, T, d)), cal,
+                                                ad.standard_rows(cal, [rng], d, T), [rng]))
     iu = np.triu_indices(d)
     for draws, scale in [(lm, cal.scale_min), (XX[:, iu[0], iu[1]], cal.scale_xx), (Xy, cal.scale_xy)]:
         got = draws.std() if noise == "gaussian" else np.abs(draws).mean()
@@ -69,7 +71,8 @@ def test_noise_scales_actually_drawn(noise):
         assert cal.spent == pytest.approx((eps, delta))
     else:
         np.testing.assert_allclose([cal.scale_min, cal.scale_xx, cal.scale_xy],
-                                   [BX**2 / (eps / 3), (d + 1) * BX**2 / (eps / 3), 2 * math.sqrt(d) * BX * BY / (eps / 3)])
+                                   [BX**2 / (eps / 3), math.sqrt(13) * BX**2 / (eps / 3),   # c_4 = √13
+                                    2 * math.sqrt(d) * BX * BY / (eps / 3)])
         assert cal.spent == pytest.approx((eps, 0.0))
 
 

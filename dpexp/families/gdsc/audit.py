@@ -174,9 +174,8 @@ def released_statistics(alg: Algorithm) -> ReleasedStatistics:
 
 class AdaSSPReleases(_ReleaseView):
     """Audit view of ``adassp``: its three raw releases — the noisy λ_min, XᵀX (unique entries) and Xᵀy of
-    ``models.adassp.release_rows`` (``noise: laplace``, the batched release ``run_many`` makes; ``release`` for
-    ``noise: gaussian``) — and, with ``sigma: dp``, the DP σ̂_x, σ̂_y its bounds come from
-    (``release_batch.release_sigmas``).  For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B²
+    ``models.adassp.release_rows`` (the one release ``run_many`` makes, either noise) — and, with ``sigma: dp``,
+    the DP σ̂_x, σ̂_y its bounds come from (``release_batch.release_sigmas``).  For d = 1 a row (0, ·) -> (B, B) moves λ_min by its full sensitivity B²
     and XᵀX, Xᵀy by half theirs.  The splits of one call share d and are all released (the audit designs), so
     split k is row k of the batch."""
 
@@ -185,7 +184,7 @@ class AdaSSPReleases(_ReleaseView):
         from dpexp.audit.instrument import capturing
         from dpexp.models import adassp as core
 
-        saved = {n: getattr(core, n) for n in ("release", "release_rows")}
+        saved = {n: getattr(core, n) for n in ("release_rows",)}
 
         def recorded(name):
             def g(*a, **k):
@@ -194,10 +193,10 @@ class AdaSSPReleases(_ReleaseView):
                 return r
             return g
 
-        for n in saved:   # adassp calls core.release / core.release_rows: recorded for the duration, restored after
+        for n in saved:   # adassp calls core.release_rows: recorded for the duration, restored after
             setattr(core, n, recorded(n))
         try:
-            with capturing(self.alg, ("clip_sigmas", "release_sigmas"), record):
+            with capturing(self.alg, ("release_sigmas",), record):
                 yield
         finally:
             for n, f in saved.items():
@@ -216,11 +215,6 @@ class AdaSSPReleases(_ReleaseView):
                 if dp and record.get("release_sigmas"):
                     sx, sy = record["release_sigmas"][-1]
                     cols += _per_trial((sx[k], sy[k]), trials)
-            elif record.get("release") and len(splits) == 1:   # noise: gaussian, one split
-                lm, XX, Xy = record["release"][-1]
-                cols += [np.asarray(lm).reshape(trials, 1), _unique_entries(XX), Xy]
-                if dp and record.get("clip_sigmas"):
-                    cols += _per_trial(record["clip_sigmas"][-1], trials)
             if cols and not isinstance(out, Exception):
                 out.coef = np.concatenate(cols, axis=1)
         return outs

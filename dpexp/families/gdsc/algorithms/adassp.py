@@ -2,10 +2,12 @@
 perturbation with a differentially private ridge — the strongest simple baseline for rplr (issue 15).
 
 Release (``dpexp.models.adassp``, replace-one neighbours of the private rows; sensitivities derived in that module's
-docstring with ‖x‖₂ ≤ B_X, |y| ≤ B_Y): a private lower bound on λ_min(XᵀX) (Δ = B_X², Weyl), XᵀX on its d(d+1)/2
-unique entries (Δ₂ = √2 B_X², Δ₁ = (d + 1)B_X²) and Xᵀy (Δ₂ = 2B_XB_Y, Δ₁ = 2√d B_XB_Y), each at a third of the
-statistics' budget; the ridge max(0, s_xx√(d log(2d²/ρ)) − λ̃_min) and θ̂ = (XᵀX + N + λI)⁻¹(Xᵀy + N) are
-post-processing.
+docstring with ‖x‖₂ ≤ B_X, |y| ≤ B_Y, each attained): a private lower bound on λ_min(XᵀX) (Δ = B_X², Weyl), XᵀX on
+its d(d+1)/2 unique entries (Δ₂ = √2 B_X² (B_X² at d = 1); Δ₁ = c_d B_X², the exact sign-pattern value c_d = 1,
+√5, 2.87, …, 5.68 for d ≤ 7 and a proven bound beyond (8.00 at d = 10), or d(d+1)B_x²/2 with ``clip:
+coordinate``) and Xᵀy (Δ₂ = 2B_XB_Y, Δ₁ = 2√d B_XB_Y), each at a third of the statistics' budget; the ridge
+max(0, s_xx√(d log(2d²/ρ)) − λ̃_min) and θ̂ = (XᵀX + N + λI)⁻¹(Xᵀy + N) are post-processing.  AdaSSP is "ours"
+(no paper protocol in this project), so these tight values are its only calibration.
 
 Noise (``noise``): ``laplace`` (default) — pure ε-DP with the L1 sensitivities, so its curve sits on the same ε axis
 as rplr, narplr and the other GDSC methods (all pure ε); ``gaussian`` — Wang's mechanism, (ε, δ)-DP with the L2
@@ -16,7 +18,10 @@ Bounds: rplr's interface — B = ω·σ with σ_x, σ_y from ``sigma: dp`` (defa
 trial) or ``sigma: data`` (the paper's protocol, not DP).  ``clip: norm`` (default, Wang's bound) projects every row
 onto ‖x‖₂ ≤ B_X = ω_x σ_x √d (σ_x √d is the RMS row norm, so ω_x = 1 keeps unit-norm rows as they are);
 ``clip: coordinate`` clips every coordinate at B_x = ω_x σ_x as rplr does (then ‖x‖₂ ≤ B_X = √d B_x).  y is clipped
-at B_Y = ω_y σ_y.  The public rows, clipped the same way, are added to the released statistics exactly, and the
+at B_Y = ω_y σ_y.  The predictions are θ̂ at the test rows clipped the same way (the fit's domain: a θ̂ fitted to rows
+clipped to a small B_X grows like B_Y/B_X, and at unclipped rows it extrapolates — predictions off by 10¹⁰ when a
+noisy σ̂ collapses to its floor at small n·ε; for unit-norm rows, as GDSC's, clipping scales every test row alike
+and leaves their ranking unchanged).  The public rows, clipped the same way, are added to the released statistics exactly, and the
 ridge credits their smallest eigenvalue (Weyl: λ_min(A + P) ≥ λ_min(A) + λ_min(P)).  Without private rows nothing
 is released: the Gamma-prior posterior mean of the public rows (as rplr).
 
@@ -37,7 +42,7 @@ from pydantic import Field
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams, clip_sigmas
+from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams
 from dpexp.families.gdsc.audit import adassp_releases, clipped_statistics
 from dpexp.families.gdsc.blocks import row_norms
 from dpexp.families.gdsc.model import public_posterior, public_posteriors
@@ -89,54 +94,15 @@ class AdaSSP(BatchedAlgorithm):
         B_x = p.omega_x * sx
         return B_x * math.sqrt(d), B_x, p.omega_y * sy
 
+    def _box(self, B_x):
+        """The coordinate bound the rows also satisfy (``clip: coordinate``), for the exact XᵀX L1 sensitivity of
+        the box (``models.adassp.sensitivities``); None with ``clip: norm``."""
+        return B_x if self.params.clip == "coordinate" else None
+
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         """(B_x, B_y) with the data σ of ``split.meta``: a box containing every clipped row (the audit design)."""
         _, B_x, B_Y = self._B(split.d, float(split.meta["sigma_x"]), float(split.meta["sigma_y"]))
         return float(B_x), float(B_Y)
-
-    def _clip(self, X: np.ndarray, y: np.ndarray, B_X, B_x, B_Y, trials: int) -> tuple[np.ndarray, np.ndarray]:
-        """Rows clipped per trial: X (trials, m, d), y (trials, m)."""
-        bX, bx, bY = (np.broadcast_to(np.asarray(b, dtype=float), (trials,))[:, None] for b in (B_X, B_x, B_Y))
-        Xt = np.broadcast_to(X, (trials,) + X.shape)
-        if self.params.clip == "norm":
-            norms = np.linalg.norm(Xt, axis=-1)
-            Xc = Xt * np.minimum(1.0, bX / np.maximum(norms, 1e-300))[..., None]
-        else:
-            Xc = np.clip(Xt, -bx[..., None], bx[..., None])
-        return Xc, np.clip(np.broadcast_to(y, (trials,) + y.shape), -bY, bY)
-
-    def _run_gaussian(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
-        """``noise: gaussian`` (Wang's (ε, δ) mechanism): one split at a time (its batched form is not written;
-        ``noise: laplace`` is released by ``_run_group`` only)."""
-        ledger = as_ledger(ledger)
-        p = self.params
-        d = split.d
-        n = split.X_private.shape[0]
-        if n == 0:   # nothing private to release (as rplr): the public-only Bayesian LR
-            return self._public_only(split, ledger, trials)
-        if p.noise == "gaussian" and not 0 < delta < 1:
-            raise ValueError(f"adassp noise: gaussian needs the cell's delta in (0, 1), got {delta}")
-        sx, sy = clip_sigmas(p, split, epsilon, ledger, trials)
-        eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
-        B_X, B_x, B_Y = self._B(d, sx, sy)
-        cal = core.calibrate(d, B_X, B_Y, eps, delta if p.noise == "gaussian" else 0.0, p.noise)
-        Xc, yc = self._clip(split.X_private, split.y_private, B_X, B_x, B_Y, trials)
-        XtX = np.swapaxes(Xc, -1, -2) @ Xc
-        Xty = np.einsum("tnd,tn->td", Xc, yc)
-        lm, XXn, Xyn = core.release(XtX, Xty, cal, ledger, trials)
-        lam_t = core.private_lambda_min(lm, cal, p.rho)
-        if p.public and split.X_public.shape[0]:
-            Pc, pc = self._clip(split.X_public, split.y_public, B_X, B_x, B_Y, trials)
-            XXp = np.swapaxes(Pc, -1, -2) @ Pc
-            XXn, Xyn = XXn + XXp, Xyn + np.einsum("tnd,tn->td", Pc, pc)
-            lam_t = lam_t + np.linalg.eigvalsh(XXp)[..., 0]
-        ridge = core.adaptive_ridge(lam_t, d, cal, p.rho)
-        w = core.estimate(XXn, Xyn, ridge)
-        extras = {"ridge": float(np.mean(ridge)), "lambda_min_private": float(np.mean(lam_t)),
-                  "B_X": float(np.mean(B_X)), "B_Y": float(np.mean(B_Y))}
-        if p.sigma == "dp":
-            extras.update({"sigma_x_dp": float(np.mean(sx)), "sigma_y_dp": float(np.mean(sy))})
-        return Output(predictions=w @ split.X_test.T, coef=w, extras=extras, guarantee=ledger.guarantee())
 
     @staticmethod
     def _public_only(split: Split, ledger, trials: int, res: VBResult | Exception | None = None) -> Output:
@@ -153,24 +119,30 @@ class AdaSSP(BatchedAlgorithm):
     # ------------------------------------------------------------------------------------------- many splits
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
                  trials: int = 1) -> list[Output | Exception]:
-        """Every split through its own ledger.  ``noise: laplace``: the splits with private rows released and fitted
-        as arrays per d (``_run_group``; a single split is a batch of one): each cell's standard Laplace draws in
-        one call (σ̂_x, σ̂_y, λ_min, XᵀX, Xᵀy), scaled and recorded per release (``privacy.mechanisms.laplace_rows``).
-        ``noise: gaussian``: split by split (``_run_gaussian``).  Without private rows: the public-only posterior."""
+        """Every split through its own ledger; a single split is a batch of one.  The splits with private rows are
+        released and fitted as arrays per d (``_run_group``, either noise): each cell's standard draws in one call
+        per kind (σ̂_x, σ̂_y: Laplace; λ_min, XᵀX, Xᵀy: Laplace or normal), scaled and recorded per release
+        (``privacy.mechanisms.laplace_rows`` / ``gaussian_rows``).  Without private rows: the public-only
+        posterior."""
         ledgers = [as_ledger(lg) for lg in ledgers]
         T = int(trials)
         out: list[Output | Exception | None] = [None] * len(splits)
-        if self.params.noise == "laplace" and not (math.isfinite(epsilon) and epsilon > 0):
+        if not (math.isfinite(epsilon) and epsilon > 0):
             return [UserError(f"adassp: epsilon must be > 0 and finite, got {epsilon}") for _ in splits]
+        bad = None
+        if self.params.noise == "gaussian" and not 0 < delta < 1:   # the private cells' one line; public-only fits
+            bad = UserError(f"adassp noise: gaussian needs the cell's delta in (0, 1), got {delta}")
         groups: dict[int, list[int]] = {}
-        if self.params.noise == "laplace":
-            for k, s in enumerate(splits):
-                if s.X_private.shape[0] > 0:
+        for k, s in enumerate(splits):
+            if s.X_private.shape[0] > 0:
+                if bad is not None:
+                    out[k] = bad
+                else:
                     groups.setdefault(s.d, []).append(k)
         for ks in groups.values():
             got: list[Output | Exception | None] = [None] * len(ks)
             try:
-                self._run_group([splits[k] for k in ks], epsilon, [ledgers[k] for k in ks], T, got)
+                self._run_group([splits[k] for k in ks], epsilon, delta, [ledgers[k] for k in ks], T, got)
             except Exception as exc:  # the error of the group's cells not yet filled
                 got = [exc if o is None or o is _RELEASED else o for o in got]
             for k, o in zip(ks, got):
@@ -181,16 +153,10 @@ class AdaSSP(BatchedAlgorithm):
                 out[k] = self._public_only(splits[k], ledgers[k], T, res)
             except Exception as exc:  # recorded per cell
                 out[k] = exc
-        for k, o in enumerate(out):
-            if o is None:   # noise: gaussian
-                try:
-                    out[k] = self._run_gaussian(splits[k], epsilon, delta, ledgers[k], T)
-                except Exception as exc:  # recorded per cell
-                    out[k] = exc
         return out  # type: ignore[return-value]
 
-    def _run_group(self, ss: list[Split], epsilon: float, lgs: list, T: int, out: list) -> None:
-        """The splits ``ss`` of equal d, all with private rows (``noise: laplace``), into ``out`` (S Nones):
+    def _run_group(self, ss: list[Split], epsilon: float, delta: float, lgs: list, T: int, out: list) -> None:
+        """The splits ``ss`` of equal d, all with private rows, into ``out`` (S Nones):
         ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error.  A split set aside before
         any draw (rows not finite; ``sigma: data`` bounds that fail the checks) gets its one-line error.  The private
         rows are concatenated once, group by group of equal n (``_Blocked``): the finiteness check, the σ sums and
@@ -204,11 +170,11 @@ class AdaSSP(BatchedAlgorithm):
         for i in np.flatnonzero(~keep).tolist():
             out[i] = UserError("adassp: the rows of this split are not all finite")
         eps = epsilon * (1.0 - p.sigma_share) if p.sigma == "dp" else epsilon
-        e = float(1 / 3) * eps   # each release's share (core.calibrate's default split)
+        dl = delta if p.noise == "gaussian" else 0.0
         if p.sigma == "data":
             sx = np.array([float(s.meta["sigma_x"]) for s in ss])[:, None]
             sy = np.array([float(s.meta["sigma_y"]) for s in ss])[:, None]
-            ok = self._good_bounds(d, sx, sy, e)
+            ok = self._good_bounds(d, sx, sy, eps, dl)
             for i in np.flatnonzero(keep & ~ok).tolist():
                 out[i] = _bounds_error(d, *self._B(d, sx[i], sy[i])[::2])
             keep &= ok
@@ -226,33 +192,35 @@ class AdaSSP(BatchedAlgorithm):
         if idx.size < len(ss):
             ss, lgs = [ss[i] for i in idx], [lgs[i] for i in idx]
             rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
-        m = d * (d + 1) // 2
+        k = core.draws_per_cell(d, T)
+        lap = p.noise == "laplace"   # Laplace: the σ̂ and statistics draws of a cell in one call
         if p.sigma == "dp":
             sums = rows.sigma_sums(bx, by)
-            L = standard_laplace_rows(lgs, 2 * T + T * (1 + m + d))
+            L = standard_laplace_rows(lgs, 2 * T + (k if lap else 0))
             sx, sy = release_sigmas(sums, rows.counts, d, bx, by, sh, L[:, :2 * T], lgs)
-            L = L[:, 2 * T:]
+            L = L[:, 2 * T:] if lap else None
         else:
             sx, sy = sx[idx], sy[idx]
             for lg in lgs:
                 lg.not_dp(SIGMA_DATA_REASON)
-            L = standard_laplace_rows(lgs, T * (1 + m + d))
+            L = standard_laplace_rows(lgs, k) if lap else None
         B_X, B_x, B_Y = self._B(d, sx, sy)
         good = np.ones(len(ss), dtype=bool)
-        if p.sigma == "dp":   # bounds drawn: a split whose release would fail gets run's error
-            good = self._good_bounds(d, sx, sy, e)
+        if p.sigma == "dp":   # bounds drawn: a split whose release would fail gets its one-line error
+            good = self._good_bounds(d, sx, sy, eps, dl)
             for i in np.flatnonzero(~good):
                 out[idx[i]] = _bounds_error(d, B_X[i], B_Y[i])
         g = np.flatnonzero(good)
         if g.size == 0:
             return
         if g.size < len(ss):
-            ss, lgs, L = [ss[i] for i in g], [lgs[i] for i in g], L[g]
+            ss, lgs = [ss[i] for i in g], [lgs[i] for i in g]
+            L = None if L is None else L[g]
             sx, sy, B_X, B_x, B_Y = sx[g], sy[g], B_X[g], B_x[g], B_Y[g]
             rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss])
-        s_min = np.square(B_X)
-        sens = (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y)
-        cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0), sens)
+        cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise, B_box=self._box(B_x))
+        if L is None:   # Gaussian: each cell's normal draws, after its σ̂ (if any)
+            L = core.standard_rows(cal, lgs, d, T)
         XX, Xy = self._clip_products(rows, B_X, B_x, B_Y, T)
         try:
             lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
@@ -270,9 +238,7 @@ class AdaSSP(BatchedAlgorithm):
             sub = lambda a: a[okr]  # noqa: E731
             ss, lgs, L, XX, Xy = [ss[i] for i in ok], [lgs[i] for i in ok], L[okr], XX[okr], Xy[okr]
             sx, sy, B_X, B_x, B_Y = sub(sx), sub(sy), sub(B_X), sub(B_x), sub(B_Y)
-            sens = tuple(sub(v) for v in sens)
-            cal = core.AdaSSPNoise("laplace", sens[0] / e, sens[1] / e, sens[2] / e, (e, e, e), (0.0, 0.0, 0.0),
-                                   sens)
+            cal = core.calibrate(d, B_X, B_Y, eps, dl, p.noise, B_box=self._box(B_x))
             g = g[okr]
             lm, XXn, Xyn = core.release_rows(XX, Xy, cal, L, lgs)
         lam_t = core.private_lambda_min(lm, cal, p.rho)
@@ -290,28 +256,38 @@ class AdaSSP(BatchedAlgorithm):
         means = np.stack([c.mean(axis=1) for c in cols], axis=1).tolist()
         names = ["ridge", "lambda_min_private", "B_X", "B_Y"] + (["sigma_x_dp", "sigma_y_dp"] if p.sigma == "dp"
                                                                    else [])
+        # predictions at the test rows clipped as the fitted rows were (the model's domain, ‖x‖ ≤ B_X or the box):
+        # θ̂ of rows clipped to a small B_X grows like B_Y/B_X, and at unclipped rows that is an extrapolation
         for j, (s, lg) in enumerate(zip(ss, lgs)):
             w = W[j]
-            out[idx[g[j]]] = Output(predictions=w @ s.X_test.T, coef=w, extras=dict(zip(names, means[j])),
+            Xt = s.X_test[None]
+            if p.clip == "norm":
+                Xt = Xt * np.minimum(1.0, B_X[j][:, None] / np.maximum(np.linalg.norm(Xt, axis=-1), 1e-300))[..., None]
+            else:
+                Xt = np.clip(Xt, -B_x[j][:, None, None], B_x[j][:, None, None])
+            pred = np.einsum("td,tnd->tn", np.broadcast_to(w, (T, d)), np.broadcast_to(Xt, (T,) + s.X_test.shape))
+            out[idx[g[j]]] = Output(predictions=pred, coef=w, extras=dict(zip(names, means[j])),
                                     guarantee=lg.guarantee())
 
-    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, e: float) -> np.ndarray:
-        """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale finite — else ``run`` fails
-        the split (``core.calibrate`` or the Laplace mechanism's checks)."""
+    def _good_bounds(self, d: int, sx: np.ndarray, sy: np.ndarray, eps: float, delta: float) -> np.ndarray:
+        """(S,) bool: the bounds from σ (S, T) are > 0 and every sensitivity and scale of ``core.calibrate`` at
+        (ε, δ) finite — else the split fails with a one-line error before its statistics are released."""
         with np.errstate(over="ignore", invalid="ignore"):
-            B_X, _, B_Y = self._B(d, sx, sy)
-            s_min = np.square(B_X)
-            parts = [B_X > 0, B_Y > 0]
-            for s in (s_min, (d + 1) * s_min, 2.0 * math.sqrt(d) * B_X * B_Y):
-                parts += [np.isfinite(s), np.isfinite(s / e)]
+            B_X, B_x, B_Y = self._B(d, sx, sy)
+            ok = (B_X > 0) & (B_Y > 0)
+            # calibrate refuses bounds <= 0: the others' scales computed with those replaced by 1
+            box = self._box(np.where(ok, B_x, 1.0 / math.sqrt(d)))
+            cal = core.calibrate(d, np.where(ok, B_X, 1.0), np.where(ok, B_Y, 1.0), eps, delta, self.params.noise,
+                                 B_box=box)
+            parts = [ok] + [np.isfinite(v) for v in cal.sens + (cal.scale_min, cal.scale_xx, cal.scale_xy)]
         return np.all(np.logical_and.reduce(parts), axis=1)
 
     def _clip_products(self, rows: "_Blocked", B_X: np.ndarray, B_x: np.ndarray, B_Y: np.ndarray, T: int
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """``run``'s XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (``rows``) clipped by ``_clip`` at
-        its bounds (S, T) or (S, 1): one stacked clip, then the products of the splits of equal n as one stacked
-        matmul and einsum over C-contiguous (G, T, n, d) rows — each matrix the per-split call's, laid out as
-        ``_clip``'s result (equal to the bit; tests/gdsc/test_adassp_batch.py)."""
+        """XᵀX (S, T, d, d) and Xᵀy (S, T, d) of every split's rows (``rows``) clipped at its bounds (S, T) or
+        (S, 1) — ``clip: norm`` projects each row onto ‖x‖₂ ≤ B_X, ``clip: coordinate`` clips each entry at B_x, y is
+        clipped at B_Y — in one stacked clip, then the products of the splits of equal n as one stacked matmul and
+        einsum over C-contiguous (G, T, n, d) rows (the per-split reference: tests/gdsc/adassp_oracle.py)."""
         X, y, rep = rows.X, rows.y, rows.per_row    # rep: (T or 1, N), each row's bound
         if self.params.clip == "norm":
             norms = row_norms(X)
