@@ -29,7 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities  # noqa: E402
+from dpexp.families.gdsc.release_batch import release_group  # noqa: E402
+from dpexp.families.gdsc.stats import sensitivities  # noqa: E402
+from dpexp.privacy.ledger import as_ledger  # noqa: E402
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior  # noqa: E402
 from dpexp.models.noise_aware import NoisyStats, sample_posterior  # noqa: E402
 from dpexp.models.noise_aware_fast import fit_gaussian  # noqa: E402
@@ -46,9 +48,10 @@ def releases(B: int, seed: int = 0) -> tuple[NoisyStats, object]:
     for b in range(B):
         X = rng.normal(size=(N, D))
         y = X @ rng.normal(size=D) + rng.normal(size=N)
-        Bx, By = OMEGA * X.std(), OMEGA * y.std()
-        XX, Xy, yy = perturbed_stats(X, y, Bx, By, SPLIT[0] * EPS, SPLIT[1] * EPS, SPLIT[2] * EPS, rng, 1)
-        Z[b], zxy[b], zyy[b], bx[b] = XX[0], Xy[0], yy[0], Bx
+        # rplr's release (the production path, σ from the data: B = ω·σ), one trial
+        g = release_group([X], [y], D, 1, [as_ledger(rng)], np.array([SPLIT]), EPS, np.array([[OMEGA, OMEGA]]),
+                          ("data", np.array([X.std()]), np.array([y.std()])))
+        Z[b], zxy[b], zyy[b], bx[b] = g.XX[0, 0], g.Xy[0, 0], g.yy[0, 0], g.B_x[0]
     by = OMEGA * np.sqrt(D + 1.0)
     s = sensitivities(D, bx, by)
     stats = NoisyStats(Z, zxy, zyy, float(N), s[0] / (SPLIT[0] * EPS), s[1] / (SPLIT[1] * EPS), s[2] / (SPLIT[2] * EPS))

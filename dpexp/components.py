@@ -32,13 +32,31 @@ class NoParams(Params):
     pass
 
 
-def format_params(params: BaseModel | dict[str, Any]) -> str:
+def key_omitted(params_cls: Any) -> dict[str, Any]:
+    """The parameter values ``format_params`` leaves out for a parameter model: a parameter added after results were
+    keyed without it may declare ``json_schema_extra={"key_omits": v}``, the value v that reproduces the behaviour
+    from before it existed (e.g. rplr's ``sensitivity: paper``); given explicitly at v it stays out of the key, so
+    the rows and noise streams keyed before keep their bytes."""
+    out: dict[str, Any] = {}
+    for name, f in getattr(params_cls, "model_fields", {}).items():
+        extra = f.json_schema_extra
+        if isinstance(extra, dict) and "key_omits" in extra:
+            out[name] = extra["key_omits"]
+    return out
+
+
+def format_params(params: BaseModel | dict[str, Any], params_cls: Any = None) -> str:
     """Display string with sorted keys, e.g. ``omega_x=1.0,p1=0.35`` ('' when there are none).
 
-    Only parameters given explicitly are shown, so adding a new parameter with a default keeps old keys stable.
+    Only parameters given explicitly are shown, so adding a new parameter with a default keeps old keys stable; so
+    is one given at the value that reproduces the behaviour from before it existed (``key_omitted`` of the model,
+    ``params_cls`` for a dict of parameters).
     """
-    d = params.model_dump(exclude_unset=True) if isinstance(params, BaseModel) else dict(params)
-    return ",".join(f"{k}={d[k]}" for k in sorted(d))
+    if isinstance(params, BaseModel):
+        d, omit = params.model_dump(exclude_unset=True), key_omitted(type(params))
+    else:
+        d, omit = dict(params), key_omitted(params_cls)
+    return ",".join(f"{k}={d[k]}" for k in sorted(d) if not (k in omit and d[k] == omit[k]))
 
 
 class Algorithm:

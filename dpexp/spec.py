@@ -550,7 +550,7 @@ def _resolve_algorithms(spec: ExperimentSpec, source: str) -> tuple[list[AlgoVar
                     continue
                 raise
             kept += 1
-            pstr = format_params(params)
+            pstr = format_params(params, getattr(cls, "Params", None))
             if alg.label is None:
                 label = alg.name + (f"[{pstr}]" if pstr else "")
             else:

@@ -29,7 +29,9 @@ from scipy import special, stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities  # noqa: E402
+from dpexp.families.gdsc.release_batch import release_group  # noqa: E402
+from dpexp.families.gdsc.stats import sensitivities  # noqa: E402
+from dpexp.privacy.ledger import as_ledger  # noqa: E402
 from dpexp.models.budget_split import analytic_split, expected_correlation  # noqa: E402
 from dpexp.models.clipped_normal import clipped_regression_coef  # noqa: E402
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior, clipping_scaled_prior  # noqa: E402
@@ -69,7 +71,9 @@ def make_cells(cells, reps, seed, split_of, omega_of, rho_x=0.0):
             sx, sy = float(X.std()), float(y.std())      # rplr's σ: the pool's std (not DP, as the paper)
             Bx, By = wx * sx, wy * sy
             Xp, yp = X[n:n + N_PUB], y[n:n + N_PUB]
-            XX, Xy, yy = perturbed_stats(X[:n], y[:n], Bx, By, sp[0] * eps, sp[1] * eps, sp[2] * eps, rng, 1)
+            g = release_group([X[:n]], [y[:n]], D, 1, [as_ledger(rng)], np.array([sp]), eps, np.array([[wx, wy]]),
+                              ("data", np.array([sx]), np.array([sy])))   # rplr's release, σ from the data
+            XX, Xy, yy = g.XX[:, 0], g.Xy[:, 0], g.yy[:, 0]
             sxx, sxy, syy = sensitivities(D, Bx, By)
             pub = ExactStats.of(np.clip(Xp, -Bx, Bx), np.clip(yp, -By, By))  # public rows clipped alike
             for k, v in (("Z", XX[0]), ("zxy", Xy[0]), ("zyy", yy[0]), ("n", n), ("bxx", sxx / (sp[0] * eps)),

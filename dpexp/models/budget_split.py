@@ -13,7 +13,8 @@ y | x ~ N(xᵀβ, 1)) is used in closed form:
 
       T = (s⁻² + (2b_xx²)⁻¹)⁻¹,  Σ_z = n v σ̃² I + 2b_xy² I + W(w̃) T W(w̃)ᵀ,  S = (λ0 I + (n v)² Σ_z⁻¹)⁻¹,  λ0 = d/‖w̃‖²
 
-  with rplr's Laplace scales b_xx = d(d+1)B_x²/(p1 ε), b_xy = 2dB_xB_y/(p2 ε) (Methods 4.3);
+  with rplr's Laplace scales b_xx = κ d(d+1)B_x²/(p1 ε), b_xy = 2dB_xB_y/(p2 ε) (Methods 4.3), κ = ½ for the tight
+  XᵀX sensitivity (``sensitivity="tight"``, rplr's default) and 1 for the paper's (``"paper"``);
 * the score is the expected correlation between a test prediction x̃ᵀŵ… evaluated on unclipped test rows, i.e. between
   xᵀŵ and xᵀβ, approximated with ŵ = w̃ + δ, δ ~ N(0, S):  J = E_β[ w̃ᵀβ / (‖β‖ √(‖w̃‖² + tr S)) ]  (Spearman is a
   monotone function of this correlation for jointly normal variables, which is what the paper's tuning maximises).
@@ -56,8 +57,10 @@ def _clipped_targets(d: int, omega_x: np.ndarray, omega_y: np.ndarray, n_beta: i
 
 def expected_correlation(n: int, d: int, epsilon: float, p1: np.ndarray, p2: np.ndarray, omega_x: np.ndarray,
                          omega_y: np.ndarray, rel_sd: float = 0.1, corr_sd: float = 0.1, n_beta: int = 32,
-                         seed: int = 20180606) -> np.ndarray:
-    """J(p1, p2, ω_x, ω_y) of the module docstring: p1, p2 (P,) and ω_x, ω_y (G,) give a (P, G) table."""
+                         seed: int = 20180606, sensitivity: str = "tight") -> np.ndarray:
+    """J(p1, p2, ω_x, ω_y) of the module docstring: p1, p2 (P,) and ω_x, ω_y (G,) give a (P, G) table;
+    ``sensitivity``: the XᵀX sensitivity rule of the release (κ = ½ ``tight``, 1 ``paper``)."""
+    kappa = {"tight": 0.5, "paper": 1.0}[sensitivity]
     p1, p2 = (np.atleast_1d(np.asarray(a, dtype=float)) for a in (p1, p2))
     wx, wy = (np.atleast_1d(np.asarray(a, dtype=float)) for a in (omega_x, omega_y))
     beta, wt, v, resid, By = _clipped_targets(d, wx, wy, n_beta, seed)
@@ -67,7 +70,7 @@ def expected_correlation(n: int, d: int, epsilon: float, p1: np.ndarray, p2: np.
     nv = n * v[:, None, None, None]
     out = np.empty((p1.size, wx.size))
     for i, (a1, a2) in enumerate(zip(p1, p2)):
-        bxx = d * (d + 1) * wx**2 / (a1 * epsilon)
+        bxx = kappa * d * (d + 1) * wx**2 / (a1 * epsilon)
         bxy = 2 * d * wx[:, None] * By / (a2 * epsilon)
         T = 1.0 / (1.0 / s2 + 1.0 / (2.0 * bxx[:, None, None] ** 2))
         Sig = (n * v[:, None] * resid + 2.0 * bxy**2)[..., None, None] * eye + _w_op_cov(T[:, None], wt)
@@ -79,10 +82,10 @@ def expected_correlation(n: int, d: int, epsilon: float, p1: np.ndarray, p2: np.
 
 
 def analytic_split(n: int, d: int, epsilon: float, p3: float = 0.05, p_grid: tuple[float, ...] = P_GRID,
-                   omegas: tuple[float, ...] = OMEGA_GRID, rel_sd: float = 0.1, corr_sd: float = 0.1
-                   ) -> dict[str, Any]:
+                   omegas: tuple[float, ...] = OMEGA_GRID, rel_sd: float = 0.1, corr_sd: float = 0.1,
+                   sensitivity: str = "tight") -> dict[str, Any]:
     """Choose (p1, p2, p3) and (ω_x, ω_y) maximising J (module docstring): p3 fixed, p1 on ``p_grid`` with
-    p2 = 1 − p1 − p3 > 0, ω on ``omegas``².  Returns ``{"p1", "p2", "p3", "omega_x", "omega_y", "score",
+    p2 = 1 − p1 − p3 > 0, ω on ``omegas``²; ``sensitivity`` as ``expected_correlation``.  Returns ``{"p1", "p2", "p3", "omega_x", "omega_y", "score",
     "table": [[p1, p2, p3, best J, ω_x, ω_y], …]}``."""
     if not (n > d + 1 and d >= 1 and epsilon > 0 and 0 < p3 < 1):
         raise ValueError(f"need n > d + 1, d >= 1, epsilon > 0, 0 < p3 < 1, got n={n}, d={d}, "
@@ -90,7 +93,8 @@ def analytic_split(n: int, d: int, epsilon: float, p3: float = 0.05, p_grid: tup
     p1s = np.array([p for p in p_grid if 0 < p < 1 - p3 - 1e-9])
     om = np.asarray(omegas, dtype=float)
     WX, WY = np.meshgrid(om, om, indexing="ij")
-    J = expected_correlation(n, d, epsilon, p1s, 1.0 - p3 - p1s, WX.ravel(), WY.ravel(), rel_sd, corr_sd)
+    J = expected_correlation(n, d, epsilon, p1s, 1.0 - p3 - p1s, WX.ravel(), WY.ravel(), rel_sd, corr_sd,
+                             sensitivity=sensitivity)
     table = []
     for i, p in enumerate(p1s):
         j, k = np.unravel_index(int(np.argmax(J[i])), WX.shape)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpexp.families.gdsc.stats import sensitivities
-
 
 def reference_release(alg, split, epsilon: float, generator: np.random.Generator, trials: int) -> dict:
     """rplr's private release of one split as plain numpy: {"XX" (T, d, d), "Xy" (T, d), "yy" (T,), "B_x", "B_y"
@@ -39,7 +37,9 @@ def reference_release(alg, split, epsilon: float, generator: np.random.Generator
         sx = np.full(T, float(split.meta["sigma_x"]))
         sy = np.full(T, float(split.meta["sigma_y"]))
     B_x, B_y = wx * sx, wy * sy
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
+    # the sensitivities written out (stats module docstring): X'X d(d+1)B²/2 (tight) or d(d+1)B² (paper)
+    s_xx = (0.5 if p.sensitivity == "tight" else 1.0) * d * (d + 1) * B_x**2
+    s_xy, s_yy = 2.0 * d * B_x * B_y, B_y**2
     iu = np.triu_indices(d)
     XX, Xy, yy = np.empty((T, d, d)), np.empty((T, d)), np.empty(T)
     for t in range(T):

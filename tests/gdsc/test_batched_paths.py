@@ -12,12 +12,13 @@ from dpexp import registry
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
 from dpexp.families.gdsc.algorithms.compared_paper import _by_column, _minmax, _scaled_rows
-from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise, objective_noise_rows, with_bias
+from dpexp.families.gdsc.algorithms.functional_mechanism import objective_noise_rows, with_bias
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.mechanisms import laplace
 from dpexp.privacy.noise import SecureNoise
 from dpexp.types import Split
 from gdsc_bitwise import make_split
+from stats_reference import objective_noise, perturbed_stats
 
 pytestmark = pytest.mark.usefixtures("opendp_noise_off")   # secure paths compared bit for bit: tests/conftest.py
 
@@ -323,7 +324,8 @@ def test_solve_stacked_keeps_an_error_with_its_problem():
 @pytest.mark.parametrize("secure", [False, True])
 @pytest.mark.parametrize("trials", [1, 3])
 def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
-    """One flat Laplace draw = the (M, α) tuple release with size=trials, to the bit, with the same spend."""
+    """The reference's one flat Laplace draw = the (M, α) tuple release with size=trials, with the same spend (the
+    order of the draws the batched ``objective_noise_rows`` keeps, below)."""
     D = 5
     la, lb = ledgers(1, secure)[0], ledgers(1, secure)[0]
     dM, da = objective_noise(D, trials, 70.0, 2.0, la)
@@ -336,15 +338,17 @@ def test_objective_noise_is_the_tuple_release_in_one_call(trials, secure):
 @pytest.mark.parametrize("secure", [False, True])
 @pytest.mark.parametrize("trials", [1, 3])
 def test_objective_noise_rows_equal_objective_noise_per_cell(trials, secure):
-    """The batched objective noise (fmlr_paper) = ``objective_noise`` cell by cell: the floats and the spend."""
+    """The batched objective noise (fmlr, fmlr_paper) = the per-cell reference ``objective_noise``
+    (tests/gdsc/stats_reference.py) cell by cell: the floats (rtol 1e-12: the same draws scaled by the same b) and
+    the spend."""
     D, S = 4, 5
     la, lb = ledgers(S, secure), ledgers(S, secure)
     NM, NA = objective_noise_rows(D, trials, 48.0, 1.5, la)
     assert NM.shape == (S, trials, D, D) and NA.shape == (S, trials, D)
     for i in range(S):
         dM, da = objective_noise(D, trials, 48.0, 1.5, lb[i])
-        np.testing.assert_array_equal(NM[i], dM, strict=True)
-        np.testing.assert_array_equal(NA[i], da, strict=True)
+        np.testing.assert_allclose(NM[i], dM, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(NA[i], da, rtol=1e-12, atol=0)
         assert repr(la[i].spends) == repr(lb[i].spends) and len(la[i].spends) == 1
         if not secure:   # secure: the Laplace noise is OpenDP's (fp_safe), the rows' standard draws go unused
             assert np.array_equal(la[i].noise.bits64(2), lb[i].noise.bits64(2))   # the streams left at one place
@@ -364,12 +368,10 @@ def test_objective_noise_rows_no_cells():
 
 
 def _plr_alone(alg, split: Split, epsilon: float, ledger: PrivacyLedger, trials: int):
-    """plr on one split as it ran before its release was batched: ``perturbed_stats`` through the ledger (the
-    public-only fit without private rows), then ``posterior_mean_fixed`` on that split alone."""
+    """plr on one split, plainly: the reference ``perturbed_stats`` (tests/gdsc/stats_reference.py) through the
+    ledger (the public-only fit without private rows), then ``posterior_mean_fixed`` on that split alone."""
     from dpexp.models.bayes_lr import posterior_mean_fixed
     from dpexp.types import Output
-
-    from dpexp.families.gdsc.stats import perturbed_stats
 
     d = split.d
     p = alg.params
@@ -378,7 +380,7 @@ def _plr_alone(alg, split: Split, epsilon: float, ledger: PrivacyLedger, trials:
         XX, Xy = np.zeros((trials, d, d)), np.zeros((trials, d))
     else:
         XX, Xy, _ = perturbed_stats(split.X_private, split.y_private, p.B_x, p.B_y, 0.5 * epsilon, 0.5 * epsilon,
-                                    None, ledger, trials)
+                                    None, ledger, trials, p.sensitivity)
     Xu = split.X_public
     XX, Xy = XX + Xu.T @ Xu, Xy + Xu.T @ split.y_public
     w = solve_stacked(posterior_mean_fixed, XX[None], Xy[None], p.lam, p.lam0, p.solver)[0]
@@ -388,13 +390,13 @@ def _plr_alone(alg, split: Split, epsilon: float, ledger: PrivacyLedger, trials:
 
 @pytest.mark.parametrize("secure", [False, True])
 @pytest.mark.parametrize("trials", [1, 3])
-@pytest.mark.parametrize("solver", ["psd_floor", "direct"])
-def test_plr_batched_release_equals_perturbed_stats_split_by_split(solver, trials, secure):
+@pytest.mark.parametrize("solver,sensitivity", [("psd_floor", "tight"), ("direct", "tight"), ("psd_floor", "paper")])
+def test_plr_batched_release_equals_perturbed_stats_split_by_split(solver, sensitivity, trials, secure):
     """plr's release (one draw call per cell, ``laplace_rows``) and its fit from one eigen-decomposition per batch
     equal the reference ``perturbed_stats`` + ``posterior_mean_fixed`` split by split at a tolerance (the batch may
     sum in another order), spends equal — with floored and unfloored splits, none private, d differing, and two
     splits whose rows do not match, which fail alone before any draw."""
-    alg = registry.get("algorithm", "plr")(solver=solver, B_y=1.5)
+    alg = registry.get("algorithm", "plr")(solver=solver, B_y=1.5, sensitivity=sensitivity)
     splits = mixed_splits()
     bad = make_split(20, 4, 4, 9)
     bad.y_private = bad.y_private[:-3]

@@ -42,7 +42,7 @@ def test_ball_constrained_ridge_matches_kkt():
 
 
 def test_oplr_noise_norm_is_gamma_d_scale():
-    """||w_priv - w_hat|| ~ Gamma(d, (12R+8)/(lambda n eps)): check mean and variance over 20000 trials."""
+    """||w_priv - w_hat|| ~ Gamma(d, 2(R+1)/(lambda n eps)): check mean and variance over 20000 trials."""
     sp = make_split(n_priv=300, d=4)
     alg = OutputPerturbationLR(bound_y=3.0)
     eps = 1.5
@@ -50,7 +50,7 @@ def test_oplr_noise_norm_is_gamma_d_scale():
     out = alg.run(sp, eps, 0.0, np.random.default_rng(5), trials=trials)
     n, d = 310, 4
     lam = np.sqrt(d / (n * eps))
-    scale = (12 * 1.0 + 8) / (lam * n * eps)
+    scale = 2 * (1.0 + 1) / (lam * n * eps)
     assert alg.noise_scale(n, d, eps) == pytest.approx((lam, scale))
     w_hat = np.median(out.coef, axis=0)     # noise is symmetric: the median recovers the fit
     norms = np.linalg.norm(out.coef - w_hat, axis=1)
@@ -70,14 +70,15 @@ def test_oplr_no_private_rows_no_noise_and_predictions_scale_back():
 
 
 def test_fmlr_laplace_scale_on_coefficients():
-    """Perturbed coefficients minus exact ones are Laplace((2D^2+4D)/eps), D = d + 1: check through the fitted
-    minimiser is hard, so check the released quantities directly via a zero-data split of the private part."""
+    """Perturbed coefficients minus exact ones are Laplace((D+1)^2/eps), D = d + 1 (the tight sensitivity): check
+    through the fitted minimiser is hard, so check the released quantities directly via a zero-data split of the
+    private part."""
     d, eps = 3, 2.0
     D = d + 1
-    assert fm_sensitivity(D) == 2 * D * D + 4 * D
+    assert fm_sensitivity(D) == (D + 1) ** 2
     alg = FunctionalMechanismLR(bound_y=1.0, reg=0.0)
     b = alg.noise_scale(d, eps)
-    assert b == pytest.approx((2 * D * D + 4 * D) / eps)
+    assert b == pytest.approx((D + 1) ** 2 / eps)
     # draw as run() does and compare the empirical scale (Laplace: mean |x| = b)
     rng = np.random.default_rng(3)
     draws = rng.laplace(0.0, b, size=(4000, D, D))

@@ -151,8 +151,8 @@ def test_scaled_precision_prior_in_eq10_units_is_the_clipping_prior():
 def test_split_analytic_uses_the_closed_form_choice(monkeypatch):
     calls = []
 
-    def fake(n, d, eps, rel_sd, corr_sd):
-        calls.append((n, d, eps, rel_sd, corr_sd))
+    def fake(n, d, eps, rel_sd, corr_sd, sensitivity):
+        calls.append((n, d, eps, rel_sd, corr_sd, sensitivity))
         return {"p1": 0.55, "p2": 0.4, "p3": 0.05, "omega_x": 0.2, "omega_y": 0.3, "score": 0.8}
 
     monkeypatch.setattr(analytic, "analytic_split", fake)
@@ -160,7 +160,7 @@ def test_split_analytic_uses_the_closed_form_choice(monkeypatch):
     alg = RobustPrivateLR(split="analytic", analytic_sd=0.3, sigma="data")
     out = alg.run(s, 2.0, 0.0, np.random.default_rng(0))
     assert (out.extras["p1"], out.extras["p2"], out.extras["omega_x"], out.extras["omega_y"]) == (0.55, 0.4, 0.2, 0.3)
-    assert calls == [(80, 3, 2.0, 0.3, 0.3)]                # computed once (cached), at the case's n, d, ε
+    assert calls == [(80, 3, 2.0, 0.3, 0.3, "tight")]       # computed once (cached), at the case's n, d, ε
     fixed = RobustPrivateLR(split="analytic", omega_x=1.0, omega_y=2.0, sigma="data")
     assert fixed.omegas(80, 3, 2.0, fixed.budget_split(80, 3, 2.0)) == (1.0, 2.0)
     with pytest.raises(ValidationError, match="not both"):

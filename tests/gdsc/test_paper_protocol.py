@@ -227,8 +227,9 @@ def test_preprocessed_auxiliary_data():
 def test_tuning_variants_keep_the_default_keys(isolated_cache):
     from dpexp.families.gdsc import tuning
 
-    base = tuning._variant_key("eq10", "psd_floor")
-    assert base == {}                                        # default cache keys and seeds are unchanged
+    base = tuning._variant_key("eq10", "psd_floor", "paper")
+    assert base == {}                                        # the paper rule's cache keys and seeds are unchanged
+    assert tuning._variant_key("eq10", "psd_floor") == {"sensitivity": "tight"}   # ours: a key of its own
     args = dict(n=30, d=2, epsilon=1.0, split=(0.35, 0.6, 0.05), n_aux=2, n_noise=2, omegas=(0.5, 1.0),
                 use_disk=False)
     a = tuning.tune_thresholds(**args)
@@ -373,3 +374,19 @@ def test_paper_protocol_end_to_end(tmp_path, monkeypatch):
     assert all(v == {"none"} for k, v in kinds.items() if "paper" in k)     # every paper-protocol row
     r = CliRunner().invoke(main, ["plot", str(out), "--out", str(tmp_path / "figs"), "--format", "png"])
     assert r.exit_code == 0, r.output
+
+
+def test_sensitivity_paper_stays_out_of_the_row_key():
+    """``sensitivity: paper`` reproduces what every run did before the parameter existed: it is left out of the
+    params string (the rows' ``params`` and the noise-stream key, ``components.key_omitted``), so the paper-protocol
+    rows keep their bytes; ``tight`` given explicitly is shown (the default, unset, is not)."""
+    from dpexp.components import format_params, key_omitted
+
+    rplr = registry.get("algorithm", "rplr")
+    assert key_omitted(rplr.Params) == {"sensitivity": "paper"}
+    assert rplr(sigma="data", sensitivity="paper").params_str == rplr(sigma="data").params_str == "sigma=data"
+    assert rplr(sensitivity="tight").params_str == "sensitivity=tight"
+    assert format_params({"sensitivity": "paper", "p1": 0.35}, rplr.Params) == "p1=0.35"
+    assert format_params({"sensitivity": "paper", "p1": 0.35}) == "p1=0.35,sensitivity=paper"   # no model: all shown
+    for name in ("plr", "split_search", "narplr", "rlr"):
+        assert key_omitted(registry.get("algorithm", name).Params) == {"sensitivity": "paper"}, name

@@ -59,10 +59,29 @@ def test_vectorised_grid_equals_brute_force_loop():
 
 
 def test_noise_scales_follow_methods_4_3():
-    bxx, bxy, byy = noise_scales(10, np.array(0.5), np.array(2.0), (0.35, 0.6, 0.05), 2.0)
+    bxx, bxy, byy = noise_scales(10, np.array(0.5), np.array(2.0), (0.35, 0.6, 0.05), 2.0, "paper")
     assert bxx == pytest.approx(10 * 11 * 0.25 / 0.7)
     assert bxy == pytest.approx(2 * 10 * 0.5 * 2.0 / 1.2)
     assert byy == pytest.approx(4.0 / 0.1)
+    tight = noise_scales(10, np.array(0.5), np.array(2.0), (0.35, 0.6, 0.05), 2.0)   # ours: X'X's d(d+1)B²/2
+    assert tight == pytest.approx((10 * 11 / 2 * 0.25 / 0.7, bxy, byy))
+
+
+@pytest.mark.parametrize("sensitivity", ["tight", "paper"])
+def test_tuning_simulates_the_rule_s_scales_on_shared_draws(sensitivity):
+    """The auxiliary problem's noisy statistics use the rule's scales (``stats.noise_scales``), and the two rules
+    share their auxiliary data and noise draws (the seed leaves the rule out: common random numbers), while their
+    cache keys differ (the key of the paper rule is the one every earlier result was stored under)."""
+    n, d, eps, split = 30, 3, 2.0, (0.3, 0.6, 0.1)
+    prob = tuning._AuxProblem(n, d, 2, 2, (0.5, 1.0), np.random.default_rng(1), sensitivity=sensitivity)
+    XX, Xy, _ = prob.noisy(split, eps)
+    bxx = noise_scales(d, prob.Bx[:, :, None], prob.By[:, None, :], split, eps, sensitivity)[0][:, :, 0]
+    np.testing.assert_allclose(XX - prob.XX[:, None], prob.Lxx[:, :, None] * bxx[:, None, :, None, None],
+                               rtol=1e-12, atol=1e-12)
+    assert tuning._variant_key("eq10", "psd_floor", "paper") == {}
+    assert tuning._variant_key("eq10", "psd_floor", "tight") == {"sensitivity": "tight"}
+    key = {"n": 30, "sensitivity": "tight"}
+    assert tuning._seed_fields(key) == tuning._seed_fields({"n": 30})
 
 
 def test_planted_threshold_optimum_is_found(monkeypatch):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpexp.families.gdsc.stats import perturbed_stats, sensitivities
+from dpexp.families.gdsc.stats import sensitivities
 from dpexp.models.gram_prior import clipped_gaussian_gram_prior
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
 from dpexp.models.noise_aware_fast import _expected_AKA, fit_gaussian
@@ -57,14 +57,26 @@ def _rplr_release(n, d, eps, split, wx, wy, B, seed, n_pub=0):
     return _release(X, y, Bx0, By0, n, d, eps, split, rng, wx)
 
 
+def _perturbed(X, y, Bx, By, scales, rng):
+    """rplr's release of one data set, plainly: the clipped statistics plus Laplace noise at ``scales`` (XᵀX's
+    upper triangle mirrored, then Xᵀy, then yᵀy, drawn from ``rng`` in that order)."""
+    d = X.shape[1]
+    Xc, yc = np.clip(X, -Bx, Bx), np.clip(y, -By, By)
+    iu = np.triu_indices(d)
+    N = np.zeros((d, d))
+    N[iu] = rng.laplace(0.0, scales[0], size=iu[0].size)
+    N = N + N.T - np.diag(np.diag(N))
+    return Xc.T @ Xc + N, Xc.T @ yc + rng.laplace(0.0, scales[1], size=d), yc @ yc + rng.laplace(0.0, scales[2])
+
+
 def _release(X, y, Bx, By, n, d, eps, split, rng, wx):
     B = X.shape[0]
-    sxx, sxy, syy = sensitivities(d, Bx, By)
-    rel = [perturbed_stats(X[b], y[b], Bx[b], By[b], split[0] * eps, split[1] * eps, split[2] * eps, rng, 1)
-           for b in range(B)]
-    stats = NoisyStats(np.stack([r[0][0] for r in rel]), np.stack([r[1][0] for r in rel]),
-                       np.array([r[2][0] for r in rel]), n, sxx / (split[0] * eps), sxy / (split[1] * eps),
-                       syy / (split[2] * eps))
+    # the paper rule's scales (the approximation is checked against the sampler; either rule would do)
+    sxx, sxy, syy = sensitivities(d, Bx, By, "paper")
+    bxx, bxy, byy = sxx / (split[0] * eps), sxy / (split[1] * eps), syy / (split[2] * eps)
+    rel = [_perturbed(X[b], y[b], Bx[b], By[b], (bxx[b], bxy[b], byy[b]), rng) for b in range(B)]
+    stats = NoisyStats(np.stack([r[0] for r in rel]), np.stack([r[1] for r in rel]), np.array([r[2] for r in rel]),
+                       n, bxx, bxy, byy)
     return stats, clipped_gaussian_gram_prior(n, d, Bx, 1.0, 0.1, 0.1)
 
 

@@ -81,9 +81,9 @@ def unit_box(alg: Algorithm) -> Design:
     the public B_x (``meta['x_bound']`` or the parameter) and y by B_y into [−1, 1]; the plans set
     B_x = B_y = 1, one feature, test point at the bound.
 
-    n = 400 rows: oplr's noise Δ = (12R + 8)/(λn) with λ = sqrt(d/(nε)) is 20/sqrt(n) (ε = 1), larger than the
-    diameter 2R of the ball its fit lives in for n < 100 — at n = 20 *any* data-handling bug would stay ε-DP; at
-    n = 400, Δ = 1 and a fit pushed to ±R by one row is a 2ε loss.  The extra pair (1, ±OUTLIER) lies outside the
+    n = 400 rows: oplr's noise Δ = 2(R + 1)/(λn) with λ = sqrt(d/(nε)) is 4/sqrt(n) (ε = 1, R = 1), larger than the
+    diameter 2R of the ball its fit lives in for n < 4 (the paper's (12R + 8)/(λn): n < 100); at n = 400, Δ = 0.2
+    and a fit pushed to ±R by one row is a 10ε loss.  The extra pair (1, ±OUTLIER) lies outside the
     box: clipping is part of these algorithms, so any row is a valid input (a correct run clips it to (1, ±1)); a
     run that forgets to clip shows it."""
     return Design(x_lo=(-1.0,), x_hi=(1.0,), y_lo=-1.0, y_hi=1.0, n=400, X_test=((1.0,),), meta={"x_bound": 1.0},

@@ -1,8 +1,8 @@
 """The releases of the clipped-statistics methods (rplr and the methods built on its release, plr), array-first:
 written once over the splits of a call, a single split being a batch of one.
 
-Neighbouring relation and sensitivities: those of ``stats`` (replace-one; XᵀX Δ₁ = d(d+1)B_x², Xᵀy 2dB_xB_y, yᵀy
-B_y², Methods 4.2) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ clip(y)² Δ₁ = B²).  Each split keeps its own
+Neighbouring relation and sensitivities: those of ``stats`` (replace-one; XᵀX Δ₁ = d(d+1)B_x²/2 under the
+``tight`` rule, d(d+1)B_x² under the ``paper`` rule of Methods 4.2; Xᵀy 2dB_xB_y, yᵀy B_y²) and of ``rplr._dp_sigmas`` (Σ clip(x)² Δ₁ = dB², Σ clip(y)² Δ₁ = B²).  Each split keeps its own
 ledger and noise stream: its standard Laplace draws are one call (``privacy.mechanisms.standard_laplace_rows``) in
 the order σ_x, σ_y, XᵀX, Xᵀy, yᵀy, and each release is recorded in its ledger (``privacy.mechanisms.laplace_rows``).
 Reductions over a split's rows are stacked matmul/einsum calls over the splits of equal n (the rows laid out group
@@ -61,7 +61,8 @@ def _offsets(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: int, ledgers: list[Any],
-                  sp: np.ndarray, eps: float, w: np.ndarray, sigma: tuple | None) -> GroupRelease:
+                  sp: np.ndarray, eps: float, w: np.ndarray, sigma: tuple | None, sensitivity: str = "tight"
+                  ) -> GroupRelease:
     """Release the private statistics of S splits (rows ``Xs[i]`` (n_i, d) with n_i ≥ 1, ``ys[i]``), split i at the
     budget shares ``sp[i]`` = (p1, p2, p3) of ``eps`` and thresholds ``w[i]`` = (ω_x, ω_y).
 
@@ -69,7 +70,8 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     (each at ``eps_sigma``), floored at 1e-12 as ``clip_sigmas``; or ``("data", sx, sy)`` with (S,) arrays of the
     data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds and, for
     ``data``, finite sensitivities.  With ``dp`` the bounds are known only after the σ̂ draws: a split whose
-    sensitivities are not finite fails alone (``failed``; its σ̂ spends recorded), the others are released."""
+    sensitivities are not finite fails alone (``failed``; its σ̂ spends recorded), the others are released.
+    ``sensitivity``: the rule of ``stats.sensitivities`` (``tight`` ours, ``paper`` the paper protocol)."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
     per_trial = sigma[0] == "dp"
@@ -90,7 +92,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
     XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
-    s_xx, s_xy, s_yy = gdsc_stats.sensitivities(d, B_x, B_y)   # looked up at call time (audit mutants)
+    s_xx, s_xy, s_yy = gdsc_stats.sensitivities(d, B_x, B_y, sensitivity)   # looked up at call time (mutants)
     e = sp * eps
     failed: dict[int, Exception] = {}
     if per_trial:   # σ̂ drawn (its spends recorded): a split whose sensitivities are not finite fails alone
@@ -131,7 +133,7 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
 
 def clipped_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray], B_x: np.ndarray, B_y: np.ndarray, trials: int
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``stats.clipped_stats`` of S row sets at their bounds (S,) or per trial (S, T), stacked (equal to the bit)."""
+    """The clipped (XᵀX, Xᵀy, yᵀy) of S row sets at their bounds (S,) or per trial (S, T), stacked."""
     return RowBlocks(Xs, ys).clipped_stats(B_x, B_y, B_x.ndim == 2, int(trials))
 
 
@@ -250,8 +252,8 @@ class RowBlocks:
 
     def clipped_stats(self, B_x: np.ndarray, B_y: np.ndarray, per_trial: bool, T: int
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``stats.clipped_stats`` of every split: (S, d, d), (S, d), (S,) for bounds (S,); (S, T, d, d), (S, T, d),
-        (S, T) for per-trial bounds (S, T).  One stacked clip; the products of a group of equal n one stacked call
+        """The clipped (XᵀX, Xᵀy, yᵀy) of every split (``stats.clip``, then the products): (S, d, d), (S, d), (S,)
+        for bounds (S,); (S, T, d, d), (S, T, d), (S, T) for per-trial bounds (S, T).  One stacked clip; the products of a group of equal n one stacked call
         on its block, C-contiguous and of the per-split arrays' layout (numpy's stacked matmul and einsum sum each
         split's products in the order of its own call: equal to the bit, tests/gdsc/test_release_batch.py)."""
         S, d = self.S, self.X.shape[1]
@@ -437,13 +439,14 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
 
 
 def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
-                         out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """plr's release: ``stats.perturbed_stats`` at (B_x, B_y, ε/2 for XᵀX, ε/2 for Xᵀy, no yᵀy) of each split's
-    private rows plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed by split index
+                         out: list, sensitivity: str = "tight") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """plr's release: the Laplace-perturbed XᵀX and Xᵀy (ε/2 each, no yᵀy) of each split's private rows clipped to
+    (B_x, B_y), plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed by split index
     in order (a single split is a batch of one); a failing split gets its exception in ``out``.
 
     The releases: XᵀX's d(d+1)/2 upper-triangle entries, mirrored, then Xᵀy, each a Laplace mechanism with
-    Δ₁ = d(d+1)B_x², 2dB_xB_y under replace-one neighbours (``stats.sensitivities``, Methods 4.2).  Per d, the
+    Δ₁ = d(d+1)B_x²/2 (``sensitivity="tight"``; d(d+1)B_x² under ``"paper"``, Methods 4.2) and 2dB_xB_y under
+    replace-one neighbours (``stats.sensitivities``).  Per d, the
     private rows laid out once (``RowBlocks``, clipped by ``stats.clip``), one ``standard_laplace_rows`` row per
     cell holding the trials·(d(d+1)/2 + d) draws of its two releases, scaled and recorded by ``laplace_rows``.
     ``clip``, ``sensitivities`` and ``triu_indices`` are looked up in ``stats`` at call time (the audit's mutants
@@ -459,7 +462,7 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
         try:
             d = s.d
             with np.errstate(over="ignore"):
-                sens = gdsc_stats.sensitivities(d, np.float64(B_x), np.float64(B_y))[:2]
+                sens = gdsc_stats.sensitivities(d, np.float64(B_x), np.float64(B_y), sensitivity)[:2]
             if not all(math.isfinite(float(v)) and v >= 0 for v in sens):
                 raise UserError(f"plr: the bounds B_x = {B_x}, B_y = {B_y} give sensitivities {sens} that are not "
                                 "finite")
@@ -477,15 +480,15 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
     for d, group in by_d.items():
         try:
             res.update(_plr_group([splits[k] for k in group], group, d, B_x, B_y, eps,
-                                  [ledgers[k] for k in group], trials))
+                                  [ledgers[k] for k in group], trials, sensitivity))
         except Exception as exc:  # recorded for the cells of the group
             for k in group:
                 out[k] = exc
     return {k: res[k] for k in sorted(res)}
 
 
-def _plr_group(ss: list, ks: list[int], d: int, B_x: float, B_y: float, eps: float, lgs: list, trials: int
-               ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def _plr_group(ss: list, ks: list[int], d: int, B_x: float, B_y: float, eps: float, lgs: list, trials: int,
+               sensitivity: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """``perturbed_stats_many`` of splits of one d, all with private rows."""
     S, m = len(ss), d * (d + 1) // 2
     rows = RowBlocks([s.X_private for s in ss], [s.y_private for s in ss])
@@ -493,7 +496,7 @@ def _plr_group(ss: list, ks: list[int], d: int, B_x: float, B_y: float, eps: flo
     XXc, Xyc, _ = rows.stats(Xc, yc)
     pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
     std = standard_laplace_rows(lgs, trials * (m + d))
-    s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y)
+    s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y, sensitivity)
     N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m), np.full(S, s_xx), eps,
                         lgs, label="X'X")
     N_xy = laplace_rows(np.zeros((S, trials, d)), std[:, trials * m:].reshape(S, trials, d), np.full(S, s_xy), eps,

@@ -1,17 +1,26 @@
 """The released quantities of the robust private LR family (Honkela et al. 2018, Methods 4.1–4.3): clipped
 sufficient statistics, their sensitivities and their Laplace noise — one definition, used by the algorithms
-(``rplr``, ``plr``, ``split_search``) and by the auxiliary-data tuning (``tuning.py``) alike.
+(``rplr``, ``plr``, ``split_search``, ``narplr``) and by the auxiliary-data tuning (``tuning.py``) alike.
 
 Neighbouring relation: bounded DP — neighbours replace one private row (replace-one), as in the paper.
 
-Sensitivities (L1, replace-one, after clipping each coordinate to [−B_x, B_x] and y to [−B_y, B_y], Eq. 9):
+Sensitivities (L1, replace-one, after clipping each coordinate to [−B_x, B_x] and y to [−B_y, B_y], Eq. 9), under
+one of two rules (``SENSITIVITY_RULES``; the algorithms' ``sensitivity`` parameter):
 
-* XᵀX: each of the d(d+1)/2 unique entries Σ x_j x_k changes by at most 2B_x² (one term in [−B_x², B_x²] is
-  replaced), so Δ₁ = d(d+1)/2 · 2B_x² = d(d+1)B_x² (the paper's value, Methods 4.2); Laplace scale
-  d(d+1)B_x²/(p1 ε).  Conservative: a diagonal term x_j² lies in [0, B_x²] and changes by at most B_x², so the
-  true Δ₁ ≤ d²B_x² (and one row cannot move every off-diagonal entry by 2B_x² at once): the real ε is below ε.
-* Xᵀy: d entries, each term in [−B_xB_y, B_xB_y]: Δ₁ = 2dB_xB_y; scale 2dB_xB_y/(p2 ε).
-* yᵀy: one entry, each term in [0, B_y²]: Δ₁ = B_y²; scale B_y²/(p3 ε).
+* XᵀX, the d(d+1)/2 unique entries Σ x_j x_k (j ≤ k):
+
+  - ``tight`` (ours, the default): Δ₁ = d(d+1)B_x²/2.  Proof: for a row x replaced by x′ let u = x − x′,
+    v = x + x′, a_j = |u_j|, b_j = |v_j|.  Then x_j x_k − x′_j x′_k = ½(u_j v_k + v_j u_k), so a diagonal entry
+    changes by a_j b_j and an off-diagonal one (j < k) by at most ½(a_j b_k + a_k b_j); summing,
+    Σ_{j≤k} |x_j x_k − x′_j x′_k| ≤ Σ_j a_j b_j + ½ Σ_{j≠k} a_j b_k = ½ Σ_j a_j b_j + ½ (Σ_j a_j)(Σ_k b_k).
+    Since a_j + b_j = 2 max(|x_j|, |x′_j|) ≤ 2B_x, AM–GM gives a_j b_j ≤ B_x² and (Σa)(Σb) ≤ ((Σa + Σb)/2)²
+    ≤ d²B_x², so the change is ≤ ½dB_x² + ½d²B_x² = d(d+1)B_x²/2.  Attained by x = B_x·1, x′ = 0 (every
+    entry moves by B_x²), so it is the sensitivity (tests/gdsc/test_robust_private_lr.py, brute force).
+  - ``paper`` (the paper protocol): Δ₁ = d(d+1)B_x², Honkela et al. 2018, Methods 4.2 — each of the d(d+1)/2
+    entries bounded by its range 2B_x² separately; twice the tight value (the protocol's noise, kept as written).
+* Xᵀy: d entries, each term in [−B_xB_y, B_xB_y]: Δ₁ = 2dB_xB_y under both rules (attained by (B_x·1, B_y) →
+  (B_x·1, −B_y)).
+* yᵀy: one entry, each term in [0, B_y²]: Δ₁ = B_y² under both rules (attained by B_y → 0).
 
 Sequential composition of the three releases with p1 + p2 + p3 = 1 gives ε-DP (Methods 4.2).
 """
@@ -24,8 +33,6 @@ import numpy as np
 
 from dpexp import cache
 
-from dpexp.privacy.ledger import as_ledger
-from dpexp.privacy.mechanisms import laplace
 from dpexp.privacy.noise import SeededNoise
 from dpexp.types import Split
 
@@ -58,16 +65,27 @@ def clip(X: np.ndarray, y: np.ndarray, B_x: float, B_y: float) -> tuple[np.ndarr
     return np.clip(X, -B_x, B_x), np.clip(y, -B_y, B_y)
 
 
-def sensitivities(d: int, B_x, B_y):
-    """L1 sensitivities (XᵀX unique entries, Xᵀy, yᵀy) under replace-one neighbours (module docstring); ``B_x``,
-    ``B_y`` may be arrays (the tuning evaluates a whole grid of thresholds at once)."""
-    return d * (d + 1) * B_x**2, 2.0 * d * B_x * B_y, B_y**2
+#: the sensitivity rules of the XᵀX release (module docstring): ours (the default) and the paper's Methods 4.2
+SENSITIVITY_RULES = ("tight", "paper")
 
 
-def noise_scales(d: int, B_x, B_y, split: tuple[float, float, float], epsilon: float):
-    """Laplace scales Δ₁/(p ε) of the three releases at budget shares ``split`` = (p1, p2, p3) (Methods 4.3);
-    vectorised over array-valued ``B_x``, ``B_y`` like ``sensitivities``."""
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
+def sensitivities(d: int, B_x, B_y, rule: str = "tight"):
+    """L1 sensitivities (XᵀX unique entries, Xᵀy, yᵀy) under replace-one neighbours (module docstring): XᵀX
+    d(d+1)B_x²/2 (``rule="tight"``, proved there) or d(d+1)B_x² (``"paper"``, Methods 4.2); ``B_x``, ``B_y`` may
+    be arrays (the tuning evaluates a whole grid of thresholds at once)."""
+    if rule == "tight":
+        s_xx = (d * (d + 1) // 2) * B_x**2
+    elif rule == "paper":
+        s_xx = d * (d + 1) * B_x**2
+    else:
+        raise ValueError(f"sensitivity rule must be one of {SENSITIVITY_RULES}, got {rule!r}")
+    return s_xx, 2.0 * d * B_x * B_y, B_y**2
+
+
+def noise_scales(d: int, B_x, B_y, split: tuple[float, float, float], epsilon: float, rule: str = "tight"):
+    """Laplace scales Δ₁/(p ε) of the three releases at budget shares ``split`` = (p1, p2, p3) (Methods 4.3) under
+    the sensitivity ``rule``; vectorised over array-valued ``B_x``, ``B_y`` like ``sensitivities``."""
+    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y, rule)
     p1, p2, p3 = split
     return s_xx / (p1 * epsilon), s_xy / (p2 * epsilon), s_yy / (p3 * epsilon)
 
@@ -91,46 +109,3 @@ def laplace_noise(d: int, rng: np.random.Generator, size: tuple[int, ...], scale
     N_xy = src.laplace(0.0, b_xy, size=size + (d,))
     N_yy = src.laplace(0.0, b_yy, size=size) if with_yy else None
     return N_xx, N_xy, N_yy
-
-
-def clipped_stats(X: np.ndarray, y: np.ndarray, B_x, B_y, trials: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | float]:
-    """(XᵀX, Xᵀy, yᵀy) of the rows clipped to [−B_x, B_x], [−B_y, B_y]: shapes (d, d), (d,), scalar for scalar
-    bounds; (trials, d, d), (trials, d), (trials,) for bounds given per trial (arrays of shape (trials,))."""
-    if np.ndim(B_x) == 0 and np.ndim(B_y) == 0:
-        Xc, yc = clip(X, y, B_x, B_y)
-        return sufficient_stats(Xc, yc)
-    bx = np.broadcast_to(np.asarray(B_x, dtype=float), (trials,))
-    by = np.broadcast_to(np.asarray(B_y, dtype=float), (trials,))
-    Xc = np.clip(X[None], -bx[:, None, None], bx[:, None, None])            # (trials, n, d)
-    yc = np.clip(y[None], -by[:, None], by[:, None])                        # (trials, n)
-    XcT = np.swapaxes(Xc, -1, -2)
-    return XcT @ Xc, (XcT @ yc[..., None])[..., 0], np.einsum("tn,tn->t", yc, yc)
-
-
-def perturbed_stats(X: np.ndarray, y: np.ndarray, B_x, B_y, eps_xx: float, eps_xy: float,
-                    eps_yy: float | None, ledger, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Clip, compute and perturb the statistics ``trials`` times: (trials,d,d), (trials,d), (trials,).
-
-    The three releases are Laplace mechanisms of ``dpexp.privacy.mechanisms`` recorded in ``ledger`` (a
-    ``PrivacyLedger``; a numpy Generator is wrapped): XᵀX's d(d+1)/2 upper-triangular entries (mirrored, the
-    diagonal once, so the release stays symmetric and each unique entry gets one draw, as its sensitivity counts it)
-    at ``eps_xx``, Xᵀy at ``eps_xy``, yᵀy at ``eps_yy`` (None: no yᵀy is released, NaN returned — for models that
-    do not need it).  Sensitivities in the module docstring.  ``B_x``, ``B_y`` may be arrays of shape (trials,):
-    bounds chosen per trial (rplr's DP σ̂ drawn per trial); the sensitivities and scales are then per trial.
-    Draws in this order: XᵀX, Xᵀy, yᵀy (the order and arithmetic of the pre-ledger code: byte-identical results).
-    """
-    ledger = as_ledger(ledger)
-    d = X.shape[1]
-    XX, Xy, yy = clipped_stats(X, y, B_x, B_y, trials)
-    s_xx, s_xy, s_yy = sensitivities(d, B_x, B_y)
-    iu = triu_indices(d)
-    N = np.zeros((trials, d, d))
-    N[..., iu[0], iu[1]] = laplace(np.zeros(iu[0].size), s_xx, eps_xx, ledger, size=trials, label="X'X")
-    N_xx = N + np.swapaxes(N, -1, -2) - N * np.eye(d)
-    N_xy = laplace(np.zeros(d), s_xy, eps_xy, ledger, size=trials, label="X'y")
-    XXn = (XX[None] if np.ndim(XX) == 2 else XX) + N_xx
-    Xyn = (Xy[None] if np.ndim(Xy) == 1 else Xy) + N_xy
-    if eps_yy is None:
-        return XXn, Xyn, np.full(trials, np.nan)
-    return XXn, Xyn, yy + laplace(0.0, s_yy, eps_yy, ledger, size=trials, label="y'y")

@@ -7,7 +7,9 @@ private data is touched, so tuning costs no privacy budget; σ_x, σ_y here are 
 standard deviations (σ_x over all entries of X), and the chosen ω are then applied to the real data's σ.
 
 * Thresholds (:func:`tune_thresholds`, Eq. 12): ω_x, ω_y ∈ {0.1, …, 2.0}²; for every pair, clip the auxiliary
-  data (Eq. 9), perturb the statistics with the Laplace scales of Methods 4.3 for the given split, fit the
+  data (Eq. 9), perturb the statistics with the Laplace scales Δ₁/(pε) of the release for the given split
+  (``stats.noise_scales``: ours with the tight XᵀX sensitivity d(d+1)B_x²/2, the paper protocol with Methods 4.3's
+  d(d+1)B_x², the ``sensitivity`` argument), fit the
   fixed-precision model λ = λ0 = 1 (Eqs. 3–4, as the paper does "for each pair of projection thresholds"),
   predict the auxiliary rows' responses from their original (unclipped) x, and score by Spearman against the
   original y.  Average over ``n_aux`` auxiliary data sets × ``n_noise`` noise draws (paper: 20 × 20 per test case).
@@ -70,7 +72,7 @@ from typing import Any
 import numpy as np
 
 from dpexp import cache
-from dpexp.families.gdsc.stats import laplace_noise, noise_scales
+from dpexp.families.gdsc.stats import SENSITIVITY_RULES, laplace_noise, noise_scales
 from dpexp.models.bayes_lr import sample_data
 from dpexp.rng import stream
 
@@ -197,10 +199,12 @@ class _AuxProblem:
     """Auxiliary data, its clipped statistics on the ω grid, and standard noise draws (shared by all splits)."""
 
     def __init__(self, n: int, d: int, n_aux: int, n_noise: int, omegas: tuple[float, ...],
-                 rng: np.random.Generator, aux: str = "eq10", solver: str = "psd_floor") -> None:
+                 rng: np.random.Generator, aux: str = "eq10", solver: str = "psd_floor",
+                 sensitivity: str = "tight") -> None:
         if aux not in AUX_KINDS or solver not in SOLVERS:
             raise ValueError(f"aux must be one of {AUX_KINDS} and solver one of {SOLVERS}, got {aux!r}, {solver!r}")
         self.n, self.d, self.omegas, self.solver = n, d, np.asarray(omegas, dtype=float), solver
+        self.sensitivity = sensitivity   # the rule of the simulated release's Laplace scales (stats.sensitivities)
         # Eq. (10) with λ = λ0 = 1 from our stream, or the authors' omega() draws (module docstring)
         if aux == "eq10":
             X, y = sample_data(n_aux, n, d, rng)
@@ -228,7 +232,7 @@ class _AuxProblem:
     def noisy(self, split: tuple[float, float, float], eps: float
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Perturbed statistics on the full grid: XX (A,N,Kx,d,d), Xy (A,N,Kx,Ky,d), yy (A,N,Ky)."""
-        bxx, bxy, byy = noise_scales(self.d, self.Bx[:, :, None], self.By[:, None, :], split, eps)
+        bxx, bxy, byy = noise_scales(self.d, self.Bx[:, :, None], self.By[:, None, :], split, eps, self.sensitivity)
         XX = self.XX[:, None] + self.Lxx[:, :, None] * bxx[:, :, 0][:, None, :, None, None]
         Xy = self.Xy[:, None] + self.Lxy[:, :, None, None, :] * bxy[:, None, :, :, None]
         yy = self.yy[:, None] + self.Lyy[:, :, None] * byy[:, 0, :][:, None]
@@ -272,11 +276,23 @@ def _check(n: int, d: int, epsilon: float) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ tuning
-def _variant_key(aux: str, solver: str) -> dict[str, str]:
-    """The key fields of the non-default tuning variants (none for the defaults: their keys and seeds stay)."""
-    if aux not in AUX_KINDS or solver not in SOLVERS:
-        raise ValueError(f"aux must be one of {AUX_KINDS} and solver one of {SOLVERS}, got {aux!r}, {solver!r}")
+def _seed_fields(key: dict[str, Any]) -> list[str]:
+    """The seed names of a tuning problem: its key's fields in sorted order, without ``sensitivity`` (the two rules
+    of ``stats.sensitivities`` share their auxiliary data and noise draws: common random numbers)."""
+    return [f"{k}={key[k]}" for k in sorted(key) if k != "sensitivity"]
+
+
+def _variant_key(aux: str, solver: str, sensitivity: str = "tight") -> dict[str, str]:
+    """The key fields of the non-default tuning variants (none for the defaults: their keys and seeds stay), and
+    ``sensitivity`` when it is ``tight``: the keys without it are those of the paper's Methods 4.3 scales (every
+    key written before the tight rule existed), which the paper protocol keeps unchanged.  The sensitivity is not a
+    seed field (``_seed_fields``): both rules see the same auxiliary data and noise draws."""
+    if aux not in AUX_KINDS or solver not in SOLVERS or sensitivity not in SENSITIVITY_RULES:
+        raise ValueError(f"aux must be one of {AUX_KINDS}, solver one of {SOLVERS} and sensitivity one of "
+                         f"{SENSITIVITY_RULES}, got {aux!r}, {solver!r}, {sensitivity!r}")
     out = {}
+    if sensitivity == "tight":
+        out["sensitivity"] = "tight"
     if aux != "eq10":
         out["aux"] = aux
     if solver != "psd_floor":
@@ -287,20 +303,21 @@ def _variant_key(aux: str, solver: str) -> dict[str, str]:
 def tune_thresholds(n: int, d: int, epsilon: float, split: tuple[float, float, float],
                     n_aux: int = PAPER_THRESHOLD_REPS[0], n_noise: int = PAPER_THRESHOLD_REPS[1],
                     omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True, aux: str = "eq10",
-                    solver: str = "psd_floor") -> dict[str, Any]:
+                    solver: str = "psd_floor", sensitivity: str = "tight") -> dict[str, Any]:
     """Choose (ω_x, ω_y) for a test case (n, d, ε) at a given split (Methods 4.3, Eqs. 11–12); cached.
-    ``aux`` and ``solver``: the text's or the authors' code's choices (module docstring).
+    ``aux`` and ``solver``: the text's or the authors' code's choices (module docstring); ``sensitivity``: the rule
+    of the simulated release's scales (``stats.sensitivities``: ``tight`` ours, ``paper`` Methods 4.3).
 
     Returns ``{"omega_x", "omega_y", "score", "scores": Kx×Ky mean Spearman, "omegas", "cache_hit"}``.
     """
     _check(n, d, epsilon)
     split = tuple(float(p) for p in split)
     key = dict(n=int(n), d=int(d), epsilon=float(epsilon), split=list(split), omegas=list(omegas),
-               n_aux=int(n_aux), n_noise=int(n_noise), **_variant_key(aux, solver))
+               n_aux=int(n_aux), n_noise=int(n_noise), **_variant_key(aux, solver, sensitivity))
 
     def compute() -> dict[str, Any]:
-        rng = stream(TUNING_SEED, "tuning", "thresholds", *[f"{k}={key[k]}" for k in sorted(key)])
-        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver)
+        rng = stream(TUNING_SEED, "tuning", "thresholds", *_seed_fields(key))
+        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver, sensitivity)
         mean = prob.grid_scores(split, float(epsilon)).mean(axis=(0, 1))
         i, j = _best(mean, prob.omegas)
         return {"omega_x": float(prob.omegas[i]), "omega_y": float(prob.omegas[j]), "score": float(mean[i, j]),
@@ -314,13 +331,14 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
                n_noise: int = PAPER_SPLIT_REPS[1], splits: tuple[tuple[float, float, float], ...] = SPLIT_GRID,
                omegas: tuple[float, ...] = OMEGA_GRID, use_disk: bool = True,
                stabilize: str = "noise_ridge", aux: str = "eq10", solver: str = "psd_floor",
-               scorer: str = "vb") -> dict[str, Any]:
+               scorer: str = "vb", sensitivity: str = "tight") -> dict[str, Any]:
     """Choose the budget split (Methods 4.3): for every split tune (ω_x, ω_y) on ``n_aux`` × ``n_noise`` auxiliary
     problems (fixed precisions, ``solver``), then score the Gamma-prior model at those thresholds; cached.  ``aux``:
     the auxiliary data generator (module docstring).  Ours (``aux="eq10"``): ``vb`` on the tuning's own sets,
     stabilised as rplr's ``stabilize`` parameter says (``dpexp.models.vb.noise_ridge``).  The paper protocol
     (``aux="preprocessed"``): on the authors' separate scoring data (``_authors_split_scores``) with ``scorer``
-    ``"advi"`` (theirs) or ``"vb"``.
+    ``"advi"`` (theirs) or ``"vb"``.  ``sensitivity``: the rule of the threshold search's simulated scales and of
+    our scorer's (``stats.sensitivities``); the authors' scorer keeps its own scales (module docstring).
 
     Returns ``{"p1", "p2", "p3", "score", "table": [[p1, p2, p3, mean Spearman, ω_x, ω_y], …], "cache_hit"}``.
     """
@@ -334,13 +352,14 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
                          f"got {scorer!r} with aux={aux!r}")
     splits = tuple(tuple(float(p) for p in sp) for sp in splits)
     key = dict(n=int(n), d=int(d), epsilon=float(epsilon), splits=_splits_digest(splits), omegas=list(omegas),
-               n_aux=int(n_aux), n_noise=int(n_noise), stabilize=stabilize, **_variant_key(aux, solver))
+               n_aux=int(n_aux), n_noise=int(n_noise), stabilize=stabilize,
+               **_variant_key(aux, solver, sensitivity))
     if scorer != "vb":
         key["scorer"] = scorer
 
     def compute() -> dict[str, Any]:
-        rng = stream(TUNING_SEED, "tuning", "split", *[f"{k}={key[k]}" for k in sorted(key)])
-        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver)
+        rng = stream(TUNING_SEED, "tuning", "split", *_seed_fields(key))
+        prob = _AuxProblem(int(n), int(d), int(n_aux), int(n_noise), tuple(omegas), rng, aux, solver, sensitivity)
         A, N = int(n_aux), int(n_noise)
         if aux != "eq10":   # the paper protocol: the authors' scorer on their separate data
             table = _authors_split_scores(prob, splits, float(epsilon), A, N, scorer, stabilize, rng)
@@ -354,7 +373,8 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
             XX, Xy, yy = prob.noisy(sp, float(epsilon))
             XXi = XX[:, :, i]
             if stabilize == "noise_ridge":
-                bxx = noise_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon))[0]
+                bxx = noise_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon),
+                                   sensitivity)[0]
                 XXi = ridge_stabilised(XXi, noise_ridge(prob.d, bxx[:, i, 0])[:, None])
             res = fit_vb(XXi, Xy[:, :, i, j], yy[:, :, j], int(n))                    # (A, N) problems
             pred = np.einsum("and,amd->amn", prob.X, res.mean)

@@ -38,7 +38,7 @@ from pydantic import Field
 from dpexp import cache
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, run_grouped, solve_stacked
-from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity, objective_noise_rows,
+from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity_paper, objective_noise_rows,
                                                                   trimmed_minimiser, with_bias)
 from dpexp.models.minconf import oplr_minconf
 from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
@@ -446,7 +446,7 @@ class FunctionalMechanismPaper(_PaperLR):
                                  out)
         _outputs(list(weights), list(weights.values()), [views[k][2] for k in weights], ledgers, out)
         D = d + 1
-        sens = fm_sensitivity(D)
+        sens = fm_sensitivity_paper(D)
         priv = [k for k in ks if views[k][0].shape[0] > 0]
         if not priv:
             return

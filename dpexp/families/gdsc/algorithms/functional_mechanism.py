@@ -12,10 +12,22 @@ x and y are scaled into [−1, 1] with public bounds: x̃ = clip(x/B_x, −1, 1)
 
 Neighbouring relation: bounded DP, replace-one (one private row replaced).
 
-Sensitivity (Zhang et al. 2012, Lemma 1 and §5.1): one row contributes Σ_{j,l}|z_j z_l| + Σ_j |2ỹ z_j| ≤ D² + 2D
-to the L1 norm of the coefficient vector, so replacing a row changes it by at most Δ = 2(D² + 2D) = 2D² + 4D
-(the brief's "(2d² + 4d)/ε" with d counting the bias column).  Adding Lap(Δ/ε) to each of the D² + D coefficients
-of the *private* rows is ε-DP (Laplace mechanism); the exact coefficients of the public rows are then added.
+Sensitivity (L1, replace-one; ours, tight).  Write one row's coefficients through ζ = (z, ỹ) ∈ [−1, 1]^{D+1}
+with ζ_0 = 1 (the bias): M's D² entries are the products ζ_j ζ_l of the ordered pairs j, l < D, and α_j = −2ỹz_j
+= −(ζ_D ζ_j + ζ_j ζ_D) is the two ordered pairs (j, D), (D, j).  So the released vector is every ordered product
+ζ_j ζ_l of ζ except (D, D) (ỹ², not released), up to sign, and replacing ζ by ζ′ changes its L1 norm by at most
+Σ_{j,l ≤ D} |ζ_j ζ_l − ζ′_j ζ′_l|.  With u = ζ − ζ′, v = ζ + ζ′, a = |u|, b = |v|: ζ_j ζ_l − ζ′_j ζ′_l =
+½(u_j v_l + v_j u_l), so the sum is ≤ (Σ_j a_j)(Σ_l b_l).  The bias gives a_0 = 0, b_0 = 2, and a_j + b_j =
+2 max(|ζ_j|, |ζ′_j|) ≤ 2 for j ≥ 1, so Σa + Σb ≤ 2 + 2D and (Σa)(Σb) ≤ ((Σa + Σb)/2)² ≤ (D + 1)²:
+
+    Δ₁ = (D + 1)²,
+
+attained by z = 1 (every coordinate), ỹ = 1 → z′ = (1, 0, …, 0), ỹ′ = −1: M moves by 1 in its D² − 1 entries
+other than (0, 0), α_0 by 4 and α_j (j ≥ 1) by 2, in total D² − 1 + 4 + 2(D − 1) = (D + 1)²
+(tests/gdsc/test_functional_mechanism.py, brute force).  Zhang et al. (2012, Lemma 1 and §5.1) bound each row's
+contribution by D² + 2D and double it, Δ = 2D² + 4D (≈ 2× ours); the paper protocol's ``fmlr_paper`` keeps that
+(``fm_sensitivity_paper``).  Adding Lap(Δ₁/ε) to each of the D² + D coefficients of the *private* rows is ε-DP
+(Laplace mechanism); the exact coefficients of the public rows are then added.
 
 Post-processing (no privacy cost, Zhang et al. §5.2–5.3): symmetrise M̃ ← (M̃ + M̃ᵀ)/2, regularise M̃ ← M̃ + reg·I,
 eigendecompose M̃ = QΛQᵀ and drop the directions with Λ_k ≤ 0 (they make the noisy objective unbounded below);
@@ -33,32 +45,29 @@ from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, solve_stacked
 from dpexp.families.gdsc.blocks import Blocks
 from dpexp.families.gdsc.unit_box import UnitBoxLR, scale_unit, unit_box_rows, unit_box_y
-from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
+from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
 def fm_sensitivity(D: int) -> float:
-    """L1 sensitivity 2D² + 4D of the (D² quadratic + D linear) coefficients, D = columns incl. bias."""
+    """The tight L1 sensitivity (D + 1)² of the (D² quadratic + D linear) coefficients, D = columns incl. bias
+    (module docstring)."""
+    return float((D + 1) * (D + 1))
+
+
+def fm_sensitivity_paper(D: int) -> float:
+    """Zhang et al.'s (2012, §5.1) L1 sensitivity 2D² + 4D (the paper protocol's ``fmlr_paper``)."""
     return 2.0 * D * D + 4.0 * D
-
-
-def objective_noise(D: int, trials: int, sensitivity: float, epsilon: float, ledger) -> tuple[np.ndarray, np.ndarray]:
-    """The Laplace release of the objective's coefficients (M, α), D × D and D, for ``trials`` runs: one mechanism
-    (one spend: Δ₁ = ``sensitivity``, b = Δ₁/ε), the noise of (trials, D, D) and (trials, D).  Drawn as one flat
-    vector, one generator call: numpy draws sequentially, so its first trials·D² numbers and the trials·D after them
-    are those of ``laplace((zeros((D, D)), zeros(D)), …, size=trials)``, M's then α's (tests/gdsc/test_batched_paths.py)."""
-    flat = laplace(np.zeros(trials * (D * D + D)), sensitivity, epsilon, ledger, label="objective")
-    k = trials * D * D
-    return flat[:k].reshape(trials, D, D), flat[k:].reshape(trials, D)
 
 
 def objective_noise_rows(D: int, trials: int, sensitivity: float, epsilon: float, ledgers: list
                          ) -> tuple[np.ndarray, np.ndarray]:
-    """``objective_noise`` of S cells at once: each cell's noise drawn from its own ledger in one generator call
-    (standard Laplace draws, ``standard_laplace_rows``), scaled by b = Δ₁/ε and recorded by ``laplace_rows`` — the
-    same floats and the same spend as ``objective_noise`` cell by cell (tests/gdsc/test_batched_paths.py).  Returns
-    the noise of (S, trials, D, D) and (S, trials, D)."""
+    """The Laplace release of the objective's coefficients (M, α), D × D and D, for ``trials`` runs of S cells: one
+    mechanism per cell (one spend: Δ₁ = ``sensitivity``, b = Δ₁/ε), each cell's trials·(D² + D) draws from its own
+    ledger in one generator call (standard Laplace draws, ``standard_laplace_rows``), scaled and recorded by
+    ``laplace_rows``: M's trials·D² first, then α's (tests/gdsc/test_batched_paths.py holds it to a plain
+    per-cell reference).  Returns the noise of (S, trials, D, D) and (S, trials, D)."""
     S, K = len(ledgers), trials * (D * D + D)
     if S == 0:
         return np.zeros((0, trials, D, D)), np.zeros((0, trials, D))
@@ -92,8 +101,8 @@ class _FMParams(Params):
 
 @register_algorithm
 class FunctionalMechanismLR(UnitBoxLR):
-    """Functional mechanism LR (Zhang et al. 2012): Laplace noise of scale (2D²+4D)/ε on the quadratic
-    objective's coefficients (D = d + 1 with bias), symmetrised, regularised, non-positive eigen-directions removed.
+    """Functional mechanism LR (Zhang et al. 2012): Laplace noise of scale (D + 1)²/ε (the tight sensitivity) on the
+    quadratic objective's coefficients (D = d + 1 with bias), symmetrised, regularised, non-positive eigen-directions removed.
 
     ε-DP under replace-one neighbours; sensitivity derivation in the module docstring.
     """
@@ -104,7 +113,7 @@ class FunctionalMechanismLR(UnitBoxLR):
     Params = _FMParams
 
     def noise_scale(self, d: int, epsilon: float) -> float:
-        """Laplace scale b = (2D² + 4D)/ε with D = d + 1."""
+        """Laplace scale b = (D + 1)²/ε with D = d + 1."""
         return fm_sensitivity(d + 1) / epsilon
 
     def _run_group(self, d: int, B_x: float, B_y: float, ks: list[int], splits: list[Split], epsilon: float,

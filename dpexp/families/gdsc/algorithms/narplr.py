@@ -167,7 +167,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
         d = split.d
         n = float(split.X_private.shape[0])
         Bx, By = _trials(r.B_x, trials), _trials(r.B_y, trials)
-        s_xx, s_xy, s_yy = sensitivities(d, Bx, By)
+        s_xx, s_xy, s_yy = sensitivities(d, Bx, By, p.sensitivity)   # the scales rplr's release drew at
         p1, p2, p3 = r.split
         Xp, yp = split.X_public, split.y_public
         if p.clip_public:
@@ -221,7 +221,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
             Bx = _stack_trials([r.B_x for r in rs], trials)
             By = _stack_trials([r.B_y for r in rs], trials)
             sx = _stack_trials([r.sigma_x for r in rs], trials)
-        s_xx, s_xy, s_yy = sensitivities(d, Bx, By)
+        s_xx, s_xy, s_yy = sensitivities(d, Bx, By, p.sensitivity)   # the scales rplr's release drew at
         e = np.array([[r.split[0] * r.eps, r.split[1] * r.eps, r.split[2] * r.eps] for r in rs])
         m = np.array([float(s.X_public.shape[0]) for s in splits])
         if p.clip_public:

@@ -1,7 +1,9 @@
 """Private LR without projection, the paper's "private LR" (Honkela et al. 2018, Methods 4.2): Laplace-perturbed
 XᵀX and Xᵀy of the private rows with whole-range bounds, ε split evenly, fixed precisions.
 
-ε-DP under replace-one (bounded) neighbours; sensitivities and noise in ``dpexp.families.gdsc.stats``.
+ε-DP under replace-one (bounded) neighbours; sensitivities and noise in ``dpexp.families.gdsc.stats``: XᵀX
+Δ₁ = d(d+1)B_x²/2 (``sensitivity: tight``, ours, default) or d(d+1)B_x² (``paper``, Methods 4.2), Xᵀy 2dB_xB_y.
+The paper protocol's private LR is ``plr_paper`` (compared_paper.py, the authors' MATLAB scales).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import fit_fixed_many, groups
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
+from dpexp.families.gdsc.algorithms.rplr import SensitivityParams
 from dpexp.families.gdsc.model import FixedPrecisionParams
 from dpexp.families.gdsc.release_batch import perturbed_stats_many
 from dpexp.privacy.ledger import as_ledger
@@ -21,7 +24,7 @@ from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
-class _PLRParams(FixedPrecisionParams):
+class _PLRParams(FixedPrecisionParams, SensitivityParams):
     B_y: float = Field(5.0, gt=0, description="declared public bound on |y| covering the whole data range")
     B_x: float = Field(1.0, gt=0, description="bound on |x_j|; 1 for unit-norm rows")
 
@@ -52,7 +55,7 @@ class PrivateLR(BatchedAlgorithm):
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out)
+        stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out, p.sensitivity)
         for group in groups(stats, lambda k: stats[k][0].shape[-1]).values():   # one batched fit per d
             XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
             for rows, W in fit_fixed_many(XX, Xy, p.lam, p.lam0, p.solver):

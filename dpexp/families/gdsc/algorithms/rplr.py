@@ -69,6 +69,16 @@ class SigmaParams(Params):
     (docs/privacy.md)"""
 
 
+class SensitivityParams(Params):
+    """Which XᵀX sensitivity the release is calibrated to (``stats.sensitivities``): shared by the methods of the
+    clipped-statistics family (rplr, narplr, rlr's tuning, split_search, plr)."""
+
+    sensitivity: Literal["tight", "paper"] = Field("tight", json_schema_extra={"key_omits": "paper"})
+    """X'X's L1 sensitivity: d(d+1)B_x^2/2, the tight bound (ours, default; proof in stats) or d(d+1)B_x^2 (the
+    paper's Methods 4.2: the paper protocol); also the scales the tuning simulates.  'paper' is what every run
+    before this parameter did, so it stays out of the row's params and noise-stream key (components.key_omitted)"""
+
+
 class TuneParams(Params):
     """How the auxiliary-data tuning simulates (``dpexp.families.gdsc.tuning``): shared by rplr and split_search."""
 
@@ -79,7 +89,7 @@ class TuneParams(Params):
     """fixed-precision fit of the threshold tuning: floor the noisy X'X at 0 or solve as released (the authors' code)"""
 
 
-class _RPLRParams(FixedPrecisionParams, SigmaParams, TuneParams):
+class _RPLRParams(FixedPrecisionParams, SigmaParams, TuneParams, SensitivityParams):
     prior: Literal["gamma", "fixed"] = "gamma"
     """Gamma(2,2) priors on lambda, lambda0 (proposed method) or fixed lam, lam0"""
     engine: Literal["vb", "pymc"] = Field("vb", description="inference for prior: gamma (vb fast; pymc = ADVI)")
@@ -252,10 +262,8 @@ class RobustPrivateLR(BatchedAlgorithm):
     name = "rplr"
     family = "gdsc"
     # the tuned defaults (split/omega: auto) depend only on public facts (n, d, ε); fixing them audits the same
-    # code without running the tuner on every call.  The split puts 90% on X'y, the one statistic whose declared
-    # sensitivity one row can realise in full (X'X's d(d+1)B² is twice what a row can change): at the paper's split
-    # (0.35, 0.6, 0.05) the true loss on any pair is at most ≈ 0.54ε, so even a factor-2 bug would stay below ε
-    # (docs/audit.md).  sigma: dp (the default) estimates σ from each dataset of the pair.
+    # code without running the tuner on every call.  The split puts 90% on X'y, whose sensitivity 2dB_xB_y one row
+    # realises in full together with most of y'y's (docs/audit.md).  sigma: dp (the default) estimates σ from each dataset of the pair.
     audit = AuditPlan(design=clipped_statistics, view=released_statistics,
                       params={"p1": 0.05, "p2": 0.9, "p3": 0.05, "omega_x": 1.0, "omega_y": 1.0})
     description = "robust private LR: clipped, Laplace-perturbed sufficient statistics (Honkela et al. 2018)"
@@ -279,12 +287,12 @@ class RobustPrivateLR(BatchedAlgorithm):
         if not p.auto_split:
             return float(p.p1), float(p.p2), float(p.p3)  # type: ignore[arg-type]
         if p.split == "analytic":
-            r = analytic_choice(n, d, epsilon, p.analytic_sd)   # memoised by dpexp.cache
+            r = analytic_choice(n, d, epsilon, p.analytic_sd, sensitivity=p.sensitivity)   # memoised by dpexp.cache
             return float(r["p1"]), float(r["p2"]), float(r["p3"])
         case = PAPER_SPLIT_CASE if p.split_tuning == "paper" else {"n": max(n, 2), "d": d, "epsilon": epsilon}
         r = tune_split(case["n"], case["d"], case["epsilon"], n_aux=p.split_reps[0], n_noise=p.split_reps[1],
                        stabilize=p.stabilize if p.prior == "gamma" else "none", aux=p.tune_aux,
-                       solver=p.tune_solver)   # memoised by dpexp.cache
+                       solver=p.tune_solver, sensitivity=p.sensitivity)   # memoised by dpexp.cache
         return float(r["p1"]), float(r["p2"]), float(r["p3"])
 
     def omegas(self, n: int, d: int, epsilon: float, split: tuple[float, float, float]) -> tuple[float, float]:
@@ -298,10 +306,10 @@ class RobustPrivateLR(BatchedAlgorithm):
         if n < 2:
             return float("nan"), float("nan")  # no private rows: nothing is clipped or released
         if p.analytic_omega:
-            r = analytic_choice(n, d, epsilon, p.analytic_sd)
+            r = analytic_choice(n, d, epsilon, p.analytic_sd, sensitivity=p.sensitivity)
             return float(r["omega_x"]), float(r["omega_y"])
         r = tune_thresholds(n, d, epsilon, split, n_aux=p.tune_reps[0], n_noise=p.tune_reps[1], aux=p.tune_aux,
-                            solver=p.tune_solver)  # memoised
+                            solver=p.tune_solver, sensitivity=p.sensitivity)  # memoised
         return float(r["omega_x"]), float(r["omega_y"])
 
     def _tune_n(self, split: Split) -> int:
@@ -403,7 +411,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         else the split fails with this message."""
         sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
         with np.errstate(over="ignore"):
-            sens = sensitivities(d, np.float64(wx * sx), np.float64(wy * sy))
+            sens = sensitivities(d, np.float64(wx * sx), np.float64(wy * sy), self.params.sensitivity)
         if not (math.isfinite(sx) and math.isfinite(sy) and sx >= 0 and sy >= 0
                 and all(math.isfinite(float(v)) for v in sens)):
             raise UserError(f"{self.name} (sigma: data): sigma_x = {sx}, sigma_y = {sy} must be >= 0 and give "
@@ -423,7 +431,7 @@ class RobustPrivateLR(BatchedAlgorithm):
             sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
                      np.array([float(s.meta["sigma_y"]) for s in ss]))
         g = release_group([s.X_private for s in ss], [s.y_private for s in ss], ss[0].d, trials, lgs, sp, eps, w,
-                          sigma)
+                          sigma, p.sensitivity)
         if p.clip_public and public_stats:   # the authors' code: the public lines clipped with the same bounds
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
@@ -507,9 +515,10 @@ class RobustPrivateLR(BatchedAlgorithm):
                 if per_trial:
                     # a whole batch's bounds are its (S, T) array, whose rows the releases carry (the same floats)
                     B = tok[0].B_x if tok is not None else np.stack([r.B_x for r in pr])
-                    rg = noise_ridge(d, sensitivities(d, B, B)[0] / e[:, None])
+                    rg = noise_ridge(d, sensitivities(d, B, B, p.sensitivity)[0] / e[:, None])
                 else:
-                    rg = noise_ridge(d, sensitivities(d, np.array([r.B_x for r in pr]), 0.0)[0] / e)[:, None]
+                    rg = noise_ridge(d, sensitivities(d, np.array([r.B_x for r in pr]), 0.0, p.sensitivity)[0]
+                                     / e)[:, None]
                 ridge[priv] = rg
                 for j, m in enumerate(rg.mean(axis=1).tolist()):
                     extras[priv[j]]["ridge"] = m

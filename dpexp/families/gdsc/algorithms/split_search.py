@@ -14,14 +14,14 @@ from pydantic import Field, model_validator
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.errors import UserError
-from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR, SigmaParams, TuneParams
+from dpexp.families.gdsc.algorithms.rplr import RobustPrivateLR, SensitivityParams, SigmaParams, TuneParams
 from dpexp.families.gdsc.audit import clipped_statistics, released_statistics
 from dpexp.families.gdsc.tuning import SPLIT_GRID, tune_split
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
-class _SplitSearchParams(SigmaParams, TuneParams):   # rplr's sigma and tuning options
+class _SplitSearchParams(SigmaParams, TuneParams, SensitivityParams):   # rplr's sigma, tuning, sensitivity
     p1: float = Field(0.35, gt=0, lt=1, description="share of epsilon for X'X (a grid point; p3 = 1 - p1 - p2)")
     p2: float = Field(0.60, gt=0, lt=1, description="share of epsilon for X'y (a grid point)")
     tune_n: int = Field(500, ge=2, description="auxiliary data size of the split search (paper: 500)")
@@ -91,7 +91,8 @@ class SplitSearch(Algorithm):
                 extra = {} if p.grid is None else {"splits": grid}
                 table = tune_split(p.tune_n, p.tune_d, p.tune_epsilon, n_aux=p.split_reps[0],
                                    n_noise=p.split_reps[1], stabilize=p.stabilize, aux=p.tune_aux,
-                                   solver=p.tune_solver, scorer=p.scorer, **extra)["table"]
+                                   solver=p.tune_solver, scorer=p.scorer, sensitivity=p.sensitivity,
+                                   **extra)["table"]
                 return table[k]
         raise UserError(f"split_search: (p1, p2, p3) = ({p.p1:g}, {p.p2:g}, {p3:g}) is not on the split grid "
                         f"{'{0.05, ..., 0.90}^3' if p.grid is None else list(p.grid)} with sum 1 (off-simplex cell)")
@@ -101,7 +102,7 @@ class SplitSearch(Algorithm):
         p = self.params
         return RobustPrivateLR(p1=row[0], p2=row[1], p3=row[2], omega_x=row[4], omega_y=row[5], sigma=p.sigma,
                                sigma_share=p.sigma_share, sigma_bound_x=p.sigma_bound_x,
-                               sigma_bound_y=p.sigma_bound_y, stabilize=p.stabilize)
+                               sigma_bound_y=p.sigma_bound_y, stabilize=p.stabilize, sensitivity=p.sensitivity)
 
     def bounds(self, split: Split, epsilon: float | None = None) -> tuple[float, float]:
         return self._rplr().bounds(split, epsilon)
