@@ -33,6 +33,9 @@ PARTS = ("test", "public", "private")
 
 @dataclass(frozen=True)
 class ChunkRows:
+    """The names of the rows of one ``run_many`` call's splits within their chunk, and the chunk's scratch (module
+    docstring)."""
+
     subsets: tuple[Hashable, ...]
     prefix: tuple[int, int, int] | None = None
     nested: bool = False
