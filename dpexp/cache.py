@@ -5,10 +5,8 @@ change how fast a run is, never what it computes; results never depend on it.
 
 * **In-process memos** — ``memo(namespace, key, compute)`` and the decorator ``memoize(namespace)``: loaded data
   files, tuned thresholds, the resolved experiment of a worker process...  A memo may be bounded (``maxsize``:
-  least recently used entries go first).  ``memo_for(namespace, obj, key, compute)`` keys by an object's identity
-  and holds the object, so its id cannot be reused while the entry lives (e.g. terms computed once per split);
-  ``memo_objects(namespace, objs, key, compute)`` keys by the identities of several objects and holds them (e.g. the
-  predictions of a group of cells, shared by two metrics);
+  least recently used entries go first).  Keys are values, never an object's ``id()``: what the calls of one runner
+  chunk share lives in its ``dpexp.chunk.ChunkRows``.
   ``memo_array(namespace, arr, key, compute)`` keys by an array's *content* (shape, dtype and a 128-bit digest of
   its bytes), so equal arrays of different splits share the entry (e.g. one drug's test responses, the same for
   every size of the grid); ``array_key(arr)`` is that content key, for callers that look several entries up by it.
@@ -27,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import operator
 import os
 import sys
 import tempfile
@@ -44,7 +41,6 @@ ENV_VAR = "DPEXP_CACHE_DIR"
 _MEMOS: dict[str, OrderedDict[Hashable, Any]] = {}
 _LOCK = threading.RLock()
 _MISSING = object()   # memo's "no entry" (a memoised value may be None)
-_OBJECT_NAMESPACES: set[str] = set()   # the namespaces ``memo_objects`` has used (``clear_objects``)
 
 
 # ------------------------------------------------------------------------------------------------ locations
@@ -115,28 +111,6 @@ def memoize(namespace: str, maxsize: int | None = None) -> Callable[[Callable[..
     return deco
 
 
-def memo_for(namespace: str, obj: Any, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
-    """``memo`` keyed by the identity of ``obj`` (plus ``key``) for objects that are not hashable by value (arrays,
-    lists of arrays); the entry holds ``obj``, so its id is not reused while the entry lives."""
-    held, value = memo(namespace, (id(obj), key), lambda: (obj, compute()), maxsize)
-    if held is not obj:  # cannot happen while the entry holds obj; kept as a guard
-        value = compute()
-    return value
-
-
-def memo_objects(namespace: str, objs: tuple, key: Hashable, compute: Callable[[], T],
-                 maxsize: int | None = None) -> T:
-    """``memo`` keyed by the identities of the objects ``objs`` (a tuple, in order; plus ``key``): e.g. the
-    predictions of a group of cells, shared by the metrics that score them.  The entry holds the objects, so their
-    ids cannot be reused while it lives.  Such entries serve the objects of one unit of work (a chunk's splits and
-    predictions): ``clear_objects`` drops them all."""
-    _OBJECT_NAMESPACES.add(namespace)
-    held, value = memo(namespace, (tuple(map(id, objs)), key), lambda: (objs, compute()), maxsize)
-    if len(held) != len(objs) or not all(map(operator.is_, held, objs)):  # cannot happen: kept as a guard
-        value = compute()
-    return value
-
-
 def memo_array(namespace: str, arr: Any, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
     """``memo`` keyed by the content of array ``arr`` (plus ``key``): its shape, dtype and BLAKE2b-128 digest of
     its bytes (a collision is as unlikely as for the SHA-256 stream keys), so a pure function of the values is
@@ -161,17 +135,6 @@ def array_key(arr: Any) -> tuple:
     a = np.ascontiguousarray(arr)
     digest = hashlib.blake2b(a.view(np.uint8).reshape(-1) if a.size else b"", digest_size=16).digest()
     return (a.shape, a.dtype.str, digest)
-
-
-def clear_objects() -> None:
-    """Forget every ``memo_objects`` entry (their namespaces only).  The runner calls it after each chunk: the
-    chunk's splits and predictions those entries hold are not handed to any later chunk, and kept alive by the
-    bounded memos they held ~120 MiB per worker of a paper-scale GDSC run (loky restarts a worker whose memory
-    grows by 300 MB).  A chunk still running in another thread of the process (a Dask worker) only recomputes what
-    it looks up again: the entries are pure functions of their objects."""
-    with _LOCK:
-        for namespace in tuple(_OBJECT_NAMESPACES):   # a copy: another thread may add one meanwhile
-            _MEMOS.pop(namespace, None)
 
 
 def clear(namespace: str | None = None) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from dpexp.chunk import ChunkRows
 from dpexp.documented import Documented
 from dpexp.errors import NonFiniteInput, UserError
 from dpexp.privacy.guarantee import Guarantee
@@ -121,12 +122,15 @@ class Algorithm:
         raise NotImplementedError
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Run on several splits (e.g. all drugs of a chunk) with one ledger each.
 
         Override to batch the linear algebra; the default loops.  Must draw each split's randomness only from its own
         ledger so results do not depend on how cells are grouped.  Return an ``Exception`` in place of an
-        ``Output`` for a split that failed.
+        ``Output`` for a split that failed.  ``chunk`` (``dpexp.chunk.ChunkRows``, given by the runner; None for a
+        call of its own) names the splits' rows within their chunk and holds the chunk's scratch, where a method
+        may keep deterministic functions of those rows for the chunk's other calls (docs/extending.md, Caches).  The
+        runner passes it only to a ``run_many`` that declares the parameter.
         """
         out: list[Output | Exception] = []
         for split, ledger in zip(splits, ledgers):
@@ -164,6 +168,8 @@ def _finite_run_many(run_many: Callable[..., list]) -> Callable[..., list]:
             return run_many(self, splits, epsilon, delta, ledgers, *args, **kwargs)
         keep = [i for i, r in enumerate(reasons) if not r]
         out: list = [NonFiniteInput(f"{self.name}: {r}") if r else None for r in reasons]
+        if kwargs.get("chunk") is not None:   # the kept splits' names in their chunk
+            kwargs["chunk"] = kwargs["chunk"].select(keep)
         if keep:
             done = run_many(self, [splits[i] for i in keep], epsilon, delta, [ledgers[i] for i in keep],
                             *args, **kwargs)
@@ -186,7 +192,7 @@ class BatchedAlgorithm(Algorithm):
         return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list[Any],
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         raise NotImplementedError
 
     def each_split(self, splits: list[Split], epsilon: float, ledgers: list[Any],
@@ -274,6 +280,10 @@ class Dataset:
       is fitted on the same cell lines), so a person's loss composes over the run's subsets; the manifest's
       privacy summary then states that total (``accounting.repeated_release``).  False: subsets are disjoint
       (parallel composition) or there is one.
+    * ``nested_sizes``: True when, within one repeat, each part (test, public, private) of a subset's split is the
+      first rows of that subset's whole part, whatever the other sizes (GDSC: prefixes of each pool or sequence of
+      the fold), and read-only.  The runner's ``ChunkRows`` then names a part by its length, so what a method
+      computes from it is shared by every size of the chunk.  False: shared within one size only.
     """
 
     name: ClassVar[str] = ""
@@ -282,6 +292,7 @@ class Dataset:
     download_hint: ClassVar[str | None] = None
     release_point: ClassVar[str] = ""
     subsets_share_rows: ClassVar[bool] = False
+    nested_sizes: ClassVar[bool] = False
     data_files: ClassVar[dict[str, str | None]] = {}
     preprocessing_options: ClassVar[dict[str, dict[str, Any]]] = {}
     Params: ClassVar[type[Params]] = NoParams

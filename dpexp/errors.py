@@ -16,6 +16,12 @@ class DataNotFoundError(UserError):
     """A dataset file is missing; the message names the expected path and the download command."""
 
 
+class NotBatchable(Exception):
+    """A fast path declines: its stated preconditions do not hold for these inputs.  Raised before anything is
+    drawn, so the caller may take the general path with the same streams; the only exception a caller may answer
+    with another path (every other one fails its cells with its message, counted in the manifest)."""
+
+
 class AlgorithmFailure(Exception):
     """An algorithm could not produce an output for a cell (recorded, the run continues)."""
 

@@ -18,6 +18,7 @@ import csv
 import gc
 import gzip
 import hashlib
+import inspect
 import io
 import itertools
 import json
@@ -36,12 +37,16 @@ import numpy as np
 from isal import isal_zlib
 
 from dpexp import cache, manifest
-from dpexp.errors import AlgorithmFailure, UserError
+from dpexp.chunk import ChunkRows
+from dpexp.errors import AlgorithmFailure, NotBatchable, UserError
+from dpexp.metrics.cells import scored_together
 from dpexp.privacy.budget import check_spend, paper_calibration_excess
-from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, NON_PRIVATE, Guarantee, evaluation_columns
+from dpexp.privacy.guarantee import NON_PRIVATE, Guarantee
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.privacy.noise import SeededNoise, make_noise
-from dpexp.results import CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, Row, cell_of
+from dpexp.results import (CELL_COLUMNS, COLUMNS, FAILURE_COLUMNS, SCHEMA_VERSION, SUMMARY_INDEX, CellGroup,
+                           ChunkRecords, Record, Row, add_summary as _add_summary, cell_of,
+                           records_summary as _records_summary, records_text as _records_text)
 from dpexp.rng import (data_stream, new_root_seed, noise_names, seed_states, stream_from_key, stream_from_state,
                        stream_key)
 from dpexp.spec import AlgoVariant, DatasetVariant, ResolvedExperiment
@@ -78,14 +83,6 @@ def plan_chunks(exp: ResolvedExperiment) -> list[Chunk]:
     return chunks
 
 
-def _fmt(x: Any) -> str:
-    if type(x) is float:
-        return repr(x) if x == x else ""  # NaN (a failed value) is an empty field
-    if isinstance(x, float):
-        return "" if math.isnan(x) else repr(x)
-    return str(x)
-
-
 def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row]:
     """Compute every cell of a chunk; returns result rows (never raises for algorithm/metric failures).
 
@@ -95,93 +92,57 @@ def run_chunk(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Row
             for metric, value, err in rec[1]]
 
 
-#: one cell's rows for one (epsilon, delta) target: (the fields before ``metric``, [(metric, value, error)], seed_key)
-#: and optionally (as ``chunk_records`` makes them) those fields' CSV text, each followed by its comma
-#: (``_head_text``, from texts shared by many cells), and their ``SUMMARY_FIELDS`` as one tuple shared by every
-#: record of equal ones
-Record = tuple[Any, ...]
-
-
-#: predictions held for scoring at once (``chunk_records``): past this many bytes the pending cells are scored
+#: predictions held for scoring at once (``chunk_cells``): past this many bytes the pending cells are scored
 PENDING_BYTES = 32 * 2**20
 
 
 def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list[Record]:
-    """Compute every cell of a chunk as ``Record``s (never raises for algorithm/metric failures).
+    """Every cell of a chunk as ``Record``s (never raises for algorithm/metric failures), in two steps: the cells'
+    outputs and metric values (``chunk_cells``), then their rows (``results.ChunkRecords``, one per chunk)."""
+    dv = exp.datasets[chunk.dataset]
+    evaluation = {label for label, metric in exp.metrics if getattr(metric, "reads_private", False)}
+    made = ChunkRecords((exp.spec.name, dv.name, dv.params_str), chunk.subsets, dv.instance.preprocessing(),
+                        evaluation)
+    for group in chunk_cells(exp, chunk, root_seed):
+        made.add(group)
+    return made.done()
 
-    Per size of the grid: the splits of the chunk's subsets (one data stream each), then per algorithm variant and
-    privacy budget the outputs of all subsets at once (``run_many``, one ``PrivacyLedger`` each: its noise source is
-    the cell's named stream in seeded mode, the OS CSPRNG in secure mode; the chunk's ledgers share one dict of the
-    guarantees composed, ``PrivacyLedger.guarantee``), each cell carrying its guarantee
-    (``cell_guarantee``) with the dataset's preprocessing statement.  The metrics score the cells of the whole chunk
-    at once (``_metric_table``: every algorithm, budget and size of a drug shares its test responses; a metric's
-    ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or whenever the predictions
-    held pass ``PENDING_BYTES``.  A record holds the fields a cell's rows share once, their CSV text put together
-    from texts shared by many cells (a variant's names and budget per subset once per chunk, a split's sizes once
-    per size, a guarantee's columns once per object: ``_records_to_csv``) and their privacy-summary fields as one
-    tuple shared by the records of a variant, budget and guarantee (``_records_summary``).  The cells of a variant
-    and budget are handled as lists (the seed keys once per chunk), and their records made by ``zip`` once scored,
-    not cell by cell in Python.  When the group's cells carry one guarantee object (the usual), a head and its text
-    are one concatenation each (``map`` in C) of the part up to the guarantee columns, made once per chunk per
-    variant, target and guarantee, and the part of the split's sizes, made once per distinct sizes
-    (``_seen_fields``); a group with several guarantees (a failed cell among good ones) is put together cell by cell.
-    """
+
+def chunk_cells(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> Iterator[CellGroup]:
+    """Compute every cell of a chunk: one ``results.CellGroup`` per size of the grid, algorithm variant and privacy
+    budget, in canonical order (never raises for algorithm/metric failures).
+
+    Per size of the grid: the splits of the chunk's subsets (one data stream each) and their ``ChunkRows`` (the
+    chunk's one scratch: ``dpexp.chunk``), then per algorithm variant and privacy budget the outputs of all subsets
+    at once (``run_many``, one ``PrivacyLedger`` each: its noise source is the cell's named stream in seeded mode,
+    the OS CSPRNG in secure mode; the chunk's ledgers share one dict of the guarantees composed,
+    ``PrivacyLedger.guarantee``), each cell carrying its guarantee (``cell_guarantee``).  The metrics score the
+    cells of the whole chunk at once (``_metric_table``: every algorithm, budget and size of a drug shares its test
+    responses; a metric's ``many`` equals its per-cell values to the bit, so the grouping changes nothing), or
+    whenever the predictions held pass ``PENDING_BYTES``; a group is yielded once scored, its outputs dropped.  A
+    non-private algorithm runs once per split; its group holds every target of the run."""
     dv = exp.datasets[chunk.dataset]
     ds_key = f"{dv.name}[{dv.params_str}]"
-    statement = dv.instance.preprocessing()
     eps_delta = [(e, d) for e in exp.epsilons for d in exp.deltas]
-    # each target with the CSV text of its (epsilon, delta) fields (``_head_text``)
-    eps_delta_texts = [(e, d, _head_text((e, d))) for e, d in eps_delta]
-    records: list[Record] = []
-    # groups of cells computed but not yet scored, in canonical order: (outputs, splits, seed keys, and per target the
-    # records' heads, their texts and summary fields, one list each over the group's cells)
+    # groups computed but not yet scored, in canonical order: (outputs, splits, the group's other fields)
     pending: list[tuple[Any, ...]] = []
     held = 0
-
-    def score() -> None:
-        values = _metric_table(exp, [o for p in pending for o in p[0]], [sp for p in pending for sp in p[1]])
-        at = 0
-        for _, splits_, seed_keys, per_target in pending:
-            vals = values[at:at + len(splits_)]
-            at += len(splits_)
-            if len(per_target) == 1:   # the usual: one record per cell, made by ``zip`` in C
-                heads, texts, groups = per_target[0]
-                records.extend(zip(heads, vals, seed_keys, texts, groups))
-            else:                      # a non-private variant under several targets: a cell's records in turn
-                records.extend(itertools.chain.from_iterable(zip(*(zip(heads, vals, seed_keys, texts, groups)
-                                                                   for heads, texts, groups in per_target))))
-        pending.clear()
-
-    rows_of: dict[Any, tuple[Any, ...]] = {}   # guarantee -> its columns with the dataset's statement
-    # the same by the guarantee object (most cells of a variant carry one memoised object: no dataclass hash per
-    # cell), with the columns' CSV text; each entry holds its guarantee, so an id is not reused while the chunk runs
-    rows_by_id: dict[int, tuple[Guarantee, tuple[Any, ...], bytes]] = {}
-    names = (exp.spec.name, dv.name, dv.params_str)
-    # the texts a record's head starts with: the names once, each subset's once per chunk (``_head_text`` of
-    # consecutive fields concatenates)
-    names_text = _head_text(names)
-    subset_texts = [_head_text((subset,)) for subset in chunk.subsets]
-    # per algorithm variant and target, the subsets' (names, subset, variant, epsilon, delta) fields and their texts:
-    # the same for every size
-    befores_of: dict[tuple[int, Any, Any], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
-    # the same followed by one guarantee's columns (per variant, target and guarantee object): the part of the heads
-    # and texts of a group whose cells all carry that guarantee
-    guaranteed_of: dict[tuple[int, Any, Any, int], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
     shared = _SharedStream(dv, ds_key, chunk, root_seed)
     composed: dict[tuple[Any, ...], Guarantee] = {}   # the ledgers' guarantees by composition key, for this chunk
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     seed_keys_of = {g: ["" if key is None else key[1] for key in keys] for g, (keys, _) in streams.items()}
+    scratch: dict = {}   # what the chunk's run_many calls share (``ChunkRows``): dropped with the chunk
     for n_test, n_public, n_private in exp.size_grid:
         sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
         splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
+        rows = ChunkRows(chunk.subsets, (n_test, n_public, n_private), dv.instance.nested_sizes, scratch)
         tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
                 sizes.n_public, sizes.n_test)
-        seen, seen_texts = _seen_fields(splits, tail)
+        seen = list(map(_seen, splits))
         for av in exp.algorithms_for(dv):
-            # a non-private algorithm runs once per split; its rows are repeated for every (epsilon, delta)
-            runs = eps_delta_texts if getattr(av.instance, "private", True) else [(None, None, None)]
-            av_names = (av.name, av.label, av.params_str)
-            for eps, delta, ed_text in runs:
+            private = getattr(av.instance, "private", True)
+            variant = (av.name, av.label, av.params_str)
+            for eps, delta in (eps_delta if private else [(None, None)]):
                 group = (id(av), eps, delta)   # the variants live in ``exp``: an id names one while the chunk runs
                 keys, states = streams[group]
                 if states is None:   # secure mode: the OS CSPRNG, no stream
@@ -190,139 +151,37 @@ def chunk_records(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> list
                     ledgers = [PrivacyLedger(_LazySeededNoise(root_seed, key[0], state), composed)
                                for key, state in zip(keys, states)]
                 outputs = _outputs(exp, av, splits, ledgers,
-                                   exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta)
-                targets = eps_delta_texts if eps is None else [(eps, delta, ed_text)]
-                # each cell's guarantee (an ``Output``'s own, read inline; else ``cell_guarantee``) and, per
-                # guarantee object, (it, its columns, their text, the ``SUMMARY_FIELDS`` of each target: one tuple
-                # shared by the records of a summary key, ``_records_summary``) for this variant and budget; the
-                # list holds every guarantee while ``hits`` is used, so an id names one object
+                                   exp.epsilons[0] if eps is None else eps, exp.deltas[0] if delta is None else delta,
+                                   rows)
+                # each cell's guarantee: an ``Output``'s own, read inline; else ``cell_guarantee``
                 guarantees = [out.guarantee if type(out) is Output and out.guarantee is not None
                               else cell_guarantee(av.instance, out) for out in outputs]
-                hits: dict[int, tuple[Any, ...]] = {}
-                g0 = guarantees[0]
-                one = all(map(operator.is_, guarantees, itertools.repeat(g0)))   # the usual: one object for all
-                for guarantee in ((g0,) if one else guarantees):
-                    if id(guarantee) not in hits:
-                        col = rows_by_id.get(id(guarantee))
-                        if col is None or col[0] is not guarantee:
-                            g = _guarantee_columns(rows_of, statement, guarantee)
-                            col = rows_by_id[id(guarantee)] = (guarantee, g, _head_text(g))
-                        hits[id(guarantee)] = (*col, [(*names[1:], *av_names, e, d, *col[1])
-                                                      for e, d, _ in targets])
-                per_target = []
-                if one:   # each head and text = (the subset's part with the guarantee's, made once per chunk) + sizes'
-                    col = hits[id(g0)]
-                    n = len(guarantees)
-                    for t, (e, d, et) in enumerate(targets):
-                        got = guaranteed_of.get((id(av), e, d, id(g0)))
-                        if got is None:   # ``rows_by_id`` holds ``g0`` while the chunk runs: its id names it
-                            befores, bt = _befores(befores_of, names, names_text, chunk.subsets, subset_texts,
-                                                   id(av), av_names, e, d, et)
-                            got = guaranteed_of[(id(av), e, d, id(g0))] = ([(*b, *col[1]) for b in befores],
-                                                                           [b + col[2] for b in bt])
-                        bg, bgt = got
-                        per_target.append((list(map(operator.add, bg, seen)), list(map(operator.add, bgt, seen_texts)),
-                                           [col[3][t]] * n))
-                else:     # guarantees differ between cells (e.g. a failed cell among good ones): cell by cell
-                    cols = [hits[id(guarantee)] for guarantee in guarantees]
-                    for t, (e, d, et) in enumerate(targets):
-                        befores, bt = _befores(befores_of, names, names_text, chunk.subsets, subset_texts,
-                                               id(av), av_names, e, d, et)
-                        per_target.append(([(*b, *c[1], *sn) for b, c, sn in zip(befores, cols, seen)],
-                                           [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
-                                           [c[3][t] for c in cols]))
-                pending.append((outputs, splits, seed_keys_of[group], per_target))
+                targets = eps_delta if eps is None else [(eps, delta)]
+                pending.append((outputs, splits, variant, targets, guarantees, seen, tail, seed_keys_of[group]))
                 try:   # every output's predictions an array (the usual): summed in C
                     held += sum(map(_PREDICTION_BYTES, outputs))
                 except AttributeError:   # an exception or an output without predictions among them: counted as 0
                     held += sum([getattr(getattr(out, "predictions", None), "nbytes", 0) for out in outputs])
                 if held > PENDING_BYTES:
-                    score()
+                    yield from _scored(exp, pending)
                     held = 0
-    score()
-    return _mark_evaluation(exp, records)
+    yield from _scored(exp, pending)
 
 
-#: where a record's head holds its guarantee columns
-_GUARANTEE_AT = COLUMNS.index("guarantee")
-
-
-def _mark_evaluation(exp: ResolvedExperiment, records: list[Record]) -> list[Record]:
-    """``records`` with the rows of evaluation metrics (``Metric.reads_private``) given the guarantee columns of an
-    evaluation (``evaluation_columns``: ``none``, "evaluation against private data", the release named in the note),
-    in the same row order: a record whose metrics mix both is cut into consecutive runs, an evaluation run made a
-    plain (head, values, seed key) record.  A failed cell (every value an error) keeps its rows as they are.  No
-    evaluation metric in the config (the usual): ``records`` unchanged."""
-    labels = {label for label, metric in exp.metrics if getattr(metric, "reads_private", False)}
-    if not labels:
-        return records
-    g0, g1 = _GUARANTEE_AT, _GUARANTEE_AT + len(GUARANTEE_COLUMNS)
-    heads: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-    out: list[Record] = []
-    for rec in records:
-        values = rec[1]
-        if not any(m in labels for m, _, _ in values) or all(e for _, _, e in values):
-            out.append(rec)
-            continue
-        head = rec[0]
-        got = heads.get(id(head))
-        if got is None or got[0] is not head:
-            got = heads[id(head)] = (head, (*head[:g0], *evaluation_columns(head[g0:g1]), *head[g1:]))
-        for is_eval, run in itertools.groupby(values, key=lambda v: v[0] in labels):
-            run = list(run)
-            out.append((got[1], run, rec[2]) if is_eval else (*rec[:1], run, *rec[2:]))
-    return out
+def _scored(exp: ResolvedExperiment, pending: list[tuple[Any, ...]]) -> Iterator[CellGroup]:
+    """The pending groups (``chunk_cells``) scored at once (``_metric_table``), as ``CellGroup``s; ``pending`` is
+    emptied, so their outputs are dropped."""
+    values = _metric_table(exp, [o for p in pending for o in p[0]], [sp for p in pending for sp in p[1]])
+    groups, at = [], 0
+    for _, splits, variant, targets, guarantees, seen, tail, seed_keys in pending:
+        groups.append(CellGroup(variant, targets, guarantees, values[at:at + len(splits)], seen, tail, seed_keys))
+        at += len(splits)
+    pending.clear()
+    return iter(groups)
 
 
 #: the bytes of an ``Output``'s predictions (``chunk_records``' count of what it holds)
 _PREDICTION_BYTES = operator.attrgetter("predictions.nbytes")
-
-
-def _befores(befores_of: dict[tuple[Any, ...], tuple[list[tuple[Any, ...]], list[bytes]]], names: tuple[Any, ...],
-             names_text: bytes, subsets: tuple[str, ...], subset_texts: list[bytes], av_id: int,
-             av_names: tuple[Any, ...], e: Any, d: Any, ed_text: bytes) -> tuple[list[tuple[Any, ...]], list[bytes]]:
-    """The heads' fields before the guarantee columns of a variant's cells under one target (names, subset,
-    variant, ε, δ), one per subset of the chunk, and their text: made once per chunk (``befores_of``), the text
-    from the names', subsets', variant's and target's own (``_head_text`` of consecutive fields concatenates)."""
-    got = befores_of.get((av_id, e, d))
-    if got is None:
-        av_text = _head_text(av_names)
-        got = befores_of[(av_id, e, d)] = ([(*names, subset, *av_names, e, d) for subset in subsets],
-                                           [names_text + st + av_text + ed_text for st in subset_texts])
-    return got
-
-
-def _seen_fields(splits: list[Any], tail: tuple[Any, ...]) -> tuple[list[tuple[Any, ...]], list[bytes]]:
-    """The head's fields after the guarantee columns of each split's cells (``_seen``, then ``tail``: repeat,
-    trials and the sizes asked for) and their text; splits of equal sizes (most of a chunk's, at one size of the
-    grid) share one tuple and one text, made once."""
-    seen = list(map(_seen, splits))
-    distinct = dict.fromkeys(seen)   # keyed by value: sizes are ints, and equal ints write one text
-    tail_text = _head_text(tail)
-    heads = {s: (*s, *tail) for s in distinct}
-    texts = {s: _head_text(s) + tail_text for s in distinct}
-    return list(map(heads.__getitem__, seen)), list(map(texts.__getitem__, seen))
-
-
-def _head_text(fields: tuple[Any, ...]) -> bytes:
-    """The CSV text of consecutive fields of a row's head, each followed by its comma, as ``_records_to_csv``
-    writes them (``_csv_field`` of ``_fmt``), UTF-8: the texts of consecutive parts of a head concatenate into the
-    text of the whole."""
-    if all(type(x) is int for x in fields):   # sizes and counts: plain decimal
-        return ("%d," * len(fields) % fields).encode("ascii")
-    return "".join([_csv_field(_fmt(x)) + "," for x in fields]).encode("utf-8")
-
-
-def _guarantee_columns(rows_of: dict[Any, tuple[Any, ...]], statement: Any, g: Guarantee) -> tuple[Any, ...]:
-    """The guarantee columns of a cell with the dataset's statement; equal guarantees (most cells of a variant)
-    give equal columns, so they are computed once per chunk (``rows_of``)."""
-    try:
-        row = rows_of.get(g)
-    except TypeError:   # an unhashable guarantee (notes given as a list): its columns directly
-        return statement.apply(g).row()
-    if row is None:
-        row = rows_of[g] = statement.apply(g).row()
-    return row
 
 
 def _seen(split: Any) -> tuple[int, int, int, int]:
@@ -422,15 +281,21 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
     """The split of each subset of the chunk, from the data stream of (dataset, subset or "*", repeat); a dataset
     that raises gives a ``_SplitFailure`` in its place.  A shared-split dataset with ``split_many(subsets, sizes,
     rng)`` (the splits, or each one's exception, from one generator at the stream's start: the fold made once for
-    all subsets) gives them in one call; if that call itself raises, split by split."""
+    all subsets) gives them in one call; if it declines (``NotBatchable``), split by split; if it raises anything
+    else, or answers with another number of splits, every subset's split fails with that message."""
     failed = (max(sizes.n_private, 0), sizes.n_public, sizes.n_test, 0)
     many = getattr(dv.instance, "split_many", None)
     if many is not None and shared is not None and shared.rng is not None:
         try:
             got = many(list(chunk.subsets), sizes, shared.fresh())
-        except Exception:
+        except NotBatchable:
             got = None
-        if got is not None and len(got) == len(chunk.subsets):
+        except Exception as exc:  # every subset's split fails with it (recorded per cell, counted in the manifest)
+            got = [exc] * len(chunk.subsets)
+        if got is not None:
+            if len(got) != len(chunk.subsets):
+                got = [RuntimeError(f"split_many gave {len(got)} splits for {len(chunk.subsets)} subsets")] * len(
+                    chunk.subsets)
             return [_SplitFailure(sp, failed) if isinstance(sp, Exception) else sp for sp in got]
     splits: list[Any] = []
     for subset in chunk.subsets:
@@ -446,11 +311,13 @@ def _splits(dv: DatasetVariant, ds_key: str, chunk: Chunk, sizes: Sizes, root_se
 
 
 def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledgers: list[PrivacyLedger],
-             epsilon: float, delta: float) -> list[Any]:
-    """The algorithm's output (or exception) for every split, one ``run_many`` call over the splits that exist."""
+             epsilon: float, delta: float, rows: ChunkRows | None = None) -> list[Any]:
+    """The algorithm's output (or exception) for every split, one ``run_many`` call over the splits that exist;
+    ``rows``: the splits' ``ChunkRows``, handed to a ``run_many`` that takes it (``_takes_chunk``)."""
+    extra = {} if rows is None or not _takes_chunk(type(av.instance)) else {"chunk": rows}
     if splits and _SplitFailure not in set(map(type, splits)):   # the usual, every split exists: no step per cell
         try:
-            got = av.instance.run_many(list(splits), epsilon, delta, list(ledgers), exp.spec.trials)
+            got = av.instance.run_many(list(splits), epsilon, delta, list(ledgers), exp.spec.trials, **extra)
         except Exception as exc:  # a bug in run_many itself: fail every cell of this group
             got = [exc] * len(splits)
         got = list(itertools.islice(got, len(splits)))   # placed as the loop below places them: one per split,
@@ -460,13 +327,25 @@ def _outputs(exp: ResolvedExperiment, av: AlgoVariant, splits: list[Any], ledger
     good = [i for i, sp in enumerate(splits) if not isinstance(sp, _SplitFailure)]
     if good:
         try:
+            if extra:
+                extra["chunk"] = extra["chunk"].select(good)
             got = av.instance.run_many([splits[i] for i in good], epsilon, delta, [ledgers[i] for i in good],
-                                       exp.spec.trials)
+                                       exp.spec.trials, **extra)
         except Exception as exc:  # a bug in run_many itself: fail every cell of this group
             got = [exc] * len(good)
         for i, o in zip(good, got):
             outputs[i] = o
     return _checked(av.instance, outputs, epsilon, delta)
+
+
+def _takes_chunk(cls: type) -> bool:
+    """Whether ``cls.run_many`` declares a ``chunk`` parameter (or takes any keyword): a plug-in written before
+    ``ChunkRows`` is called without it.  Memoised per class (by its module and name)."""
+    def takes() -> bool:
+        params = inspect.signature(cls.run_many).parameters
+        return "chunk" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+    return cache.memo("runner.takes_chunk", (cls.__module__, cls.__qualname__), takes)
 
 
 def _checked(algorithm: Any, outputs: list[Any], epsilon: float, delta: float) -> list[Any]:
@@ -554,15 +433,16 @@ def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
     if len(good) < len(outputs):
         outs, sps = [outputs[i] for i in good], [splits[i] for i in good]
     columns = []
-    for label, metric in exp.metrics:
-        try:
-            got = metric.many(outs, sps)
-            if len(got) != len(good):
-                raise ValueError(f"{label}.many returned {len(got)} values for {len(good)} cells")
-            vals = [(label, float(v), "") for v in got]
-        except Exception:
-            vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
-        columns.append(vals)
+    with scored_together():   # the metrics of these lists share their response groups (``metrics.cells``)
+        for label, metric in exp.metrics:
+            try:
+                got = metric.many(outs, sps)
+                if len(got) != len(good):
+                    raise ValueError(f"{label}.many returned {len(got)} values for {len(good)} cells")
+                vals = [(label, float(v), "") for v in got]
+            except Exception:   # cell by cell: each failing cell records its own error, counted in the manifest
+                vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
+            columns.append(vals)
     rows = [list(r) for r in zip(*columns)] if columns else [[] for _ in good]
     for row, o in zip(rows, outs):
         if o.extras:
@@ -607,188 +487,6 @@ def _extra_values(out: Any) -> list[tuple[str, float, str]]:
         except (TypeError, ValueError) as exc:
             vals.append((key, float("nan"), f"extra {key}: {type(exc).__name__}: {exc}"[:500]))
     return vals
-
-
-#: the rows of one cell share every field before the metric's: formatted once per cell
-_SHARED = COLUMNS.index("metric")
-
-
-def _quoted_chars() -> frozenset[str]:
-    """The characters that make ``csv.writer`` (QUOTE_MINIMAL, line terminator "\\n") quote a field inside a row,
-    asked of this Python's csv module (",", '"' and "\\n"; some versions add "\\r")."""
-    found = set()
-    for c in map(chr, range(1, 128)):
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(["a", c, "b"])
-        if buf.getvalue() != f"a,{c},b\n":
-            found.add(c)
-    return frozenset(found)
-
-
-_QUOTE_CHARS = _quoted_chars()
-
-
-def _csv_field(s: str) -> str:
-    """One text field as ``csv.writer`` (QUOTE_MINIMAL) writes it inside a row: quoted, with doubled quotes, when
-    it holds a comma, a quote or a line break; else as is."""
-    if _QUOTE_CHARS.isdisjoint(s):
-        return s
-    return '"' + s.replace('"', '""') + '"'
-
-
-class _MetricTexts(dict):
-    """A metric name's CSV field and the comma after it, UTF-8, made on first use (names are few, rows many); None
-    for a name whose field holds a line break (its rows leave ``_records_text``'s joined path)."""
-
-    def __missing__(self, name: Any) -> bytes | None:
-        field = _csv_field(name)
-        text = None if "\n" in field else (field + ",").encode("utf-8")
-        if type(name) is str:   # a str's text depends on its value only
-            self[name] = text
-        return text
-
-
-class _KeyTexts(dict):
-    """A seed key's CSV field between its commas, then the line break, UTF-8 (``,key,\\n``), made on first use (a
-    cell's key is one string object shared by every size of the chunk); None for a key ``csv.writer`` quotes (its
-    rows leave ``_records_text``'s joined path)."""
-
-    def __missing__(self, key: str) -> bytes | None:
-        text = self[key] = f",{key},\n".encode("utf-8") if _QUOTE_CHARS.isdisjoint(key) else None
-        return text
-
-
-def _row_tail(metric: Any, value: Any, err: str, key_text: str) -> str:
-    """The fields of a row after its prefix (metric, value, seed_key, error), without the line break."""
-    v = (repr(value) if value == value else "") if type(value) is float else _csv_field(_fmt(value))
-    return f"{_csv_field(metric)},{v}{key_text}{_csv_field(err)}"
-
-
-def _records_to_csv(records: list[Record], header: bool = False) -> bytes:
-    """The rows of ``records`` as CSV bytes (``_records_text``)."""
-    return _records_text(records, header)[0]
-
-
-def _records_text(records: list[Record], header: bool = False) -> tuple[bytes, int]:
-    """The rows of ``records`` as CSV bytes, the same bytes as ``csv.writer`` (line terminator "\\n") on whole
-    rows, and the number of line breaks in them.  QUOTE_MINIMAL quotes each field on its own, so a line is its
-    prefix (the shared fields, once per record), then metric, value, seed_key and error.  A field's text is kept per
-    object (``id``: every record stays alive during the call, so an id names one object): the names, labels and
-    budgets shared by thousands of records are formatted once (formatting every field of every row was a tenth of a
-    GDSC run's time).  A record that carries its head's text (``chunk_records``'s) is written with it.
-
-    The common record (its rows' values plain floats, no error, no line break in its prefix, key or metric names)
-    is written as prefix, then its rows' tails ``metric,value`` joined by ``,key,\\n`` + prefix, then ``,key,\\n``
-    (a key's text made once per key string, ``_KeyTexts``):
-    one ``bytes.join`` in C, the text made as bytes from the start (UTF-8 of a concatenation is the concatenation
-    of the UTF-8s; a float's repr is ASCII), and each row one line, so the line breaks are counted without reading
-    the text again (the merge's row count of a compressed part, ``_chunk_done``).  Any other record is written
-    row by row and its line breaks counted in its text."""
-    texts: dict[int, str] = {}
-    metric_texts, key_texts = _MetricTexts(), _KeyTexts()
-    out: list[bytes] = [(",".join(COLUMNS) + "\n").encode("utf-8")] if header else []
-    lines = len(out)
-    append = out.append
-    plain = _QUOTE_CHARS.isdisjoint
-    for rec in records:
-        values, key = rec[1], rec[2]
-        if not values:
-            continue
-        if len(rec) > 3:   # the head's text, made by ``chunk_records``
-            prefix = rec[3]
-        else:
-            parts = []
-            for x in rec[0]:
-                t = texts.get(id(x))
-                if t is None:
-                    t = texts[id(x)] = _csv_field(_fmt(x))
-                parts.append(t)
-            parts.append("")
-            prefix = ",".join(parts).encode("utf-8")
-        key_nl = key_texts[key]
-        if key_nl is not None and b"\n" not in prefix:
-            try:   # a row of another kind gives None, which the join refuses (TypeError): written row by row below
-                body = (key_nl + prefix).join([
-                    metric_texts[m] + (repr(v).encode("ascii") if v == v else b"")   # NaN: an empty field
-                    if type(v) is float and not e else None for m, v, e in values])
-            except TypeError:
-                pass
-            else:
-                append(prefix)   # the pieces are copied once, by the final join
-                append(body)
-                append(key_nl)
-                lines += len(values)
-                continue
-        key_str = f",{key if plain(key) else _csv_field(key)},"
-        text = b"".join([prefix + _row_tail(m, v, e, key_str).encode("utf-8") + b"\n" for m, v, e in values])
-        append(text)
-        lines += text.count(b"\n")
-    return b"".join(out), lines
-
-
-def _records_summary(records: list[Record]) -> dict[str, list[Any]]:
-    """What ``_summarise`` finds in the CSV of ``records``, from the records themselves: ``rows`` = [[the
-    ``SUMMARY_FIELDS`` as written, number of rows], ...] and ``failures`` = [[the ``CELL_COLUMNS`` of a failed cell,
-    its first error], ...], both in first-seen row order (JSON-able: the driver keeps it beside the part).  A field's
-    text is what ``csv.reader`` reads back from ``_records_to_csv``'s line: ``_fmt`` of the value."""
-    # counted by the field objects and their types first (C-level tuple building; equal objects of one type write
-    # the same text), then merged by text in first-seen order
-    # a record's summary fields as one shared tuple (5th, ``chunk_records``) are counted by that tuple's id (held by
-    # the records), others by their fields and types
-    first: dict[Any, list[Any]] = {}
-    failures: dict[tuple[str, ...], str] = {}
-    for rec in records:
-        values = rec[1]
-        if len(rec) > 4:
-            fields = rec[4]
-            key = id(fields)
-        else:
-            fields = _summary_fields(rec[0])
-            key = (fields, tuple(map(type, fields)))
-        got = first.get(key)
-        if got is None:
-            first[key] = [fields, len(values)]
-        else:
-            got[1] += len(values)
-        if any(map(_error_of, values)):   # rare: a failed cell or metric
-            for _, _, err in values:
-                if err:
-                    failures.setdefault(tuple(_fmt(rec[0][i]) for i in _CELL_INDEX), err)
-    by_object: dict[tuple[Any, ...], int] = {}
-    for fields, n in first.values():
-        key = (fields, tuple(map(type, fields)))
-        by_object[key] = by_object.get(key, 0) + n
-    spent: dict[tuple[str, ...], int] = {}
-    for (fields, _), n in by_object.items():
-        k = tuple(map(_fmt, fields))
-        spent[k] = spent.get(k, 0) + n
-    return {"rows": [[list(k), n] for k, n in spent.items()], "failures": [[list(k), e] for k, e in failures.items()]}
-
-
-def _add_summary(summary: dict[str, list[Any]], spent: dict[tuple[str, ...], int],
-                 failures: dict[tuple[str, ...], str]) -> None:
-    """Add one part's ``_records_summary`` to the run's counts, as ``_summarise`` would add its rows."""
-    for key, n in summary["rows"]:
-        k = tuple(key)
-        spent[k] = spent.get(k, 0) + int(n)
-    for cell, err in summary["failures"]:
-        failures.setdefault(tuple(cell), err)
-
-
-def _rows_to_csv(rows: list[Row], header: bool) -> bytes:
-    """``Row``s as CSV bytes (``_records_to_csv``; consecutive rows whose leading fields are the same objects share
-    one formatted prefix)."""
-    records: list[Record] = []
-    prev: tuple[Any, ...] = ()
-    for r in rows:
-        head = r[:_SHARED]
-        same = (records and len(head) == len(prev) and all(map(operator.is_, head, prev))
-                and r.seed_key == records[-1][2])
-        if not same:
-            records.append((head, [], r.seed_key))
-            prev = head
-        records[-1][1].append((r.metric, r.value, r.error))
-    return _records_to_csv(records, header)
 
 
 @dataclass(frozen=True)
@@ -885,7 +583,6 @@ def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone
 
 def _chunk_done(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     records = chunk_records(exp, chunk, seed)
-    cache.clear_objects()   # the entries keyed by this chunk's splits and predictions: no later chunk sees them
     (data, lines), summary = _records_text(records), _records_summary(records)
     if not compress_parts(exp):
         return ChunkDone(chunk.index, data, _chunk_cells(exp, chunk), summary)
@@ -1090,15 +787,6 @@ def _compute(exp: ResolvedExperiment, chunks: list[Chunk], todo: list[Chunk], pa
             bar.close()
 
 
-#: the fields of a row that the manifest's privacy summary groups by (from ``Row``)
-SUMMARY_FIELDS = ("dataset", "dataset_params", "algorithm", "label", "params", "epsilon", "delta", "guarantee",
-                  "epsilon_spent", "delta_spent", "rho_spent", "privacy_note")
-_SUMMARY_INDEX = [COLUMNS.index(c) for c in SUMMARY_FIELDS]
-_CELL_INDEX = [COLUMNS.index(c) for c in CELL_COLUMNS]
-_summary_fields = operator.itemgetter(*_SUMMARY_INDEX)
-_error_of = operator.itemgetter(2)   # of a record's (metric, value, error)
-
-
 def _part_names(parts: Path) -> set[str]:
     """The chunk file names (``Chunk.file_name``) of the parts in ``parts``, plain (``.csv``) or compressed
     (``.csv.gz``, written by a run whose chunks are compressed where they are made)."""
@@ -1185,7 +873,7 @@ def _summarise(text: str, spent: dict[tuple[str, ...], int], failures: dict[tupl
             key = key_of.get(cut[0])
             if key is None:
                 fields = next(csv.reader([cut[0]]))
-                key = key_of[cut[0]] = tuple(fields[i] for i in _SUMMARY_INDEX)
+                key = key_of[cut[0]] = tuple(fields[i] for i in SUMMARY_INDEX)
             spent[key] = spent.get(key, 0) + 1
         else:
             _count(next(csv.reader([line])), spent, failures)
@@ -1194,7 +882,7 @@ def _summarise(text: str, spent: dict[tuple[str, ...], int], failures: dict[tupl
 def _count(row: list[str], spent: dict[tuple[str, ...], int], failures: dict[tuple[str, ...], str]) -> None:
     if not row:
         return
-    key = tuple(row[i] for i in _SUMMARY_INDEX)
+    key = tuple(row[i] for i in SUMMARY_INDEX)
     spent[key] = spent.get(key, 0) + 1
     if row[-1]:  # a non-empty error column
         failures.setdefault(cell_of(row), row[-1])

@@ -498,14 +498,10 @@ def audit_mutant(name: str, trials: int | None = None, confidence: float | None 
     """Audit one mutant (the default audit of its algorithm, with the bug injected); returns the ``AuditResult``."""
     from dpexp.audit import DEFAULT_CONFIDENCE, DEFAULT_SEED, audit_entry
 
-    from dpexp import cache
-
     m = _get(name)
-    cache.clear_objects()   # nothing computed by the clean code (kept by the identities of its arrays) is served
-    with m.patch():         # to the mutant, nor the mutant's to a later clean run
+    with m.patch():   # the audit's run_many calls share nothing beyond each call (no ``ChunkRows``)
         r = audit_entry(m.algorithm, trials=trials, confidence=confidence or DEFAULT_CONFIDENCE,
                         seed=DEFAULT_SEED if seed is None else seed, params=m.params or None, design=m.design_fn())
-    cache.clear_objects()
     return dataclasses.replace(r, algorithm=m.name)
 
 

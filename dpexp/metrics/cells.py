@@ -5,15 +5,18 @@ budgets and sizes of one drug share its test responses.  ``response_groups(outpu
 one trial of real-valued predictions (as floats) by the *values* of their test responses, stacks each group's
 predictions (k, n) and ranks them once (one ``argsort``): average ranks (Spearman) and dense integer codes (the sign
 matrices of the wpc index); rows with equal predictions (a baseline that ignores n_private, at every size) are ranked
-once (``distinct_rows``) and wpc sums their sign matrix once.  It is memoised by the identities of the predictions
-and responses (``dpexp.cache.memo_objects``), so the two metrics that use it in one call of the runner share it.  Values are unchanged: the ranks are the ones each
+once (``distinct_rows``) and wpc sums their sign matrix once.  The runner scores a group's cells with every metric
+inside ``scored_together()``, which holds the table made by the first metric for the others handed the same lists
+(outside it, each call makes its own).  Values are unchanged: the ranks are the ones each
 metric computed on its own (``average_ranks``), and every metric still scores each cell with its own arithmetic.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -43,17 +46,41 @@ class CellTable:
     other: list[int]    # cells that are not one trial of real predictions matching their responses
 
 
+#: the table of the metric calls inside ``scored_together``: [outputs, splits, table], empty before the first
+_TOGETHER: contextvars.ContextVar[list | None] = contextvars.ContextVar("dpexp_scored_together", default=None)
+
+
+@contextlib.contextmanager
+def scored_together() -> Iterator[None]:
+    """Inside: the metrics scoring the same lists of outputs and splits (the runner's metric call of one group) share
+    one ``response_groups`` table, made by the first of them and dropped on leaving."""
+    token = _TOGETHER.set([])
+    try:
+        yield
+    finally:
+        _TOGETHER.reset(token)
+
+
 def response_groups(outputs: list[Any], splits: list[Any]) -> CellTable:
-    """The ``CellTable`` of a metric call (module docstring); memoised by the objects' identities."""
+    """The ``CellTable`` of a metric call (module docstring); inside ``scored_together`` made once for the calls
+    handed these lists."""
+    held = _TOGETHER.get()
+    if held and held[0] is outputs and held[1] is splits:
+        return held[2]
+    table = _response_groups(outputs, splits)
+    if held is not None:
+        held[:] = [outputs, splits, table]
+    return table
+
+
+def _response_groups(outputs: list[Any], splits: list[Any]) -> CellTable:
     try:
         preds = tuple([o.predictions for o in outputs])
         ys = tuple([s.y_test for s in splits])
     except AttributeError:
         preds = tuple([getattr(o, "predictions", None) for o in outputs])
         ys = tuple([getattr(s, "y_test", None) for s in splits])
-    # one entry: the metrics of one runner call use it one after the other (it holds their predictions alive)
-    return cache.memo_objects("metrics.response_groups", preds + ys, len(preds), lambda: _table(preds, ys),
-                              maxsize=1)
+    return _table(preds, ys)
 
 
 def _table(preds: tuple, ys: tuple) -> CellTable:

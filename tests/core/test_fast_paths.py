@@ -13,7 +13,8 @@ from scipy import stats
 
 from dpexp.metrics.accuracy import average_ranks, spearman_rows
 from dpexp.results import COLUMNS, Row
-from dpexp.runner import _rows_to_csv
+from dpexp import results
+from dpexp.results import rows_to_csv as _rows_to_csv
 
 
 def test_average_ranks_known_values_and_ties():
@@ -227,7 +228,7 @@ def test_rows_to_csv_line_break_in_a_shared_field_is_quoted():
 
 
 def _summary_by_reader(text):
-    from dpexp.runner import _SUMMARY_INDEX
+    from dpexp.results import SUMMARY_INDEX as _SUMMARY_INDEX
     from dpexp.results import cell_of
 
     spent, failures = {}, {}
@@ -260,7 +261,8 @@ def test_worker_summary_equals_parsing_the_part(errors):
     finds: the same keys, counts, failed cells and first errors, in the same order (the manifest lists them so)."""
     import json
 
-    from dpexp.runner import _add_summary, _records_summary, _records_to_csv
+    from dpexp.results import add_summary as _add_summary, records_summary as _records_summary
+    from dpexp.results import records_to_csv as _records_to_csv
 
     a, b = _row(2.0, "spearman", 0.25), _row(3.0, "mae", 1.0, errors[1])
     c = _row(2.0, "spearman", 0.75)._replace(privacy_note="plain, \"quoted\"")
@@ -308,7 +310,7 @@ def test_chunk_is_written_and_freed_with_fewer_collections(monkeypatch, tmp_path
     exp = spec.load(_small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [1.0]},
                                   algorithms=[{"name": "lr"}, {"name": "plr"}]), [], None)
     chunk = runner.plan_chunks(exp)[0]
-    want = runner._records_to_csv(runner.chunk_records(exp, chunk, 11))
+    want = results.records_to_csv(runner.chunk_records(exp, chunk, 11))
     seen, held = [], []
 
     class Records(list):   # a list that can be watched (weak reference) while the chunk is written
@@ -364,7 +366,7 @@ def test_records_to_csv_edge_values_equal_the_plain_writer():
     (repr), NaN as an empty field, ints, bools and other types through ``str``, quotes, line breaks and non-ASCII
     text in any field (a line break in a prefix, key, metric name or error leaves the joined fast path), records
     without rows; ``_records_text`` counts the line breaks of what it wrote."""
-    from dpexp.runner import _records_text, _records_to_csv
+    from dpexp.results import records_text as _records_text, records_to_csv as _records_to_csv
 
     floats = [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e-300, 5e-324, -5e-324, 1e16, 1e15, 123456789.5,
               0.1 + 0.2, 1.7976931348623157e308, 2.0 ** -1074, 1e-5, 0.0001, -1.5, 400.0]
@@ -431,7 +433,7 @@ def test_metric_table_equals_the_per_cell_values():
 
 def test_head_text_equals_the_fields_written_one_by_one():
     """``_head_text`` (the plain-int path too) is each field's ``_csv_field(_fmt(x))`` followed by a comma."""
-    from dpexp.runner import _csv_field, _fmt, _head_text
+    from dpexp.results import csv_field as _csv_field, fmt as _fmt, head_text as _head_text
 
     for fields in [(0, -1, 7, 2**70), (1, True), (np.int64(3), 4), (1.0, 0), ("all", 5), ("a,\"b\"", "σ — ε", -0.0,
                    float("nan"), None), ()]:
@@ -457,11 +459,11 @@ def test_chunk_records_head_texts_equal_the_formatted_heads(tmp_path, over):
         recs = runner.chunk_records(exp, chunk, 11)
         assert recs and all(len(r) == 5 for r in recs)
         for head, _, _, text, group in recs:
-            assert text == "".join(runner._csv_field(runner._fmt(x)) + "," for x in head).encode()
-            assert all(map(operator.is_, group, runner._summary_fields(head)))
-        assert runner._records_summary(recs) == runner._records_summary([r[:3] for r in recs])
+            assert text == "".join(results.csv_field(results.fmt(x)) + "," for x in head).encode()
+            assert all(map(operator.is_, group, results.summary_fields(head)))
+        assert results.records_summary(recs) == results.records_summary([r[:3] for r in recs])
         rows = [Row(*r[0], m, v, r[2], e) for r in recs for m, v, e in r[1]]
-        assert runner._records_to_csv(recs) == runner._records_to_csv([r[:3] for r in recs]) == _plain(rows)
+        assert results.records_to_csv(recs) == results.records_to_csv([r[:3] for r in recs]) == _plain(rows)
         if not over:   # seeded: the same rows again (secure mode draws other noise)
             assert _plain(runner.run_chunk(exp, chunk, 11)) == _plain(rows)
         assert any(r.error for r in rows) and {r.delta for r in rows} == {0.0, 1e-5}
@@ -486,7 +488,7 @@ def test_chunk_records_scored_group_by_group_equal_scored_at_once(tmp_path, monk
     monkeypatch.setattr(runner, "PENDING_BYTES", -1)
     each = runner.chunk_records(exp, chunk, 11)
     assert len([n for n in calls if n]) > 2 and len(each) == len(once) == runner._chunk_cells(exp, chunk)
-    assert runner._records_to_csv(each) == runner._records_to_csv(once)
+    assert results.records_to_csv(each) == results.records_to_csv(once)
     assert [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in each] == \
         [(r[0], [(m, repr(v), e) for m, v, e in r[1]], r[2], r[3], r[4]) for r in once]
     heads = [r[0] for r in once]
@@ -585,52 +587,69 @@ def test_ranks_and_codes_of_large_groups_equal_the_argsort_path(m, n, monkeypatc
         assert np.array_equal(got[0], stats.rankdata(B, axis=1))
 
 
-def test_clear_objects_drops_the_object_keyed_entries_only():
-    """``cache.clear_objects`` forgets every ``memo_objects`` entry (a chunk's splits and predictions) and keeps
-    every other memo (loaded data, tuned values, ``memo_for`` entries of long-lived objects); a cleared entry is
-    computed again, to the same value, when asked for."""
-    from dpexp import cache
+def test_chunk_rows_name_parts_by_prefix_length_when_nested():
+    """``ChunkRows.rows`` names a part by (subset, part, its prefix length) for a dataset of nested sizes — the same
+    name at every size with that length — and by all three lengths otherwise; ``select`` keeps the scratch;
+    ``kept`` computes once per key (bounded: the oldest goes); a context of its own names splits by position."""
+    from dpexp.chunk import ChunkRows
 
-    a, b, owner = np.arange(3.0), np.ones(2), np.zeros(1)
+    scratch: dict = {}
+    a = ChunkRows(("d1", "d2"), (10, 5, 100), True, scratch)
+    b = ChunkRows(("d1", "d2"), (10, 5, 200), True, scratch)
+    assert a.rows("public", [0, 1]) == b.rows("public", [0, 1]) == (("d1", 1, 5), ("d2", 1, 5))
+    assert a.rows("private", [1]) != b.rows("private", [1])
+    flat = [ChunkRows(("d1",), sizes, False, scratch) for sizes in ((10, 5, 100), (10, 5, 200))]
+    assert flat[0].rows("public", [0]) != flat[1].rows("public", [0])      # one size's splits only
+    assert a.select([1]).rows("test", [0]) == a.rows("test", [1]) and a.select([1]).scratch is scratch
     calls = []
-
-    def compute():
-        calls.append(1)
-        return float(a.sum() + b.sum())
-
-    try:
-        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0
-        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0 and len(calls) == 1
-        cache.memo("test.plain", "k", lambda: 7)
-        cache.memo_for("test.for", owner, "k", lambda: 8)
-        cache.clear_objects()
-        assert not cache.contains("test.objs", ((id(a), id(b)), "k"))
-        assert cache.contains("test.plain", "k") and cache.contains("test.for", (id(owner), "k"))
-        assert cache.memo_objects("test.objs", (a, b), "k", compute) == 5.0 and len(calls) == 2
-    finally:
-        for ns in ("test.objs", "test.plain", "test.for"):
-            cache.clear(ns)
+    for _ in range(2):
+        assert a.kept("t", "k", lambda: calls.append(1) or 7) == 7
+    assert calls == [1] and b.kept("t", "k", lambda: 8) == 7                 # one chunk, one scratch
+    for key in ("x", "y", "z"):
+        a.kept("bounded", key, lambda key=key: key, maxsize=2)
+    assert list(scratch["bounded"]) == ["y", "z"]
+    own = ChunkRows.alone([None, None])
+    assert own.rows("private", [0, 1]) == ((0, 2, None), (1, 2, None)) and own.scratch == {}
 
 
-def test_a_chunk_leaves_no_object_keyed_entries(monkeypatch):
-    """``compute_chunk`` clears the ``memo_objects`` entries once its records are made (before writing them): what
-    they hold belongs to the chunk alone, and kept by the bounded memos it held ~120 MiB per worker past the chunk."""
-    from dpexp import cache, runner
+def test_a_chunk_hands_one_scratch_to_its_calls_and_none_to_the_next(tmp_path, monkeypatch):
+    """The runner hands every ``run_many`` of a chunk a ``ChunkRows`` with the chunk's one scratch (the splits'
+    subsets, the size's prefix lengths, the dataset's ``nested_sizes``) and a new scratch to the next chunk; a
+    ``run_many`` that declares no ``chunk`` parameter is called without it."""
+    from dpexp import runner, spec
 
-    order = []
+    cfg = _small_config(tmp_path, repeats=1, n_private=[0, 20], privacy={"epsilon": [1.0], "delta": [0.0]},
+                        algorithms=[{"name": "lr"}, {"name": "plr"}])
+    exp = spec.load(cfg, [], None)
+    seen = []
+    real = runner._outputs
 
-    def fake(exp, chunk, seed):
-        cache.memo_objects("test.chunk", (order,), None, lambda: order.append("computed"))
-        order.append("records")
-        return []
+    def outputs(exp_, av, splits, ledgers, epsilon, delta, rows=None):
+        seen.append(rows)
+        return real(exp_, av, splits, ledgers, epsilon, delta, rows)
 
-    monkeypatch.setattr(runner, "chunk_records", fake)
-    monkeypatch.setattr(runner, "compress_parts", lambda exp: False)
-    monkeypatch.setattr(runner, "_chunk_cells", lambda exp, chunk: 0)
-    monkeypatch.setattr(cache, "clear_objects", lambda f=cache.clear_objects: (order.append("cleared"), f()))
-    done = runner.compute_chunk(None, type("C", (), {"index": 0})(), 0)
-    assert order == ["computed", "records", "cleared"] and done.data == b""
-    assert not cache.contains("test.chunk", ((id(order),), None))
+    monkeypatch.setattr(runner, "_outputs", outputs)
+    for index in (0, 1):
+        runner.chunk_records(exp, runner.Chunk(index, 0, 0, ("a", "c")), 11)
+    first, second = seen[:len(seen) // 2], seen[len(seen) // 2:]
+    assert len({id(r.scratch) for r in first}) == 1 and first[0].scratch is not second[0].scratch
+    assert {r.prefix[2] for r in first} == {0, 20} and all(r.subsets == ("a", "c") for r in seen)
+    assert all(r.nested is exp.datasets[0].instance.nested_sizes for r in seen)
+
+    class Old:
+        def run_many(self, splits, eps, delta, ledgers, trials):
+            return ["old"] * len(splits)
+
+    class New(Old):
+        def run_many(self, splits, eps, delta, ledgers, trials, chunk=None):
+            return [chunk] * len(splits)
+
+    from types import SimpleNamespace
+
+    e = SimpleNamespace(spec=SimpleNamespace(trials=1))
+    rows = first[0]
+    assert real(e, SimpleNamespace(instance=Old()), ["s"], ["l"], 1.0, 0.0, rows) == ["old"]
+    assert real(e, SimpleNamespace(instance=New()), ["s"], ["l"], 1.0, 0.0, rows) == [rows]
 
 
 def test_chunk_records_group_with_mixed_guarantees_and_equal_sizes(tmp_path, monkeypatch):
@@ -658,11 +677,11 @@ def test_chunk_records_group_with_mixed_guarantees_and_equal_sizes(tmp_path, mon
     recs = runner.chunk_records(exp, chunk, 11)
     assert len(recs) == runner._chunk_cells(exp, chunk) and all(len(r) == 5 for r in recs)
     for head, _, _, text, group in recs:
-        assert text == "".join(runner._csv_field(runner._fmt(x)) + "," for x in head).encode()
-        assert all(map(operator.is_, group, runner._summary_fields(head)))
+        assert text == "".join(results.csv_field(results.fmt(x)) + "," for x in head).encode()
+        assert all(map(operator.is_, group, results.summary_fields(head)))
     rows = [Row(*r[0], m, v, r[2], e) for r in recs for m, v, e in r[1]]
-    assert runner._records_to_csv(recs) == runner._records_to_csv([r[:3] for r in recs]) == _plain(rows)
-    assert runner._records_summary(recs) == runner._records_summary([r[:3] for r in recs])
+    assert results.records_to_csv(recs) == results.records_to_csv([r[:3] for r in recs]) == _plain(rows)
+    assert results.records_summary(recs) == results.records_summary([r[:3] for r in recs])
     kinds = {(r.subset, r.guarantee) for r in rows if r.algorithm == "plr" and r.n_private == 20}
     assert kinds == {("a", "pure"), ("bad", "none"), ("c", "pure")}    # one group, two kinds of guarantee
     assert any(r.error.startswith("RuntimeError: data split failed") for r in rows if r.subset == "bad")
@@ -671,9 +690,10 @@ def test_chunk_records_group_with_mixed_guarantees_and_equal_sizes(tmp_path, mon
 
     ok = runner._splits(exp.datasets[0], "k", runner.Chunk(0, 0, 0, ("a", "c")), Sizes(20, 5, 10, 20, 5, 10), 11)
     fail = runner._SplitFailure(ValueError("x"), (3, 5, 10, 0))
-    heads, texts = runner._seen_fields([ok[0], fail, ok[1]], (0, 1, "all", 5, 10))
+    made = results.ChunkRecords(("s", "honkela_synthetic", "d=3"), ("a", "c"), None)
+    heads, texts = made._size_parts([runner._seen(sp) for sp in (ok[0], fail, ok[1])], (0, 1, "all", 5, 10))
     assert heads[0] is heads[2] and texts[0] is texts[2] and heads[1] == (3, 5, 10, 0, 0, 1, "all", 5, 10)
-    assert texts == [runner._head_text(h) for h in heads]
+    assert texts == [results.head_text(h) for h in heads]
 
 
 def test_outputs_of_a_group_without_failed_splits_equal_the_placed_ones():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from dpexp import registry
+from dpexp.chunk import ChunkRows
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, repeat_trials, solve_stacked
 from dpexp.families.gdsc.algorithms.compared_paper import _by_column, _minmax, _scaled_rows
@@ -546,32 +547,50 @@ def _matlab_splits(drugs: int = 3, sizes=(0, 5, 40, 90), n_pub: int = 4, d: int 
     return out
 
 
+class _CountingChunk(ChunkRows):
+    """A ``ChunkRows`` that lists the scratch entries it computes (one item per computation)."""
+
+    def kept(self, name, key, compute, maxsize=None):
+        return super().kept(name, key, lambda: self.scratch.setdefault("made", []).append(name) or compute(),
+                            maxsize)
+
+    def select(self, keep):
+        return _CountingChunk(tuple([self.subsets[i] for i in keep]), self.prefix, self.nested, self.scratch)
+
+
+def _made(chunk: ChunkRows, name: str) -> int:
+    return chunk.scratch.get("made", []).count(name)
+
+
 @pytest.mark.parametrize("trials", [1, 2])
 def test_fmlr_paper_prefixes_of_the_whole_rows_equal_the_plain_scaling(trials):
-    """fmlr_paper scaling the drug's whole rows once and slicing them (``RawRows.whole``) = scaling each split's own
-    rows, to the bit, with the same spends; a split with no private rows and a failing split among them."""
+    """fmlr_paper in a chunk of nested sizes scaling each drug's whole rows once and slicing them (``RawRows.whole``)
+    = scaling each split's own rows, to the bit, with the same spends; a split with no private rows and a failing
+    split among them.  Without a chunk (the audit's calls) nothing is taken from the whole rows."""
     from dataclasses import replace
-
-    from dpexp import cache
 
     alg = registry.get("algorithm", "fmlr_paper")()
     splits = _matlab_splits()
     splits[6].y_private = splits[6].y_private[:-2]          # fails in its objective step, alone
     plain = [Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
                    {"raw": replace(s.meta["raw"], whole=None)}) for s in splits]
-    cache.clear("gdsc.fmlr_paper_scaled")
-    for _ in range(2):   # computed, then from the memo
+    chunk = _CountingChunk(tuple(f"drug{k // 4}" for k in range(len(splits))), (9, 4, 90), True, {})
+    for _ in range(2):   # computed, then from the chunk's scratch
         lf, lp = ledgers(len(splits)), ledgers(len(splits))
-        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, trials), alg.run_many(plain, 2.0, 0.0, lp, trials)
+        fast = alg.run_many(splits, 2.0, 0.0, lf, trials, chunk=chunk)
+        slow = alg.run_many(plain, 2.0, 0.0, lp, trials)
         assert isinstance(fast[6], Exception) and not isinstance(fast[5], Exception)
         for k, (a, b) in enumerate(zip(fast, slow)):
             assert_same(a, b, lf[k], lp[k])
-    # a split whose rows are not views of its ``whole`` takes the plain path
+    assert _made(chunk, "gdsc.fmlr_paper_scaled") == 1
+    # a split whose raw rows are not the first rows of its ``whole``, outside a chunk: its own rows are scaled
     s = splits[2]
     copy = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
-                 {"raw": replace(s.meta["raw"], X_private=s.meta["raw"].X_private.copy())})
+                 {"raw": replace(s.meta["raw"], X_private=s.meta["raw"].X_private + 0.5)})
+    moved = Split(s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test,
+                  {"raw": replace(copy.meta["raw"], whole=None)})
     la, lb = ledgers(1), ledgers(1)
-    assert_same(alg.run_many([copy], 2.0, 0.0, la)[0], alg.run_many([plain[2]], 2.0, 0.0, lb)[0], la[0], lb[0])
+    assert_same(alg.run_many([copy], 2.0, 0.0, la)[0], alg.run_many([moved], 2.0, 0.0, lb)[0], la[0], lb[0])
 
 
 @pytest.mark.parametrize("n", [1, 7, 64, 333, 801])
@@ -610,94 +629,61 @@ def _copied(s: Split) -> Split:
                  dict(s.meta))
 
 
-def _read_only_copies(splits, fields) -> None:
-    """Each split's ``fields`` replaced by read-only copies (what the paper splits hand the methods)."""
-    for s in splits:
-        for f in fields:
-            setattr(s, f, getattr(s, f).copy())
-            getattr(s, f).flags.writeable = False
-
-
-def _count_memos(monkeypatch, cache_module) -> list[str]:
-    """The namespaces ``cache_module.memo_objects`` computes an entry of from now on (one item per computation)."""
-    made: list[str] = []
-    orig_memo = cache_module.memo_objects
-
-    def counting(ns, objs, key, compute, maxsize=None):
-        return orig_memo(ns, objs, key, lambda: made.append(ns) or compute(), maxsize)
-
-    monkeypatch.setattr(cache_module, "memo_objects", counting)
-    return made
-
-
-def test_paper_methods_share_the_private_products_of_read_only_splits(monkeypatch):
-    """plr_paper then oplr_paper on the same read-only splits (the dataset's): the second takes the private XᵀX, Xᵀy
-    the first computed (memoised by identity) and both equal their runs on writeable copies to the bit, with the
-    same spends — a split without private rows and a failing one among them."""
-    from dpexp import cache
-    from dpexp.families.gdsc.algorithms import compared_paper
-
+def test_paper_methods_share_the_private_products_of_one_chunk():
+    """plr_paper then oplr_paper on the same splits of one chunk: the second takes the private XᵀX, Xᵀy the first
+    computed (kept in the chunk's scratch under the rows' names) and both equal their runs without a chunk to the
+    bit, with the same spends — a split without private rows and a failing one among them."""
     splits = [make_split(40, 5, 4, 1), make_split(0, 5, 4, 2), make_split(75, 3, 4, 3), make_split(12, 6, 4, 4)]
     splits[3].y_private = splits[3].y_private[:-2]     # fails alone
-    _read_only_copies(splits, ("X_private", "y_private"))
     plain = [_copied(s) for s in splits]
-    cache.clear("gdsc.paper_private_grams")
-    made = _count_memos(monkeypatch, compared_paper.cache)
+    chunk = _CountingChunk(("a", "b", "c", "d"), (5, 5, 40), True, {})
     for name in ("plr_paper", "oplr_paper"):
         alg = registry.get("algorithm", name)()
         lf, lp = ledgers(len(splits)), ledgers(len(splits))
-        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2), alg.run_many(plain, 2.0, 0.0, lp, 2)
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2, chunk=chunk), alg.run_many(plain, 2.0, 0.0, lp, 2)
         assert isinstance(fast[3], Exception) and not any(isinstance(a, Exception) for a in fast[:3])
         for k, (a, b) in enumerate(zip(fast, slow)):
             assert_same(a, b, lf[k], lp[k])
-    assert made == ["gdsc.paper_private_grams"]   # computed once, by plr_paper
+    assert _made(chunk, "gdsc.paper_private_grams") == 1   # computed once, by plr_paper
 
 
-def test_plr_paper_public_products_of_read_only_splits_once_for_every_size(monkeypatch):
-    """plr_paper on every size of a fold (the same read-only public arrays, new private rows per size): the public
-    XᵀX, Xᵀy computed once (memoised by identity and position) and every size's outputs and spends equal the run on
-    writeable copies to the bit — a split whose public responses do not match its rows fails at every size."""
-    from dpexp import cache
-    from dpexp.families.gdsc.algorithms import compared_paper
-
+def test_plr_paper_public_products_once_for_every_size_of_a_chunk():
+    """plr_paper on every size of a chunk of nested sizes (the same public rows, new private rows per size): the
+    public XᵀX, Xᵀy computed once (kept under the public rows' names) and every size's outputs and spends equal the
+    run without a chunk to the bit — a split whose public responses do not match its rows fails at every size."""
     base = [make_split(60, 5, 4, 1), make_split(60, 3, 4, 2), make_split(60, 5, 4, 3), make_split(60, 6, 4, 4)]
     base[2].y_public = base[2].y_public[:-1]   # fails alone
-    _read_only_copies(base, ("X_public", "y_public"))
-    cache.clear("gdsc.paper_public_grams")
-    made = _count_memos(monkeypatch, compared_paper.cache)
+    scratch: dict = {}
     alg = registry.get("algorithm", "plr_paper")()
     for m in (0, 10, 35, 10):
         splits = [Split(s.X_private[:m], s.y_private[:m], s.X_public, s.y_public, s.X_test, s.y_test, s.meta)
                   for s in base]
+        chunk = _CountingChunk(("a", "b", "c", "d"), (5, 6, m), True, scratch)
         plain = [_copied(s) for s in splits]
         lf, lp = ledgers(len(splits)), ledgers(len(splits))
-        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2), alg.run_many(plain, 2.0, 0.0, lp, 2)
+        fast, slow = alg.run_many(splits, 2.0, 0.0, lf, 2, chunk=chunk), alg.run_many(plain, 2.0, 0.0, lp, 2)
         assert isinstance(fast[2], Exception) and not any(isinstance(a, Exception) for a in fast[:2] + fast[3:])
         for k, (a, b) in enumerate(zip(fast, slow)):
             assert_same(a, b, lf[k], lp[k])
-    assert made.count("gdsc.paper_public_grams") == 1
+    assert _made(chunk, "gdsc.paper_public_grams") == 1
 
 
 @pytest.mark.parametrize("name", ["plr_paper", "oplr_paper"])
 def test_shared_private_products_follow_the_splits_to_other_positions(name):
-    """The same read-only private arrays handed again at other positions (behind a split of another d, whose group
-    is fitted apart): each split gets its own products, not those filed under its old position — every output and
-    spend equals the run on writeable copies (the review's case: a memo keyed by the arrays alone gave split a the
-    products of c and dropped c's private rows)."""
-    from dpexp import cache
-
+    """The same splits of a chunk handed again at other positions (behind a split of another d, whose group is
+    fitted apart): each split gets its own products, found by its rows' names, not those of its old position —
+    every output and spend equals the run without a chunk (the review's case: products filed by position gave
+    split a the products of c and dropped c's private rows)."""
     a, c = make_split(40, 5, 4, 1), make_split(30, 5, 4, 3)
     other = make_split(20, 5, 3, 2)
-    for s in (a, c):
-        for f in ("X_private", "y_private"):
-            setattr(s, f, getattr(s, f).copy())
-            getattr(s, f).flags.writeable = False
+    names = {id(a): "a", id(c): "c", id(other): "o"}
     alg = registry.get("algorithm", name)()
-    cache.clear("gdsc.paper_private_grams")
+    scratch: dict = {}
     for order in ([a, c], [other, a, c], [a, other, c]):
+        chunk = ChunkRows(tuple(names[id(s)] for s in order), (5, 5, 40), True, scratch)
         plain = [_copied(s) for s in order]
         lf, lp = ledgers(len(order)), ledgers(len(order))
-        fast, slow = alg.run_many(order, 2.0, 0.0, lf, 1), alg.run_many(plain, 2.0, 0.0, lp, 1)
+        fast, slow = alg.run_many(order, 2.0, 0.0, lf, 1, chunk=chunk), alg.run_many(plain, 2.0, 0.0, lp, 1)
         for k, (x, y) in enumerate(zip(fast, slow)):
             assert_same(x, y, lf[k], lp[k])
 

@@ -245,7 +245,7 @@ def test_one_pair_of_bounds_clips_all_rows_at_once_equal_per_split():
     counts = [30, 30, 12, 30, 1, 12]
     Xs = [rng.normal(size=(c, 3)) for c in counts]
     ys = [rng.normal(scale=4.0, size=c) for c in counts]
-    rows = shared_rows(Xs, ys)
+    rows = shared_rows(Xs, ys, None, ())
     sums = rows.sigma_sums(0.5, 2.0)
     bx, by = np.full(6, 0.5), np.full(6, 2.0)
     XX, Xy, yy = rows.clipped_stats(bx, by, False, 1)

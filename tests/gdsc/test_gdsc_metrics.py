@@ -198,11 +198,14 @@ def test_ranks_and_codes_order_ties_and_widths():
 
 def test_response_groups_by_values_shared_by_two_metrics():
     from dpexp.metrics.accuracy import average_ranks
-    from dpexp.metrics.cells import response_groups
+    from dpexp.metrics.cells import response_groups, scored_together
 
     outs, splits = _shared_response_cells(1)
-    t = response_groups(outs, splits)
-    assert response_groups(list(outs), list(splits)) is t                   # same objects: computed once
+    with scored_together():                                                # the runner's call of every metric
+        t = response_groups(outs, splits)
+        assert response_groups(outs, splits) is t                          # the same lists: computed once
+        assert response_groups(list(outs), splits) is not t                # other lists: their own
+    assert response_groups(outs, splits) is not response_groups(outs, splits)   # outside: each call its own
     assert len(t.groups) == 6                                              # one per drug, copies merged
     assert sorted([k for g in t.groups for k in g.cells + g.nonfinite] + t.other) == list(range(len(outs)))
     assert len(t.other) == 6                                               # the three-trial cells

@@ -12,9 +12,9 @@ from gdsc_bitwise import make_split
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
-def _run(alg, splits, trials=1):
+def _run(alg, splits, trials=1, chunk=None):
     lgs = [PrivacyLedger(np.random.default_rng(k)) for k in range(len(splits))]
-    return alg.run_many(splits, 2.0, 0.0, lgs, trials), lgs
+    return alg.run_many(splits, 2.0, 0.0, lgs, trials, chunk=chunk), lgs
 
 
 def _same(a, b, la, lb):
@@ -41,7 +41,6 @@ def test_memoised_fit_equals_the_fresh_fit(trials):
     for a, b, la, lb in zip(again, (first[0], first[2]), l2, (l1[0], l1[2])):
         _same(a, b, la, lb)
     cache.clear("gdsc.lr_public_weights")
-    cache.clear("gdsc.lr_public_fits")   # the fits kept by the arrays' identities (these splits' arrays)
     fresh, l3 = _run(alg, other, trials)
     for a, b, la, lb in zip(again, fresh, l2, l3):
         _same(a, b, la, lb)
@@ -70,10 +69,12 @@ def test_gamma_prior_is_not_memoised():
 
 
 @pytest.mark.parametrize("d", [None, 6])
-def test_fits_kept_by_the_arrays_equal_fresh_fits(d):
-    """A drug's splits at every size hand the same public and test arrays (its view's rows too): the weights and
-    predictions kept by their identities for the later sizes equal a fresh run's to the bit, outputs fresh and
-    writable, spends alike; a fresh process-like run (all memos cleared) fits anew."""
+def test_fits_kept_in_the_chunk_equal_fresh_fits(d):
+    """A drug's splits at every size of a chunk (nested sizes) have the same public and test rows (its view's rows
+    too): the weights and predictions kept in the chunk's scratch under their names for the later sizes equal a
+    fresh run's to the bit, outputs fresh and writable, spends alike; a run without a chunk fits anew."""
+    from dpexp.chunk import ChunkRows
+
     from pathlib import Path
 
     from dpexp.families.gdsc.datasets.gdsc import Gdsc
@@ -83,8 +84,10 @@ def test_fits_kept_by_the_arrays_equal_fresh_fits(d):
     alg = registry.get("algorithm", "lr_public")(d=d)
     drugs = ["Drug_1", "Drug_5", "Drug_1001"]
     sizes = [ds.split_many(drugs, Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(3)) for n in (0, 4, 9)]
-    runs = [_run(alg, sp) for sp in sizes]
-    assert len(cache._MEMOS["gdsc.lr_public_fits"]) == len(drugs)       # one entry per drug, for all sizes
+    scratch: dict = {}
+    chunks = [ChunkRows(tuple(drugs), (6, 3, n), True, scratch) for n in (0, 4, 9)]
+    runs = [_run(alg, sp, chunk=c) for sp, c in zip(sizes, chunks)]
+    assert len(scratch["gdsc.lr_public_fits"]) == len(drugs)            # one entry per drug, for all sizes
     for (outs, lgs), sp in zip(runs, sizes):
         cache.clear()
         fresh, fl = _run(alg, sp)
@@ -93,6 +96,6 @@ def test_fits_kept_by_the_arrays_equal_fresh_fits(d):
             assert a.predictions.flags.writeable and a.coef.flags.writeable
     assert runs[1][0][0].predictions is not runs[2][0][0].predictions
     # another λ on the same arrays: its own entries, its own fit
-    other, _ = _run(registry.get("algorithm", "lr_public")(d=d, lam=3.0), sizes[2])
-    assert len(cache._MEMOS["gdsc.lr_public_fits"]) == 2 * len(drugs)
+    other, _ = _run(registry.get("algorithm", "lr_public")(d=d, lam=3.0), sizes[2], chunk=chunks[2])
+    assert len(scratch["gdsc.lr_public_fits"]) == 2 * len(drugs)
     assert all(o.coef.tobytes() != r.coef.tobytes() for o, r in zip(other, runs[2][0]))

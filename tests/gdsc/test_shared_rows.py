@@ -1,7 +1,8 @@
 """Set-up shared between the methods of one size (``release_batch.shared_rows``, ``shared_sufficient_stats``,
-``train_rows.shared_train_rows``): the runner hands every method the same ``Split`` objects, and the rows' layout,
-σ sums and exact statistics they compute are kept by the arrays' identities.  A method run after the others on the
-same splits gives, to the bit, what it gives alone on fresh copies of them (outputs, extras, guarantees, spends)."""
+``train_rows.shared_train_rows``): the runner hands every method of a chunk one ``ChunkRows``, and the rows'
+layout, σ sums and exact statistics they compute are kept in its scratch under the rows' names.  A method run after
+the others on the same splits and chunk gives, to the bit, what it gives alone on fresh copies of them (outputs,
+extras, guarantees, spends)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpexp import cache
+from dpexp.chunk import ChunkRows
 from dpexp.families.gdsc.algorithms.adassp import AdaSSP
 from dpexp.families.gdsc.algorithms.baselines import RobustLR
 from dpexp.families.gdsc.algorithms.lr import BayesLR
@@ -59,9 +61,14 @@ def _same_result(a, b):
     assert repr(a.guarantee) == repr(b.guarantee)
 
 
-def _run_many(alg, splits, lgs, trials):
+def _chunk(splits):
+    """A chunk of these splits (one subset each) at one size, of a dataset with nested sizes."""
+    return ChunkRows(tuple(f"s{k}" for k in range(len(splits))), (10, 5, 20), True, {})
+
+
+def _run_many(alg, splits, lgs, trials, chunk=None):
     try:
-        return alg.run_many(splits, 1.5, 0.0, lgs, trials)
+        return alg.run_many(splits, 1.5, 0.0, lgs, trials, chunk=chunk)
     except Exception as exc:  # compared as a result
         return exc
 
@@ -71,13 +78,15 @@ def _run_many(alg, splits, lgs, trials):
 @pytest.mark.parametrize("secure", [False, True])
 def test_methods_on_the_same_splits_equal_each_alone(nan, trials, secure):
     splits = _splits(nan)
+    chunk = _chunk(splits)
     together = []
-    for alg in _methods():   # one after the other on the same Split objects, as the runner calls them
+    for alg in _methods():   # one after the other on the same splits and chunk, as the runner calls them
         lgs = _ledgers(len(splits), secure)
-        together.append((_run_many(alg, splits, lgs, trials), lgs))
+        together.append((_run_many(alg, splits, lgs, trials, chunk), lgs))
+    assert {"gdsc.shared_rows", "gdsc.shared_sufficient_stats", "gdsc.train_rows"} <= set(chunk.scratch)
     for alg, (got, lgs) in zip(_methods(), together):
         cache.clear()
-        alone = copy.deepcopy(splits)   # new arrays: nothing found by identity
+        alone = copy.deepcopy(splits)   # new arrays, no chunk: nothing shared
         la = _ledgers(len(alone), secure)
         ref = _run_many(alg, alone, la, trials)
         if isinstance(ref, Exception):   # lr's call fails as a whole on NaN rows (as before): the same error
@@ -88,12 +97,15 @@ def test_methods_on_the_same_splits_equal_each_alone(nan, trials, secure):
             assert repr(l1.spends) == repr(l2.spends)
 
 
-def test_shared_rows_kept_by_identity_and_equal_to_a_fresh_layout():
+def test_shared_rows_kept_by_name_and_equal_to_a_fresh_layout():
     ss = _splits(False)
-    Xs, ys = [s.X_private for s in ss if s.d == 3], [s.y_private for s in ss if s.d == 3]
-    rows = shared_rows(Xs, ys)
-    assert shared_rows(list(Xs), list(ys)) is rows                        # the same arrays: the same entry
-    assert shared_rows([X.copy() for X in Xs], ys) is not rows           # equal arrays, other objects: not
+    ks = [k for k, s in enumerate(ss) if s.d == 3]
+    Xs, ys = [ss[k].X_private for k in ks], [ss[k].y_private for k in ks]
+    chunk = _chunk(ss)
+    rows = shared_rows(Xs, ys, chunk, chunk.rows("private", ks))
+    assert shared_rows(list(Xs), list(ys), chunk, chunk.rows("private", ks)) is rows   # the same rows: one entry
+    assert shared_rows(Xs, ys, chunk, chunk.rows("private", ks[1:])) is not rows       # other rows: their own
+    assert shared_rows(Xs, ys, None, ()) is not shared_rows(Xs, ys, None, ())         # no chunk: nothing kept
     fresh = RowBlocks(Xs, ys)
     _same(rows.X, fresh.X)
     _same(rows.sigma_sums(1.0, 5.0), fresh.sigma_sums(1.0, 5.0))
@@ -109,9 +121,12 @@ def test_shared_rows_kept_by_identity_and_equal_to_a_fresh_layout():
 
 def test_shared_sufficient_stats_equal_per_set_and_read_only():
     ss = _splits(False)[:3]
-    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+    chunk = _chunk(ss)
+    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss], chunk,
+                                  chunk.rows("public", range(3)))
     _same(pub, sufficient_stats_many([s.X_public for s in ss], [s.y_public for s in ss]))
     assert not pub[0][0].flags.writeable
+    assert shared_sufficient_stats([], [], chunk, chunk.rows("public", range(3))) is pub   # found by the names
 
 
 def test_lr_float32_rows_take_the_per_split_path_equal():
@@ -146,14 +161,15 @@ def test_narplr_problems_from_the_batch_arrays_equal_the_stacked_releases(trials
             assert fast[k] is rs[0].batch[0][0].XX   # the batch's own array was read
 
 
-def test_train_rows_kept_by_identity_read_only_and_shared_by_lr_and_rlr():
-    # the training rows' layout of lr and rlr (train_rows.shared_train_rows): one entry per set of arrays, rows
-    # and statistics read-only and equal to a fresh layout's; rlr after lr on the same splits reads lr's layout
-    # (clipping a copy: the kept rows unchanged) and gives what it gives alone
+def test_train_rows_kept_by_name_read_only_and_shared_by_lr_and_rlr():
+    # the training rows' layout of lr and rlr (train_rows.shared_train_rows): one entry per set of rows' names,
+    # rows and statistics read-only and equal to a fresh layout's; rlr after lr on the same splits and chunk reads
+    # lr's layout (clipping a copy: the kept rows unchanged) and gives what it gives alone
     ss = [s for s in _splits(False) if s.d == 3]
     Xs, ys = [(s.X_public, s.X_private) for s in ss], [(s.y_public, s.y_private) for s in ss]
-    train = shared_train_rows(Xs, ys)
-    assert shared_train_rows(list(Xs), list(ys)) is train
+    chunk, ks = _chunk(ss), list(range(len(ss)))
+    train = shared_train_rows(Xs, ys, chunk, ks)
+    assert shared_train_rows(list(Xs), list(ys), chunk, ks) is train
     fresh = RowBlocks(Xs, ys)
     _same(train.rows.X, fresh.X)
     _same(train.stats()[:3], fresh.stats())
@@ -161,17 +177,17 @@ def test_train_rows_kept_by_identity_read_only_and_shared_by_lr_and_rlr():
     for a in (train.rows.X, train.rows.y, *train.stats()):
         assert not a.flags.writeable
     X0 = train.rows.X.copy()
-    BayesLR(prior="gamma").run_many(ss, 1.5, 0.0, _ledgers(len(ss)))
-    assert shared_train_rows(Xs, ys) is train                              # lr found it
-    got = RobustLR(**EXPLICIT).run_many(ss, 1.5, 0.0, _ledgers(len(ss)))
-    assert shared_train_rows(Xs, ys) is train                              # rlr too
+    BayesLR(prior="gamma").run_many(ss, 1.5, 0.0, _ledgers(len(ss)), chunk=chunk)
+    assert shared_train_rows(Xs, ys, chunk, ks) is train                   # lr found it
+    got = RobustLR(**EXPLICIT).run_many(ss, 1.5, 0.0, _ledgers(len(ss)), chunk=chunk)
+    assert shared_train_rows(Xs, ys, chunk, ks) is train                   # rlr too
     _same(train.rows.X, X0)
     cache.clear()
     alone = RobustLR(**EXPLICIT).run_many(copy.deepcopy(ss), 1.5, 0.0, _ledgers(len(ss)))
     for a, b in zip(got, alone):
         _same_result(a, b)
-    other = shared_train_rows([(s.X_public.copy(), s.X_private) for s in ss], ys)   # equal arrays, other objects
-    assert other is not train and other is not shared_train_rows(Xs, ys)             # (one entry: the last asked)
+    other = shared_train_rows(Xs[1:], ys[1:], chunk, ks[1:])                           # other rows
+    assert other is not train and train is not shared_train_rows(Xs, ys, chunk, ks)     # (one entry: the last asked)
     f32 = [(X.astype(np.float32), V.astype(np.float32)) for X, V in Xs]
     assert not TrainRows(f32, ys).floats and TrainRows(f32, ys).stats() is None
     short = [(y, v[:-1]) for y, v in ys]                                   # y parts shorter than the X parts

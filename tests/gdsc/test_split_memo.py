@@ -88,7 +88,7 @@ def _same(a, b):
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
                "gdsc.protocol_sets", "gdsc.raw_y_ranges", "gdsc.raw_x", "gdsc.matlab_centred_y",
-               "gdsc.centred_rows", "gdsc.has_rows", "gdsc.raw_y_columns"):
+               "gdsc.centred_rows"):
         cache.clear(ns)
 
 
@@ -183,8 +183,8 @@ def test_sizes_of_a_repeat_share_the_test_and_public_rows(kw):
         assert len(a.y_private) and np.shares_memory(a.X_private, b.X_private)
         assert np.shares_memory(a.y_private, b.y_private) and a.X_private.flags.c_contiguous
         assert not (a.X_private.flags.writeable or b.y_private.flags.writeable)
-    # every array of a split is read-only on every path: lr_public, lr/rlr's shared layout and the paper methods
-    # memoise what they compute from them by the arrays' identity, so a write would leave a stale entry
+    # every array of a split is read-only on every path (``nested_sizes``): what the methods keep in a chunk's
+    # scratch under the rows' names would be stale after a write
     for sp in (a, b):
         assert not any(x.flags.writeable for x in (sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test,
                                                    sp.y_test))
@@ -238,7 +238,8 @@ def test_split_many_equals_split_by_split(kw):
 
 
 def test_runner_splits_with_split_many_equal_split_by_split(monkeypatch, tmp_path):
-    # the runner's _splits: split_many when the dataset has one, else (or when it raises) split by split
+    # the runner's _splits: split_many when the dataset has one, else (or when it declines: NotBatchable) split by
+    # split; a split_many that raises anything else fails every subset's split with its message
     from dpexp import runner
 
     ds = Gdsc(data_dir=FIX, d=5, test_pool=6, protocol="matlab")
@@ -257,8 +258,15 @@ def test_runner_splits_with_split_many_equal_split_by_split(monkeypatch, tmp_pat
 
     batched = run()
     assert batched[3][0] == "_SplitFailure" and all(f[0] == "_SplitFailure" for f in batched[4:7])
-    monkeypatch.setattr(Gdsc, "split_many", lambda *a: 1 / 0)          # a broken split_many: split by split
+    from dpexp.errors import NotBatchable
+
+    def declines(*a):
+        raise NotBatchable("not these sizes")
+
+    monkeypatch.setattr(Gdsc, "split_many", declines)                 # a declining split_many: split by split
     assert run() == batched
+    monkeypatch.setattr(Gdsc, "split_many", lambda *a: 1 / 0)          # a broken one: every split fails, said
+    assert all(f == ("_SplitFailure", "data split failed: ZeroDivisionError: division by zero") for f in run())
     monkeypatch.delattr(Gdsc, "split_many")
     assert run() == batched
 
@@ -278,15 +286,15 @@ def test_views_of_a_fold_share_rows_and_pickle_without_them(kw):
 
 
 def test_split_data_is_memoised_per_instance_and_a_pickled_instance_finds_its_own(tmp_path, monkeypatch):
-    """The paths and tables of ``split`` are looked up once per instance and data location (``cache.memo_for``,
-    no attribute on the instance): a pickle carries none of them, and the unpickled instance finds its own."""
+    """The paths and tables of ``split`` are looked up once per instance and data location (kept in the instance):
+    a pickle carries none of them, and the unpickled instance finds its own."""
     import pickle
     import shutil
 
     ds = Gdsc(data_dir=None, d=5, test_pool=6, public_pool=4)
     monkeypatch.setenv("DPEXP_DATA_DIR", str(FIX))
     first = ds._split_data()
-    assert ds._split_data() is first and "_split_memo" not in ds.__dict__
+    assert ds._split_data() is first
     sizes = Sizes(5, 3, 6, 12, 4, 6)
     want = ds.split("Drug_5", sizes, np.random.default_rng(4))
     moved = tmp_path / "data"
@@ -344,14 +352,13 @@ def test_matlab_raw_rows_are_first_rows_of_the_drugs_whole_rows():
 
 
 @pytest.mark.parametrize("kw", [dict(public_pool=4), dict(protocol="python", public_start=12)])
-def test_views_of_a_drug_at_every_size_give_the_same_read_only_rows(kw):
-    # the view's rows taken once per (fold, drug, d) and chunk (``protocols.view_rows``): the same objects at every
-    # size, read-only, equal to a fresh take; after ``clear_objects`` (the runner's, per chunk) taken anew, equal
+def test_views_of_a_drug_at_every_size_give_equal_read_only_rows(kw):
+    # the view's rows (``protocols.view_rows``): equal at every size of a fold, read-only, equal to a fresh take
     ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
     a, b = (ds.split("Drug_5", Sizes(n, 3, 6, 12, 3, 6), np.random.default_rng(4)) for n in (2, 9))
     got_a, got_b = a.meta["view"](6), b.meta["view"](6)
-    assert all(x is y and not x.flags.writeable for x, y in zip(got_a, got_b))
-    assert a.meta["view"](5)[0] is not got_a[0]                         # another d: other rows
+    assert all(_same(x, y) and not x.flags.writeable for x, y in zip(got_a, got_b))
+    assert a.meta["view"](5)[0].shape != got_a[0].shape                 # another d: other rows
     v = a.meta["view"]
     if "protocol" in kw:
         sets = v.shared[6]
@@ -359,9 +366,6 @@ def test_views_of_a_drug_at_every_size_give_the_same_read_only_rows(kw):
     else:
         want = v.shared[6].take(v.idx_public, axis=0), v.shared[6].take(v.idx_test, axis=0)
     assert all(_same(x, y) for x, y in zip(got_a, want))
-    cache.clear_objects()
-    again = b.meta["view"](6)
-    assert again[0] is not got_a[0] and all(_same(x, y) for x, y in zip(again, want))
 
 
 def test_y_ranges_of_all_drugs_equal_each_drugs_range():
@@ -376,7 +380,6 @@ def test_y_ranges_of_all_drugs_equal_each_drugs_range():
     Y[:, 6] = np.where(np.isnan(Y[:, 6]), np.nan, 1.5)               # constant: both extremes 0
     for seed in range(4):
         perm = np.random.default_rng(seed).permutation(300)
-        cache.clear("gdsc.raw_y_columns")
         with np.errstate(invalid="ignore"):                        # inf − inf where the inf is a training line
             lo, hi = protocols._y_ranges(Y, 40, perm)
             want = [protocols._y_range(Y, j, 40, perm) for j in range(9)]

@@ -276,21 +276,29 @@ def test_oi_mos_sensitivity_and_noise_scale(monkeypatch):
         for c, x0 in enumerate(xs):
             assert sls[t, c] == pytest.approx(x.size * _brute_ls(x, y, x0), rel=1e-8)
     x, y = tracts[1]
-    split = make_split(x=x, y=y, meta={"group_id": "IL", "group_data": tracts})
+    from dpexp import cache
+
+    cache.clear("slr.oi_mos")
+    group = {"group_id": "IL", "group_data": tracts, "group_key": ("test_oi_mos", "IL")}   # as the dataset names it
+    split = make_split(x=x, y=y, meta=dict(group))
     algo = OIMaxObservedSensitivity()
     out = algo.run(split, 16.0, 0.0, OnesRNG(), trials=2)
     a, b = np.polyfit(x, y, 1)
     mos = sls.max(axis=0)
     np.testing.assert_allclose(out.predictions[0], a * xs + b + mos / (x.size * 8.0), rtol=1e-8)
     assert out.extras["formally_dp"] == 0.0
-    # the MOS is computed once per group: a second cell of the same group reuses it
+    # the MOS is computed once per group (named by ``group_key``): a second cell of the same group reuses it; a
+    # group without a name is computed for its cell
     from dpexp.families.slr.algorithms import oi_mos
 
     calls = []
     monkeypatch.setattr(oi_mos, "max_observed_sensitivity", lambda t, x: calls.append(1) or mos)
-    other = make_split(x=tracts[2][0], y=tracts[2][1], meta={"group_id": "IL", "group_data": tracts})
+    other = make_split(x=tracts[2][0], y=tracts[2][1], meta=dict(group))
     algo.run(other, 16.0, 0.0, OnesRNG(), trials=1)
     assert calls == []
+    unnamed = make_split(x=tracts[2][0], y=tracts[2][1], meta={"group_id": "IL", "group_data": tracts})
+    algo.run(unnamed, 16.0, 0.0, OnesRNG(), trials=1)
+    assert calls == [1]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 10, 11, 64])

@@ -84,6 +84,7 @@ def test_opportunity_microdata_groups():
     _contract(s1, 12)
     assert s1.meta["group_id"] == s2.meta["group_id"] == "oi_microdata"
     assert s1.meta["group_data"] is s2.meta["group_data"] and len(s1.meta["group_data"]) == 3
+    assert s1.meta["group_key"] == s2.meta["group_key"]   # names the group's data (oi_mos memoises its MOS by it)
     np.testing.assert_array_equal(s2.meta["group_data"][1][0], s2.X_private[:, 0])
 
 

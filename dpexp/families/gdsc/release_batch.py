@@ -10,12 +10,11 @@ by group: ``RowBlocks``).  ``stats.clip`` and ``stats.sensitivities`` are looked
 mutants patch them there).  A plain per-split reference of rplr's release is the test oracle
 tests/gdsc/rplr_reference.py (rtol 1e-12).
 
-Set-up shared between methods: the runner hands every method of one size the same ``Split`` objects, so the
-deterministic functions of their rows that several methods compute — the private rows' layout and σ sums
-(``shared_rows``: rplr, narplr, AdaSSP), the public rows' exact statistics (``shared_sufficient_stats``) — are kept
-by the arrays' identities in bounded memos (``cache.memo_objects``, dropped after each chunk), read-only; nothing
-drawn or released is kept (docs/extending.md, Caches).  The training rows' layout and statistics of lr and rlr:
-``dpexp.families.gdsc.train_rows``.
+Set-up shared between methods: the deterministic functions of the rows that several methods compute — the private
+rows' layout and σ sums (``shared_rows``: rplr, narplr, AdaSSP), the public rows' exact statistics
+(``shared_sufficient_stats``) — are kept in the chunk's scratch (``dpexp.chunk.ChunkRows``) under the names of
+the rows they read, read-only; nothing drawn or released is kept (docs/extending.md, Caches).  The training
+rows' layout and statistics of lr and rlr: ``dpexp.families.gdsc.train_rows``.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 
-from dpexp import cache
+from dpexp.chunk import ChunkRows
 from dpexp.families.gdsc import stats as gdsc_stats   # clip, sensitivities, triu_indices: looked up at call time
 from dpexp.families.gdsc.blocks import Blocks as Layout
 from dpexp.families.gdsc.stats import sufficient_stats, triu_indices
@@ -61,8 +60,8 @@ def _offsets(arrays: list[np.ndarray]) -> np.ndarray:
 
 
 def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: int, ledgers: list[Any],
-                  sp: np.ndarray, eps: float, w: np.ndarray, sigma: tuple | None, sensitivity: str = "tight"
-                  ) -> GroupRelease:
+                  sp: np.ndarray, eps: float, w: np.ndarray, sigma: tuple | None, sensitivity: str = "tight",
+                  chunk: ChunkRows | None = None, names: tuple = ()) -> GroupRelease:
     """Release the private statistics of S splits (rows ``Xs[i]`` (n_i, d) with n_i ≥ 1, ``ys[i]``), split i at the
     budget shares ``sp[i]`` = (p1, p2, p3) of ``eps`` and thresholds ``w[i]`` = (ω_x, ω_y).
 
@@ -71,14 +70,15 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     data σ (no release here: the caller records 'not DP').  The caller guarantees finite positive bounds and, for
     ``data``, finite sensitivities.  With ``dp`` the bounds are known only after the σ̂ draws: a split whose
     sensitivities are not finite fails alone (``failed``; its σ̂ spends recorded), the others are released.
-    ``sensitivity``: the rule of ``stats.sensitivities`` (``tight`` ours, ``paper`` the paper protocol)."""
+    ``sensitivity``: the rule of ``stats.sensitivities`` (``tight`` ours, ``paper`` the paper protocol).
+    ``chunk``, ``names``: where the rows' layout is shared (``shared_rows``)."""
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
     per_trial = sigma[0] == "dp"
     # σ̂ released: the rows and their σ sums shared with the other methods of these splits (rplr ours and fixed,
     # narplr, AdaSSP, plr); with the data σ (the paper protocol: no other method lays these rows out) a layout of
     # this call only, not held after it
-    rows = shared_rows(Xs, ys) if per_trial else RowBlocks(Xs, ys)
+    rows = shared_rows(Xs, ys, chunk, names) if per_trial else RowBlocks(Xs, ys)
     if per_trial:
         _, bx, by, eps_s = sigma
         sums = rows.sigma_sums(bx, by)
@@ -333,20 +333,6 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _parts_key(parts: list) -> tuple[tuple, tuple]:
-    """The arrays of row sets given as arrays or tuples of arrays (flattened, in order) and the sets' shape of
-    parts (0 for an array, else the tuple's length): with the arrays' identities, a key of the row sets."""
-    flat, shape = [], []
-    for p in parts:
-        if isinstance(p, tuple):
-            flat += p
-            shape.append(len(p))
-        else:
-            flat.append(p)
-            shape.append(0)
-    return tuple(flat), tuple(shape)
-
-
 #: entries kept by ``shared_sufficient_stats`` (small arrays): the runner calls every method
 #: of one size before the next size, so a size's entries are asked for within a few calls
 SHARED = 2
@@ -354,16 +340,12 @@ SHARED = 2
 SHARED_ROWS = 1
 
 
-def shared_rows(Xs: list, ys: list) -> RowBlocks:
-    """``RowBlocks(Xs, ys)`` shared by every call handed the same arrays (the runner gives each method of one size
-    the same ``Split`` objects; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP): keyed by the
-    arrays' identities (``cache.memo_objects``, which holds them, so an id cannot be reused while the entry lives;
-    bounded, ``SHARED_ROWS``).  Its rows, σ sums and unclipped statistics are pure functions of the rows, computed once
-    for all of them (read-only: a caller that clips works on its own copy).  Nothing
-    drawn or released is kept."""
-    fx, kx = _parts_key(Xs)
-    fy, ky = _parts_key(ys)
-
+def shared_rows(Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | None, names: tuple) -> RowBlocks:
+    """``RowBlocks(Xs, ys)`` of private rows, shared by every call of the chunk whose rows have the same ``names``
+    (``chunk.rows("private", ks)``; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP), kept in
+    the chunk's scratch (bounded, ``SHARED_ROWS``); without a chunk, this call's own.  Its rows, σ sums and
+    unclipped statistics are pure functions of the rows, computed once for all of them (read-only: a caller that
+    clips works on its own copy).  Nothing drawn or released is kept."""
     def build() -> RowBlocks:
         rows = RowBlocks(Xs, ys)
         _read_only(rows.X)
@@ -371,14 +353,14 @@ def shared_rows(Xs: list, ys: list) -> RowBlocks:
         rows._known = {}
         return rows
 
-    return cache.memo_objects("gdsc.shared_rows", fx + fy, (kx, ky), build, maxsize=SHARED_ROWS)
+    return build() if chunk is None else chunk.kept("gdsc.shared_rows", names, build, maxsize=SHARED_ROWS)
 
 
-def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray]
-                            ) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """``sufficient_stats_many(Xs, ys)`` shared by every call handed the same arrays (e.g. the public rows' exact
-    statistics of rplr ours, rplr fixed and narplr on one size's splits), keyed by their identities as
-    ``shared_rows``; the arrays read-only."""
+def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | None = None,
+                            names: tuple = ()) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """``sufficient_stats_many(Xs, ys)`` of public rows shared by every call of the chunk whose rows have the same
+    ``names`` (``chunk.rows("public", ks)``; e.g. the public rows' exact statistics of rplr ours, rplr fixed and
+    narplr), as ``shared_rows``; the arrays read-only."""
     def build() -> list:
         got = sufficient_stats_many(Xs, ys)
         for XX, Xy, _ in got:
@@ -386,8 +368,7 @@ def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray]
             _read_only(Xy)
         return got
 
-    return cache.memo_objects("gdsc.shared_sufficient_stats", tuple(Xs) + tuple(ys), len(Xs), build,
-                              maxsize=SHARED)
+    return build() if chunk is None else chunk.kept("gdsc.shared_sufficient_stats", names, build, maxsize=SHARED)
 
 
 def sufficient_stats_many(Xs: list[np.ndarray], ys: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray, float]]:
@@ -439,7 +420,7 @@ def finite_rows(Xs: list[np.ndarray], ys: list[np.ndarray]) -> np.ndarray:
 
 
 def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, ledgers: list, trials: int,
-                         out: list, sensitivity: str = "tight") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+                         out: list, sensitivity: str = "tight", chunk: ChunkRows | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """plr's release: the Laplace-perturbed XᵀX and Xᵀy (ε/2 each, no yᵀy) of each split's private rows clipped to
     (B_x, B_y), plus the exact statistics of its public rows, (trials, d, d) and (trials, d), keyed by split index
     in order (a single split is a batch of one); a failing split gets its exception in ``out``.
@@ -480,7 +461,7 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
     for d, group in by_d.items():
         try:
             res.update(_plr_group([splits[k] for k in group], group, d, B_x, B_y, eps,
-                                  [ledgers[k] for k in group], trials, sensitivity))
+                                  [ledgers[k] for k in group], trials, sensitivity, chunk))
         except Exception as exc:  # recorded for the cells of the group
             for k in group:
                 out[k] = exc
@@ -488,13 +469,14 @@ def perturbed_stats_many(splits: list, B_x: float, B_y: float, epsilon: float, l
 
 
 def _plr_group(ss: list, ks: list[int], d: int, B_x: float, B_y: float, eps: float, lgs: list, trials: int,
-               sensitivity: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+               sensitivity: str, chunk: ChunkRows | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """``perturbed_stats_many`` of splits of one d, all with private rows."""
     S, m = len(ss), d * (d + 1) // 2
     rows = RowBlocks([s.X_private for s in ss], [s.y_private for s in ss])
     Xc, yc = gdsc_stats.clip(rows.X, rows.y, B_x, B_y)
     XXc, Xyc, _ = rows.stats(Xc, yc)
-    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+    pub = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss], chunk,
+                                  chunk.rows("public", ks) if chunk is not None else ())
     std = standard_laplace_rows(lgs, trials * (m + d))
     s_xx, s_xy, _ = gdsc_stats.sensitivities(d, B_x, B_y, sensitivity)
     N_up = laplace_rows(np.zeros((S, trials, m)), std[:, :trials * m].reshape(S, trials, m), np.full(S, s_xx), eps,

@@ -2,12 +2,11 @@
 and shared by the non-private methods that read them all: ``lr`` (fixed and gamma: their exact statistics) and
 ``rlr`` (clipped copies of them).
 
-The runner hands every method of one size the same ``Split`` objects, so the layout (``release_batch.RowBlocks``:
-the splits of equal n adjacent, a group's rows one contiguous block) is kept by the arrays' identities
-(``cache.memo_objects``, one entry: the methods of a size run one after the other; ``clear_objects`` drops it
-after the chunk), its rows read-only — a method that clips copies them (``clipped``).  The exact statistics are a
-pure function of the rows, computed once for all readers (each split's summed as by its own ``sufficient_stats``:
-equal to the bit; tests/gdsc/test_shared_rows.py).  Nothing private is released here: these methods are not DP.
+The layout (``release_batch.RowBlocks``: the splits of equal n adjacent, a group's rows one contiguous block) is
+kept in the chunk's scratch under the names of the rows (``dpexp.chunk.ChunkRows``; one entry: the methods of a
+size run one after the other), its rows read-only — a method that clips copies them (``clipped``).  The exact
+statistics are a pure function of the rows, computed once for all readers (each split's summed as by its own
+``sufficient_stats``: equal to the bit; tests/gdsc/test_shared_rows.py).  Nothing private is released here: these methods are not DP.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpexp import cache
+from dpexp.chunk import ChunkRows
 from dpexp.families.gdsc.release_batch import RowBlocks
 
 class TrainRows:
@@ -73,9 +72,11 @@ def _clip_into(A: np.ndarray, counts: list[int], bounds: list[float]) -> np.ndar
     return out
 
 
-def shared_train_rows(Xs: Sequence[tuple[np.ndarray, ...]], ys: Sequence[tuple[np.ndarray, ...]]) -> TrainRows:
-    """``TrainRows(Xs, ys)`` shared by every call handed the same arrays (keyed by their identities, held by the
-    memo, so an id cannot be reused while the entry lives; one entry)."""
-    objs = tuple(a for p in Xs for a in p) + tuple(a for p in ys for a in p)
-    shape = (tuple(len(p) for p in Xs), tuple(len(p) for p in ys))
-    return cache.memo_objects("gdsc.train_rows", objs, shape, lambda: TrainRows(Xs, ys), maxsize=1)
+def shared_train_rows(Xs: Sequence[tuple[np.ndarray, np.ndarray]], ys: Sequence[tuple[np.ndarray, np.ndarray]],
+                      chunk: ChunkRows | None, ks: Sequence[int]) -> TrainRows:
+    """``TrainRows(Xs, ys)`` of the (public, private) rows of the splits ``ks`` of a call, shared by every call of
+    the chunk with the same rows (``chunk.rows``; one entry); without a chunk, this call's own."""
+    if chunk is None:
+        return TrainRows(Xs, ys)
+    names = (chunk.rows("public", ks), chunk.rows("private", ks))
+    return chunk.kept("gdsc.train_rows", names, lambda: TrainRows(Xs, ys), maxsize=1)

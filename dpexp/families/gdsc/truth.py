@@ -80,7 +80,8 @@ def _mean_norm(d: int) -> float:
 def coef_target_eq10(beta: np.ndarray, lam: float, unit_norm: bool) -> Callable[[np.ndarray | None], np.ndarray]:
     """The function the calibration metrics call with an output's ``clip_bounds`` (trials, 2) or None: the target
     coefficients (trials, d), or (d,) for None (no clipping)."""
-    beta = np.array(beta, dtype=float)      # this closure's own copy: the memo below is keyed by its identity
+    beta = np.array(beta, dtype=float)      # this closure's own copy
+    named = (beta.shape, beta.tobytes())    # β's value, in the memo's key
 
     def compute(bounds: np.ndarray | None) -> np.ndarray:
         if bounds is None:
@@ -91,8 +92,8 @@ def coef_target_eq10(beta: np.ndarray, lam: float, unit_norm: bool) -> Callable[
         return clipped_regression_coef(np.broadcast_to(beta, (b.shape[0], beta.size)), lam, b[:, 0], b[:, 1])
 
     def target(bounds: np.ndarray | None) -> np.ndarray:
-        # every calibration metric of a cell asks for the same bounds: compute once (memo keyed by this β)
-        key = (unit_norm, float(lam), None if bounds is None else np.asarray(bounds, dtype=float).tobytes())
-        return cache.memo_for("gdsc.truth.target", beta, key, lambda: compute(bounds), maxsize=64)
+        # every calibration metric of a cell asks for the same bounds: compute once (memo keyed by β's value)
+        key = (named, unit_norm, float(lam), None if bounds is None else np.asarray(bounds, dtype=float).tobytes())
+        return cache.memo("gdsc.truth.target", key, lambda: compute(bounds), maxsize=64)
 
     return target

@@ -40,6 +40,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
+from dpexp.chunk import ChunkRows
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import SIGMA_DATA_REASON, SigmaParams
@@ -118,7 +119,7 @@ class AdaSSP(BatchedAlgorithm):
 
     # ------------------------------------------------------------------------------------------- many splits
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Every split through its own ledger; a single split is a batch of one.  The splits with private rows are
         released and fitted as arrays per d (``_run_group``, either noise): each cell's standard draws in one call
         per kind (σ̂_x, σ̂_y: Laplace; λ_min, XᵀX, Xᵀy: Laplace or normal), scaled and recorded per release
@@ -142,7 +143,8 @@ class AdaSSP(BatchedAlgorithm):
         for ks in groups.values():
             got: list[Output | Exception | None] = [None] * len(ks)
             try:
-                self._run_group([splits[k] for k in ks], epsilon, delta, [ledgers[k] for k in ks], T, got)
+                self._run_group([splits[k] for k in ks], epsilon, delta, [ledgers[k] for k in ks], T, got,
+                                () if chunk is None else chunk.rows("private", ks), chunk)
             except Exception as exc:  # the error of the group's cells not yet filled
                 got = [exc if o is None or o is _RELEASED else o for o in got]
             for k, o in zip(ks, got):
@@ -155,15 +157,16 @@ class AdaSSP(BatchedAlgorithm):
                 out[k] = exc
         return out  # type: ignore[return-value]
 
-    def _run_group(self, ss: list[Split], epsilon: float, delta: float, lgs: list, T: int, out: list) -> None:
+    def _run_group(self, ss: list[Split], epsilon: float, delta: float, lgs: list, T: int, out: list,
+                   names: tuple = (), chunk: ChunkRows | None = None) -> None:
         """The splits ``ss`` of equal d, all with private rows, into ``out`` (S Nones):
         ``_RELEASED`` for a split once the group draws for it, then its ``Output`` or error.  A split set aside before
         any draw (rows not finite; ``sigma: data`` bounds that fail the checks) gets its one-line error.  The private
         rows are concatenated once, group by group of equal n (``_Blocked``): the finiteness check, the σ sums and
-        the clipped products read that one array."""
+        the clipped products read that one array, shared in ``chunk`` under the private rows' ``names``."""
         p = self.params
         d = ss[0].d
-        rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss], share=True)
+        rows = _Blocked([s.X_private for s in ss], [s.y_private for s in ss], chunk, names)
         keep = rows.finite()
         if p.public:
             keep &= finite_rows([s.X_public for s in ss], [s.y_public for s in ss])
@@ -317,12 +320,14 @@ class _Blocked:
     """The rows of S splits (``Xs[i]`` (n_i, d), ``ys[i]``) concatenated once, group by group of equal n in order
     of first appearance (``release_batch.RowBlocks``, the layout of ``release_batch.block_order``): a group's rows
     are then one block, and stacking them a reshape.  ``X`` (N, d), ``y`` (N,), ``blocks`` [(n, members, first
-    row)], ``counts`` (S,) the splits' n in their own order.  ``share``: the layout, its finiteness and σ sums
-    those of ``release_batch.shared_rows`` (the private rows rplr and narplr lay out too: computed once for all)."""
+    row)], ``counts`` (S,) the splits' n in their own order.  ``names`` given: the layout, its finiteness and σ
+    sums those of ``release_batch.shared_rows`` in ``chunk`` (the private rows rplr and narplr lay out too:
+    computed once for all)."""
 
-    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray], share: bool = False) -> None:
+    def __init__(self, Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | None = None,
+                 names: tuple | None = None) -> None:
         self._Xs, self._ys = Xs, ys
-        self._rows = rows = shared_rows(Xs, ys) if share else RowBlocks(Xs, ys)
+        self._rows = rows = RowBlocks(Xs, ys) if names is None else shared_rows(Xs, ys, chunk, names)
         self.counts = rows.counts.astype(np.intp, copy=False)
         self.blocks, self.order, self.X, self.y = rows.blocks, rows.order, rows.X, rows.y
 

@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp import cache
+from dpexp.chunk import ChunkRows, context
 from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import Rows, each, groups, record_each, repeat_trials
@@ -76,35 +77,38 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
         return view(d)
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Every split's fit of its public rows, one batched solve per d.  ``prior: fixed``: the weights are a pure
         function of the public rows and responses (and λ, λ0), the same for every size of the grid (a run's
         ``run_many`` calls of one chunk hold the same drugs at each n_private): memoised by their bytes, so a
         drug's public fit is solved once per chunk (each problem of a batched solve is solved on its own: the
-        same floats as in any batch).  A drug's splits of every size hand the same public and test arrays (the
-        datasets share them, and their views' rows: ``protocols.view_rows``): the weights and test predictions
-        are also kept by those arrays' identities (``cache.memo_objects``, one chunk's), found without hashing
-        the rows' bytes or taking the view's rows again."""
+        same floats as in any batch).  The weights and test predictions are also kept in the chunk's scratch under
+        the names of the public and test rows (``ChunkRows.rows``: with a dataset of nested sizes, the same at every
+        size of the chunk with those rows), found without hashing the rows' bytes or taking the view's rows."""
         p = self.params
+        chunk = context(chunk, splits)
+        every = range(len(splits))
+        names = list(zip(chunk.rows("public", every), chunk.rows("test", every)))
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         W: dict[int, np.ndarray] = {}
         keys: dict[int, tuple] = {}
         known: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # (weights, predictions) kept by the arrays
-        fit_key = (float(p.lam), float(p.lam0))
+        fit_key = (float(p.lam), float(p.lam0), p.d)
 
         def take(k: int) -> None:   # the public and test rows (of the view with d genes), the public responses
-            Xu, Xt = self._rows(splits[k])
-            yu = splits[k].y_public
-            rows[k] = (Xu, yu, Xt)
             if p.prior == "fixed":
                 try:
-                    known[k] = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, _not_memoised, maxsize=_MAXSIZE)
+                    known[k] = chunk.kept(_NS_OBJ, (*names[k], fit_key), _not_memoised, maxsize=_MAXSIZE)
                     W[k] = known[k][0]
                     return
                 except _NotMemoised:
                     pass
+            Xu, Xt = self._rows(splits[k])
+            yu = splits[k].y_public
+            rows[k] = (Xu, yu, Xt)
+            if p.prior == "fixed":
                 keys[k] = _public_key(Xu, yu, p.lam, p.lam0)
                 try:
                     W[k] = cache.memo(_NS, keys[k], _not_memoised, maxsize=_MAXSIZE)
@@ -146,7 +150,7 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
                 got = W[k], Xt @ W[k]
                 if p.prior == "fixed":   # the same floats for the drug's later sizes (read-only: shared)
                     got[1].setflags(write=False)
-                    got = cache.memo_objects(_NS_OBJ, (Xu, yu, Xt), fit_key, lambda got=got: got, maxsize=_MAXSIZE)
+                    got = chunk.kept(_NS_OBJ, (*names[k], fit_key), lambda got=got: got, maxsize=_MAXSIZE)
             w, pred = got
             out[k] = Output(predictions=repeat_trials(pred, trials), coef=repeat_trials(w, trials),
                             guarantee=ledgers[k].guarantee())
@@ -155,7 +159,7 @@ class PublicOnlyLR(Reference, BatchedAlgorithm):
 
 #: the memo of lr_public's fixed-precision weights (``PublicOnlyLR.run_many``): namespace and bound (a chunk's drugs)
 _NS, _MAXSIZE = "gdsc.lr_public_weights", 1024
-#: the memo of its weights and test predictions by the identities of the public and test arrays (one chunk's)
+#: the chunk's scratch entry of its weights and test predictions by the names of the public and test rows
 _NS_OBJ = "gdsc.lr_public_fits"
 
 
@@ -229,15 +233,15 @@ class RobustLR(Reference):
         return np.concatenate([Xu, Xc]), np.concatenate([yu, yc]), B_x, B_y
 
     @staticmethod
-    def _block_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    def _block_stats(splits: list[Split], group: list[int], bounds: dict, clip_public: bool,
+                     chunk: ChunkRows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``run_many``'s statistics of a group from its rows laid out with splits of equal n adjacent — the
         layout lr's statistics use on the same splits (``train_rows.shared_train_rows``) — clipped into a copy as
         ``run_many`` clips them, and their products one stacked call per n (each split's summed as by its own
         calls: the same floats); (XX, Xy, yy, n), or None (rows not float64, or y parts not as long as the X parts:
         the split-by-split path)."""
         train = shared_train_rows([(splits[k].X_public, splits[k].X_private) for k in group],
-                                  [(splits[k].y_public, splits[k].y_private) for k in group])
+                                  [(splits[k].y_public, splits[k].y_private) for k in group], chunk, group)
         if not train.floats:
             return None
         order = [group[i] for i in train.rows.order.tolist()]
@@ -274,7 +278,7 @@ class RobustLR(Reference):
         return out
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Clip the rows of all splits of equal d in one call (each row at its split's thresholds: ``_clipped``
         split by split), then fit them in one batched call (the model of ``_fit``)."""
         ledgers = [as_ledger(lg) for lg in ledgers]
@@ -315,13 +319,13 @@ class RobustLR(Reference):
             ks.append(k)
         for d, group in groups(ks, lambda k: splits[k].X_private.shape[1]).items():
             try:
-                XX, Xy, yy, n = (self._block_stats(splits, group, bounds, clip_public)
+                XX, Xy, yy, n = (self._block_stats(splits, group, bounds, clip_public, chunk)
                                  or self._row_stats(splits, group, bounds, clip_public))
                 if ref.params.prior == "gamma" and all(bounds[k][0] == bounds[k][1] == np.inf for k in group):
                     W = exact_gamma_weights(XX, Xy, yy, n)   # nothing clipped: lr's statistics (its fit memoised)
                 else:
                     W = _fit(XX, Xy, yy, n, ref.params.prior, ref.params.lam, ref.params.lam0)
-            except Exception as exc:
+            except Exception as exc:   # recorded for the cells of the group (counted in the manifest)
                 for k in group:
                     out[k] = exc
                 continue

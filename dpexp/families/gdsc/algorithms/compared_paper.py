@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 from pydantic import Field
 
-from dpexp import cache
+from dpexp.chunk import ChunkRows
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, run_grouped, solve_stacked
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity_paper, objective_noise_rows,
@@ -67,13 +67,15 @@ class _PaperLR(BatchedAlgorithm):
     neighbouring = "replace-one"
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         return run_grouped(self.name, splits, epsilon, ledgers, lambda k: splits[k].d,
-                           lambda d, group, eps, lgs, out: self._run_group(d, group, splits, eps, lgs, trials, out))
+                           lambda d, group, eps, lgs, out: self._run_group(d, group, splits, eps, lgs, trials, out,
+                                                                           chunk))
 
     def _run_group(self, d: int, ks: list[int], splits: list[Split], epsilon: float, ledgers: list, trials: int,
-                   out: list) -> None:
-        """Fill ``out[k]`` (an ``Output`` or the exception) for the splits ``ks``, all of dimension ``d``."""
+                   out: list, chunk: ChunkRows | None = None) -> None:
+        """Fill ``out[k]`` (an ``Output`` or the exception) for the splits ``ks``, all of dimension ``d``; ``chunk``:
+        their ``ChunkRows`` (what they share with the chunk's other calls)."""
         raise NotImplementedError
 
 
@@ -194,52 +196,47 @@ def _grams(ks: list[int], X_of: Callable[[int], np.ndarray], y_of: Callable[[int
     return got
 
 
-def _public_grams(splits: list[Split], ks: list[int], out: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``_grams`` of the public rows of the splits ``ks``, memoised by the arrays' identities (and the splits'
-    positions, as ``_private_grams``) when they are read-only: the Matlab path hands every size of a fold the same
-    public arrays of a drug (``datasets.gdsc``), so their products are computed once per fold, not once per size.
-    The products are kept read-only; a split whose products raise gets the exception in ``out[k]`` on every call."""
-    objs = tuple(a for k in ks for a in (splits[k].X_public, splits[k].y_public))
-    X_of, y_of = (lambda k: splits[k].X_public), (lambda k: splits[k].y_public)
-    if not all(type(a) is np.ndarray and not a.flags.writeable for a in objs):
-        return _grams(ks, X_of, y_of, out)
-
+def _public_grams(splits: list[Split], ks: list[int], out: list, chunk: ChunkRows | None = None
+                  ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``_grams`` of the public rows of the splits ``ks``, kept in the chunk's scratch under the rows' names
+    (``ChunkRows.rows``): the Matlab path's public rows of a drug are the same for every n_private of a fold
+    (``datasets.gdsc``), so their products are computed once per fold, not once per size.  The products are kept
+    read-only; a split whose products raise gets the exception in ``out[k]`` on every call."""
     def compute() -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], dict[int, Exception]]:
         errors: dict[int, Exception] = {}
-        got = _grams(ks, X_of, y_of, errors)   # type: ignore[arg-type]   (``each`` files errors by key)
+        got = _grams(list(range(len(ks))), lambda j: splits[ks[j]].X_public, lambda j: splits[ks[j]].y_public,
+                     errors)   # type: ignore[arg-type]   (``each`` files errors by key)
         for G, v in got.values():
             G.flags.writeable = v.flags.writeable = False
         return got, errors
 
-    got, errors = cache.memo_objects("gdsc.paper_public_grams", objs, tuple(ks), compute, maxsize=1)
-    for k, exc in errors.items():
-        out[k] = exc
-    return got
+    got, errors = (compute() if chunk is None else
+                   chunk.kept("gdsc.paper_public_grams", chunk.rows("public", ks), compute, maxsize=1))
+    for j, exc in errors.items():
+        out[ks[j]] = exc
+    return {ks[j]: g for j, g in got.items()}
 
 
-def _private_grams(splits: list[Split], ks: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
+def _private_grams(splits: list[Split], ks: list[int], chunk: ChunkRows | None = None
+                   ) -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
     """Xᵀ X and Xᵀ y of the private rows of each split of ``ks`` that has any (or the exception they raise), keyed by
-    split: what ``plr_paper`` and ``oplr_paper`` both compute on the Matlab path's splits, memoised by the arrays'
-    identities when they are read-only (the dataset's: the two methods run on the same splits, one after the
-    other), so the second takes the first's products (the same calls: the same floats)."""
-    objs = tuple(a for k in ks for a in (splits[k].X_private, splits[k].y_private))
-
+    split: what ``plr_paper`` and ``oplr_paper`` both compute on the Matlab path's splits, kept in the chunk's
+    scratch under the rows' names (the two methods run on the same splits, one after the other), so the second
+    takes the first's products (the same calls: the same floats)."""
     def compute() -> dict[int, tuple[np.ndarray, np.ndarray] | Exception]:
-        out: dict[int, tuple[np.ndarray, np.ndarray] | Exception] = {}
-        for k in ks:
+        got: dict[int, tuple[np.ndarray, np.ndarray] | Exception] = {}
+        for j, k in enumerate(ks):
             Xv, yv = splits[k].X_private, splits[k].y_private
             try:
                 if Xv.shape[0]:
-                    out[k] = (Xv.T @ Xv, Xv.T @ yv)
+                    got[j] = (Xv.T @ Xv, Xv.T @ yv)
             except Exception as exc:  # recorded per cell by the caller
-                out[k] = exc
-        return out
+                got[j] = exc
+        return got
 
-    if all(type(a) is np.ndarray and not a.flags.writeable for a in objs):
-        # keyed by the split positions too: the products are filed by position, and the same arrays may come at
-        # other positions in another call (e.g. behind a split of another d)
-        return cache.memo_objects("gdsc.paper_private_grams", objs, tuple(ks), compute, maxsize=1)
-    return compute()
+    got = compute() if chunk is None else chunk.kept("gdsc.paper_private_grams", chunk.rows("private", ks), compute,
+                                                      maxsize=1)
+    return {ks[j]: g for j, g in got.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------- plr
@@ -263,9 +260,9 @@ class PrivateLRPaper(_PaperLR):
     guarantee_text = "not DP (y not clipped to B_y, the authors' code)"
     Params = _PLRPaperParams
 
-    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out, chunk=None):
         p = self.params
-        grams = _private_grams(splits, ks)
+        grams = _private_grams(splits, ks, chunk)
 
         def private(k: int) -> None:   # a split whose private products failed fails
             if isinstance(grams.get(k), Exception):
@@ -273,7 +270,7 @@ class PrivateLRPaper(_PaperLR):
 
         ks = each(ks, out, private)
         # the public lines' and (none when empty) the private lines' XᵀX, Xᵀy
-        public = _public_grams(splits, ks, out)
+        public = _public_grams(splits, ks, out, chunk)
         ks = [k for k in ks if k in public]
         if not ks:
             return
@@ -323,14 +320,14 @@ class OutputPerturbationPaper(_PaperLR):
     guarantee_text = "not DP (cube-biased direction, y neither rescaled nor clipped: the authors' code)"
     Params = _OPLRPaperParams
 
-    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out, chunk=None):
         R = self.params.R
         pub = [k for k in ks if splits[k].X_private.shape[0] == 0]
         record_each((ledgers[k] for k in pub), lambda lg: lg.public_only())
         weights = _public_ridges(pub, {k: splits[k].X_public for k in pub}, {k: splits[k].y_public for k in pub},
                                  trials, out)
         stats: dict[int, tuple[Any, ...]] = {}
-        grams = _private_grams(splits, ks)   # all of them: the key plr_paper's call on these splits memoised
+        grams = _private_grams(splits, ks, chunk)   # all of them: the key plr_paper's call on these splits kept
 
         def statistics(k: int) -> None:   # Σ res² + (λ/2)‖w‖², ‖w‖ ≤ R with λ = √(D/(Nε)) on the private lines
             g = grams.get(k)
@@ -430,7 +427,7 @@ class FunctionalMechanismPaper(_PaperLR):
     guarantee_text = "not DP (min-max ranges from all lines incl. private, the authors' code)"
     Params = _NoParams
 
-    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out):
+    def _run_group(self, d, ks, splits, epsilon, ledgers, trials, out, chunk=None):
         views: dict[int, tuple[Any, ...]] = {}
 
         def view(k: int) -> None:
@@ -456,7 +453,7 @@ class FunctionalMechanismPaper(_PaperLR):
         drawn = priv
         # min-max scaling of every split's private and test rows: prefixes of its drug's rows scaled once per fold
         # (``_scaled_prefixes``), any other split's in one call each (ranges repeated per row)
-        Z, Zt, rest = _scaled_prefixes(priv, splits, views)
+        Z, Zt, rest = _scaled_prefixes(priv, splits, views, chunk)
         lo, hi = [views[k][3] for k in rest], [views[k][4] for k in rest]
         Z.update(zip(rest, _scaled_rows([views[k][0] for k in rest], lo, hi)))
         Zt.update(zip(rest, _scaled_rows([views[k][2] for k in rest], lo, hi)))
@@ -486,22 +483,24 @@ class FunctionalMechanismPaper(_PaperLR):
                       ledgers, out)
 
 
-def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict) -> tuple[dict, dict, list[int]]:
-    """``with_bias(_minmax(rows, x_min, x_max))`` of the private and test rows of the splits ``ks`` when every one's
-    raw rows are the first rows of its drug's rows along the fold (``RawRows.whole``; the Matlab path) and all share
-    one range object (the path's x ranges over all lines): the drugs' whole rows scaled in one stacked call
-    (``_scaled_rows``) per fold, memoised by their identities (every size of the fold hands the same drugs' whole
-    rows), then sliced — the scaling is element-wise, so a prefix of the scaled rows is the scaled prefix, to the
-    bit.  Returns (private, test) keyed by split and the splits left to scale (all of them otherwise)."""
+def _scaled_prefixes(ks: list[int], splits: list[Split], views: dict, chunk: ChunkRows | None
+                     ) -> tuple[dict, dict, list[int]]:
+    """``with_bias(_minmax(rows, x_min, x_max))`` of the private and test rows of the splits ``ks`` when the chunk's
+    dataset has nested sizes (``ChunkRows.nested``), every split's raw rows carry the drug's whole rows along the
+    fold, whose first rows they are (``RawRows.whole``; the Matlab path), and all share one range object (the
+    path's x ranges over all lines): the drugs' whole rows scaled in one stacked call (``_scaled_rows``) once per
+    chunk, kept in its scratch under the drugs' names, then the splits' prefix lengths taken — the scaling is
+    element-wise, so a prefix of the scaled rows is the scaled prefix, to the bit.  Returns (private, test) keyed by
+    split and the splits left to scale (all of them otherwise)."""
     wholes = [getattr(splits[k].meta.get("raw"), "whole", None) for k in ks]
     lo, hi = (views[ks[0]][3], views[ks[0]][4]) if ks else (None, None)
-    if not ks or not all(w is not None and _first_rows(views[k][0], w.X_private) and _first_rows(views[k][2], w.X_test)
-                         and views[k][3] is lo and views[k][4] is hi for k, w in zip(ks, wholes)):
+    if not ks or chunk is None or not chunk.nested or not all(
+            w is not None and views[k][3] is lo and views[k][4] is hi for k, w in zip(ks, wholes)):
         return {}, {}, list(ks)
     parts = tuple(w.X_private for w in wholes) + tuple(w.X_test for w in wholes)
-    scaled = cache.memo_objects("gdsc.fmlr_paper_scaled", parts + (lo, hi), None,
-                                lambda: _read_only(_scaled_rows(list(parts), [lo] * len(parts), [hi] * len(parts))),
-                                maxsize=2)
+    scaled = chunk.kept("gdsc.fmlr_paper_scaled", tuple([(chunk.subsets[k], "raw") for k in ks]),
+                        lambda: _read_only(_scaled_rows(list(parts), [lo] * len(parts), [hi] * len(parts))),
+                        maxsize=2)
     S = len(ks)
     Z = {k: scaled[j][:views[k][0].shape[0]] for j, k in enumerate(ks)}
     Zt = {k: scaled[S + j][:views[k][2].shape[0]] for j, k in enumerate(ks)}
@@ -512,13 +511,6 @@ def _read_only(arrays: list[np.ndarray]) -> list[np.ndarray]:
     for a in arrays:
         a.flags.writeable = False
     return arrays
-
-
-def _first_rows(a: np.ndarray, whole: np.ndarray) -> bool:
-    """Whether ``a`` is ``whole`` or a view of it with as many columns (``RawRows.whole``'s promise: its first rows,
-    ``whole[:m]``) and ``whole`` read-only."""
-    return ((a is whole or (a.base is whole and a.shape[1:] == whole.shape[1:] and a.strides == whole.strides))
-            and not whole.flags.writeable)
 
 
 def _scaled_rows(parts: list[np.ndarray], lo: list, hi: list, bias: bool = True) -> list[np.ndarray]:

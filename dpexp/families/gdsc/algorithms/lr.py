@@ -7,6 +7,7 @@ from typing import Literal
 
 import numpy as np
 
+from dpexp.chunk import ChunkRows
 from dpexp.components import BatchedAlgorithm, Reference
 from dpexp.families.gdsc.batching import Rows, repeat_trials
 from dpexp.families.gdsc.model import FixedPrecisionParams, exact_gamma_weights, fit_weights
@@ -35,7 +36,7 @@ class BayesLR(Reference, BatchedAlgorithm):
     Params = _LRParams
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         p = self.params
         out: list[Output | Exception] = []
         by_d: dict[int, list[int]] = {}
@@ -48,7 +49,7 @@ class BayesLR(Reference, BatchedAlgorithm):
             # summed as by its own ``sufficient_stats``), the layout and statistics shared by lr's variants and rlr
             # on these splits (``train_rows.shared_train_rows``)
             got = shared_train_rows([(splits[k].X_public, splits[k].X_private) for k in ks],
-                                    [(splits[k].y_public, splits[k].y_private) for k in ks]).stats()
+                                    [(splits[k].y_public, splits[k].y_private) for k in ks], chunk, ks).stats()
             if got is not None:
                 XX, Xy, yy, counts = got
             else:   # other rows: split by split

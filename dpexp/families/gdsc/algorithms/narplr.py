@@ -46,6 +46,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from dpexp.audit.plan import AuditPlan
+from dpexp.chunk import ChunkRows
 from dpexp.errors import UserError
 from dpexp.families.gdsc.algorithms.rplr import (Release, RobustPrivateLR, _clip_bounds_many, _RPLRParams,
                                                 _whole_batch)
@@ -273,7 +274,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
 
     # ---------------------------------------------------------------------------------------------- running
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Release each split through its own ledger (rplr's draws, in rplr's order: ``release_many``), then fit
         the noise-aware posterior of all splits × trials of equal d in one batched call."""
         p = self.params
@@ -281,7 +282,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[int, Release]]] = {}
         # with clip_public the model clips the public rows itself (``_problems``): the release need not sum them
-        rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public)
+        rels = self.release_many(splits, epsilon, ledgers, trials, public_stats=not p.clip_public, chunk=chunk)
         pub = [k for k, r in enumerate(rels) if not isinstance(r, Exception) and r.B_x is None]
         posts = dict(zip(pub, public_posteriors([splits[k].X_public for k in pub], [splits[k].y_public for k in pub])))
         for k, (s, r) in enumerate(zip(splits, rels)):
@@ -304,7 +305,7 @@ class NoiseAwareRPLR(RobustPrivateLR):
                                             [ledgers[k].noise.generator for k, _ in items], trials)
                 X_tests = [s.X_test for s in ss]
                 bands = gaussian_intervals_many(centre, cov, X_tests) if cov is not None else None
-            except Exception as exc:
+            except Exception as exc:   # recorded for the cells of the group (counted in the manifest)
                 for k, _ in items:
                     out[k] = exc
                 continue

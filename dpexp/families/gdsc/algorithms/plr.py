@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.audit.plan import AuditPlan
+from dpexp.chunk import ChunkRows
 from dpexp.components import BatchedAlgorithm
 from dpexp.errors import UserError
 from dpexp.families.gdsc.batching import fit_fixed_many, groups
@@ -48,14 +49,14 @@ class PrivateLR(BatchedAlgorithm):
         return float(self.params.B_x), float(self.params.B_y)
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Release each split's statistics through its own ledger (``release_batch.perturbed_stats_many``, as
         arrays over the splits), then fit every group of splits of one d in one batched call
         (``batching.fit_fixed_many``)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]   # each cell's PrivacyLedger (a numpy Generator is wrapped)
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
-        stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out, p.sensitivity)
+        stats = perturbed_stats_many(splits, p.B_x, p.B_y, epsilon, ledgers, trials, out, p.sensitivity, chunk)
         for group in groups(stats, lambda k: stats[k][0].shape[-1]).values():   # one batched fit per d
             XX, Xy = np.stack([stats[k][0] for k in group]), np.stack([stats[k][1] for k in group])
             for rows, W in fit_fixed_many(XX, Xy, p.lam, p.lam0, p.solver):

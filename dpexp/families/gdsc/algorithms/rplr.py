@@ -32,6 +32,7 @@ from pydantic import Field, model_validator
 
 from dpexp import cache
 from dpexp.audit.plan import AuditPlan
+from dpexp.chunk import ChunkRows
 from dpexp.components import BatchedAlgorithm, Params
 from dpexp.errors import UserError
 from dpexp.families.gdsc.analytic import analytic_choice
@@ -345,7 +346,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         return XX[0], Xy[0], yy[0], extras[0], None if ridge is None else ridge[0]
 
     def release_many(self, splits: list[Split], epsilon: float, ledgers: list, trials: int,
-                     public_stats: bool = True) -> list["Release | Exception"]:
+                     public_stats: bool = True, chunk: ChunkRows | None = None) -> list["Release | Exception"]:
         """Clip and release the private statistics of every split through its own ledger (the only private draws of
         rplr and of the methods that reuse its release, e.g. ``narplr``), kept apart from the exact statistics of
         the public rows (``Release``).  The splits with private rows are released per d as one batch
@@ -353,7 +354,8 @@ class RobustPrivateLR(BatchedAlgorithm):
         message: before any draw when ε, the budget split or the thresholds are not positive finite numbers, or
         (``sigma: data``) σ or the sensitivities are not finite; after its σ̂ draws (recorded) when σ̂ gives
         sensitivities that are not finite.  ``public_stats=False``: the caller does not read ``Release.public``
-        (e.g. narplr, which clips the public rows itself): it is left None (nothing drawn or spent differs)."""
+        (e.g. narplr, which clips the public rows itself): it is left None (nothing drawn or spent differs).
+        ``chunk``: the splits' ``ChunkRows`` (their rows' layout and public statistics shared in it)."""
         p = self.params
         ledgers = [as_ledger(lg) for lg in ledgers]
         eps = self.stats_epsilon(epsilon)
@@ -384,20 +386,22 @@ class RobustPrivateLR(BatchedAlgorithm):
             except Exception as exc:  # recorded per cell (nothing drawn for it)
                 out[k] = exc
         if empty:
-            self._public_only_many(empty, eps, trials, out)
+            self._public_only_many(empty, eps, trials, out, chunk)
         for items in groups.values():
             try:
-                self._release_group(items, epsilon, eps, trials, out, public_stats)
+                self._release_group(items, epsilon, eps, trials, out, public_stats, chunk)
             except Exception as exc:  # recorded for the cells of the group
                 for it in items:
                     out[it[0]] = exc
         return out
 
-    def _public_only_many(self, items: list[tuple[Any, ...]], eps: float, trials: int, out: list) -> None:
+    def _public_only_many(self, items: list[tuple[Any, ...]], eps: float, trials: int, out: list,
+                          chunk: ChunkRows | None = None) -> None:
         """The splits without private rows (``items``: (k, split, ledger, budget split)): nothing drawn, each ledger
         records ``public_only`` and its ``Release`` carries zeros, the budget split's extras and the public rows'
         exact statistics (one ``shared_sufficient_stats`` call)."""
-        pubs = shared_sufficient_stats([it[1].X_public for it in items], [it[1].y_public for it in items])
+        pubs = shared_sufficient_stats([it[1].X_public for it in items], [it[1].y_public for it in items], chunk,
+                                       () if chunk is None else chunk.rows("public", [it[0] for it in items]))
         T = trials
         for (k, s, ledger, sp), pub in zip(items, pubs):
             d = s.d
@@ -418,7 +422,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                             "clipping bounds whose sensitivities are finite")
 
     def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
-                       out: list, public_stats: bool = True) -> None:
+                       out: list, public_stats: bool = True, chunk: ChunkRows | None = None) -> None:
         """``release_many`` of splits of equal d (all with private rows and valid bounds)."""
         p = self.params
         ss, lgs = [it[1] for it in items], [it[2] for it in items]
@@ -430,14 +434,16 @@ class RobustPrivateLR(BatchedAlgorithm):
             record_each(lgs, lambda lg: lg.not_dp(SIGMA_DATA_REASON))
             sigma = ("data", np.array([float(s.meta["sigma_x"]) for s in ss]),
                      np.array([float(s.meta["sigma_y"]) for s in ss]))
+        ks = [it[0] for it in items]
         g = release_group([s.X_private for s in ss], [s.y_private for s in ss], ss[0].d, trials, lgs, sp, eps, w,
-                          sigma, p.sensitivity)
+                          sigma, p.sensitivity, chunk, () if chunk is None else chunk.rows("private", ks))
         if p.clip_public and public_stats:   # the authors' code: the public lines clipped with the same bounds
             XXp, Xyp, yyp = clipped_stats_many([s.X_public for s in ss], [s.y_public for s in ss], g.B_x, g.B_y,
                                                trials)
         elif public_stats:
             # the public rows' exact statistics: the same for rplr ours, fixed and narplr on these splits (shared)
-            pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss])
+            pubs = shared_sufficient_stats([s.X_public for s in ss], [s.y_public for s in ss], chunk,
+                                           () if chunk is None else chunk.rows("public", ks))
         per_trial = g.B_x.ndim == 2
         Bxm, Bym = (g.B_x.mean(axis=1), g.B_y.mean(axis=1)) if per_trial else (g.B_x, g.B_y)
         Bxm, Bym = Bxm.tolist(), Bym.tolist()
@@ -529,7 +535,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         return np.stack(XX), np.stack(Xy), np.stack(yy), extras, ridge
 
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list,
-                 trials: int = 1) -> list[Output | Exception]:
+                 trials: int = 1, chunk: ChunkRows | None = None) -> list[Output | Exception]:
         """Release each split's statistics through its own ledger (same draws as ``run``, ``release_many``), then
         fit all splits × trials of equal d in one batched call; each output carries its ledger's guarantee and,
         where the engine keeps one (vb, fixed), the intervals of the naive posterior (the statistics treated as
@@ -538,7 +544,7 @@ class RobustPrivateLR(BatchedAlgorithm):
         ledgers = [as_ledger(lg) for lg in ledgers]
         out: list[Output | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[int]] = {}
-        rels = self.release_many(splits, epsilon, ledgers, trials)
+        rels = self.release_many(splits, epsilon, ledgers, trials, chunk=chunk)
         for k, (s, r) in enumerate(zip(splits, rels)):
             if isinstance(r, Exception):
                 out[k] = r
@@ -557,7 +563,7 @@ class RobustPrivateLR(BatchedAlgorithm):
                         for r in (None, ridge)] if p.cross_check else None
                 X_tests = [s.X_test for s in ss]
                 bands = gaussian_intervals_many(W, C, X_tests) if C is not None else None
-            except Exception as exc:
+            except Exception as exc:   # recorded for the cells of the group (counted in the manifest)
                 for k in ks:
                     out[k] = exc
                 continue

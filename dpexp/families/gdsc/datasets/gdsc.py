@@ -55,6 +55,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,8 @@ class _Prepared:
     drug_index: dict[str, int]
     X_raw: np.ndarray         # (N, d) raw expression of the kept lines (centre: public recentres it per split)
     Y_raw: np.ndarray         # (N, D) raw ln IC50 of the kept lines
+    source: tuple = ()        # the data's key: (files' versions, d, evidence), for the memos of what derives from it
+    has_rows: np.ndarray | None = None   # ``has`` as rows (D, N), contiguous: a drug's tested mask along a sequence
 
 
 def load_raw(expr_path: Path, ic50_path: Path) -> _Raw:
@@ -201,7 +204,7 @@ def _prepare(raw: _Raw, d: int, evidence: str) -> _Prepared:
     sigma_y = np.sqrt((Y0**2).sum(axis=0) / safe)  # responses are centred over the same lines
     return _Prepared(X=X, Y=Y, has=has, sigma_x=sigma_x, sigma_y=sigma_y,
                      drug_index={name: j for j, name in enumerate(raw.drugs)}, X_raw=raw.X[rows][:, :d],
-                     Y_raw=raw.Y[rows])
+                     Y_raw=raw.Y[rows], source=(raw.source, d, evidence), has_rows=np.ascontiguousarray(has.T))
 
 
 def centre_rows(X_raw: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -268,6 +271,10 @@ def _state_key(rng: np.random.Generator) -> tuple | None:
     return key
 
 
+#: numbers for ``Gdsc.instance_key``
+_INSTANCES = itertools.count()
+
+
 @dataclass(frozen=True)
 class _DrugRows:
     """What every size of a drug's split shares in one repeat (``protocol: ours``)."""
@@ -326,7 +333,7 @@ class GdscView:
                 X = _centred_rows(raw.source, d, self.evidence, prep.X_raw, self.centre_ref)
             if self.shared is not None:
                 self.shared[d] = X
-        # X[idx] (take: less overhead), the same read-only objects for the drug's views at every size
+        # X[idx] (take: less overhead), read-only
         return protocols.view_rows(X, self.idx_public, X, self.idx_test)
 
     def __getstate__(self) -> dict:
@@ -348,6 +355,9 @@ class Gdsc(Dataset):
     name = "gdsc"
     description = "GDSC v17 drug sensitivity: 955 cell lines, 64 cancer genes, 265 drugs (Honkela et al. 2018)"
     shared_split = True
+    #: each part of a drug's split is a prefix of the drug's rows along its pool (``ours``) or its fold's sequence
+    #: (``python``, ``matlab``), normalised per set, whose lines depend on that part's size alone: read-only
+    nested_sizes = True
     download_hint = DOWNLOAD_HINT
     release_point = ("one drug: a row's epsilon covers the model of one drug's response fitted on the cell lines of "
                      "the split; the {n} drugs of this run are {n} releases about the same cell lines, so a cell "
@@ -425,6 +435,11 @@ class Gdsc(Dataset):
             "no private line. The data std in meta (sigma_x, sigma_y) is used only by sigma: data, reported not DP.",
             leaks=True)
 
+    def __init__(self, data_dir: Path | None = None, **params: Any) -> None:
+        super().__init__(data_dir, **params)
+        #: names this instance in the memo of its data paths (``_split_data``): a new instance, a new look-up
+        self.instance_key = next(_INSTANCES)
+
     def _paths(self) -> tuple[Path, Path]:
         return data_path(EXPR_FILE, DOWNLOAD_HINT, self.data_dir), data_path(IC50_FILE, DOWNLOAD_HINT, self.data_dir)
 
@@ -435,11 +450,10 @@ class Gdsc(Dataset):
     def _split_data(self) -> tuple[Path, Path, _Raw, _Prepared]:
         """(paths, raw tables, prepared arrays) for ``split``, looked up once per instance and data location (a
         split is asked for every drug, size and repeat: finding and stat-ing the files each time was a tenth of
-        it); a new run resolves new instances, so changed files are read again.  Memoised by the instance's
-        identity (``dpexp.cache.memo_for``): an unpickled instance (a worker's) is another object and finds its
-        own paths."""
+        it); a new run resolves new instances, so changed files are read again.  Memoised per (``instance_key``,
+        data location): a pickled copy (a worker's) carries the key and finds its own paths in its process."""
         where = (os.environ.get("DPEXP_DATA_DIR"), os.getcwd())
-        return cache.memo_for("gdsc.split_data", self, where, self._find_split_data, maxsize=64)
+        return cache.memo("gdsc.split_data", (self.instance_key, where), self._find_split_data, maxsize=64)
 
     def _find_split_data(self) -> tuple[Path, Path, _Raw, _Prepared]:
         e, i = self._paths()
@@ -492,7 +506,7 @@ class Gdsc(Dataset):
                     out.append(fold)
                     continue
                 out.append(self._drug_split(fold, subset, j, sizes))
-            except Exception as exc:
+            except Exception as exc:   # this subset's split fails alone (the runner records it per cell)
                 out.append(exc)
         return out
 
@@ -557,7 +571,7 @@ class Gdsc(Dataset):
                       for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public)))
             tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
                                                                    X.take(iu, axis=0), y.take(iu))
-            for a in tp[2:]:   # read-only: the compared methods memoise what they compute from them by identity
+            for a in tp[2:]:   # read-only: inputs, never written
                 a.flags.writeable = False
         it, iu, Xt, yt, Xu, yu = tp
         # the private rows: a prefix of the drug's private lines (after_split: those among the pool's first n; else
@@ -621,7 +635,7 @@ class Gdsc(Dataset):
                                           views)   # positions in each set (of hu[:nu], ht[:nt])
             tp = fd.test_public[(nt, nu)] = (kt, ku, Xt.take(kt, axis=0), Yt[:, j].take(kt), Xu.take(ku, axis=0),
                                              Yu[:, j].take(ku), view, float(prep.sigma_y[j]))
-            for a in tp[2:6]:   # read-only: lr_public and lr/rlr's shared layout memoise by these arrays' identity
+            for a in tp[2:6]:   # read-only: inputs, never written
                 a.flags.writeable = False
         kt, ku, Xt_, yt, Xu_, yu, view, y_sd = tp
         kv = pv[:pv.searchsorted(n_priv)]                                          # positions in each set
@@ -643,7 +657,7 @@ class Gdsc(Dataset):
             full = fd.raw
             if full is None:
                 full = fd.raw = protocols.raw_rows(prep.X_raw, prep.Y_raw, sets, None, j, p.test_pool, perm, dig,
-                                                   [lt, lu, lv], read_only=True)
+                                                   [lt, lu, lv], read_only=True, source=prep.source)
             meta["raw"] = protocols.RawRows(full.X_private[:len(kv)], full.X_public[:len(ku)],
                                             full.X_test[:len(kt)], full.x_min, full.x_max, full.y_min, full.y_max,
                                             full)
@@ -651,15 +665,16 @@ class Gdsc(Dataset):
             # are a prefix of the drug's along the private sequence, taken once per (fold, drug)
             yv = fd.y_private
             if yv is None:
-                yv = fd.y_private = protocols.matlab_centred_y(prep.Y_raw, perm, p.test_pool, dig)[:, j].take(lv)
+                yv = fd.y_private = protocols.matlab_centred_y(prep.Y_raw, perm, p.test_pool, dig,
+                                                               prep.source)[:, j].take(lv)
                 yv.flags.writeable = False
             yp = yv[:len(kv)]
         else:
             yp = Yv[:, j].take(kv)
             yp.flags.writeable = False
         Xp = Xv.take(kv, axis=0)
-        Xp.flags.writeable = False                         # inputs, never written: the paper methods share their
-        return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)       # products by the arrays' identity (compared_paper)
+        Xp.flags.writeable = False                         # inputs, never written
+        return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
@@ -667,8 +682,7 @@ class Gdsc(Dataset):
         p = self.params
         out = []
         # the tested masks as rows (per data version): a drug's is contiguous, gathered along each sequence
-        has_j = cache.memo_for("gdsc.has_rows", prep.has, None, lambda: np.ascontiguousarray(prep.has.T),
-                               maxsize=4)[j]
+        has_j = prep.has_rows[j]
         for seq in protocols.fold_sequences(p.protocol, perm, p.test_pool, p.public_start, max_public, dig):
             has = has_j.take(seq)
             pos = np.flatnonzero(has)

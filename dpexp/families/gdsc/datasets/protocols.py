@@ -155,20 +155,20 @@ def protocol_sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.nda
     a chunk reuses them (``perm_digest``: ``digest(perm)`` if already known)."""
     dig = perm_digest or digest(perm)
     key = (protocol, source, X_raw.shape, dig, n_test, n_public, n_private, test_pool, public_start, max_public)
-    return cache.memo("gdsc.protocol_sets", key, lambda: _sets(protocol, X_raw, Y_raw, perm, n_test, n_public,
+    return cache.memo("gdsc.protocol_sets", key, lambda: _sets(protocol, source, X_raw, Y_raw, perm, n_test, n_public,
                                                                n_private, test_pool, public_start, max_public,
                                                                dig),
                       maxsize=32)
 
 
-def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int, n_public: int,
-          n_private: int, test_pool: int, public_start: int, max_public: int, dig: str) -> ProtocolSets:
+def _sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int,
+          n_public: int, n_private: int, test_pool: int, public_start: int, max_public: int, dig: str) -> ProtocolSets:
     idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public, dig)
     if protocol == "python":
         sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
         Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
     else:   # matlab: responses centred over all training lines (the same for every size of a fold), x per set
-        Yc = matlab_centred_y(Y_raw, perm, test_pool, dig)
+        Yc = matlab_centred_y(Y_raw, perm, test_pool, dig, source)
         Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
         Ys = [Yc[i] for i in idx]
     Xp, Yp = Xs[2], Ys[2]
@@ -178,30 +178,44 @@ def _sets(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray,
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
 
 
-def matlab_centred_y(Y_raw: np.ndarray, perm: np.ndarray, test_pool: int, perm_digest: str) -> np.ndarray:
+def matlab_centred_y(Y_raw: np.ndarray, perm: np.ndarray, test_pool: int, perm_digest: str,
+                     source: tuple | None = None) -> np.ndarray:
     """The Matlab path's responses: every drug's centred over its tested training lines (the same for every size
-    of a fold: memoised per (data, fold))."""
-    return cache.memo_for("gdsc.matlab_centred_y", Y_raw, (perm_digest, test_pool),
-                          lambda: Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :], maxsize=4)
+    of a fold: memoised per (data, fold), the data named by ``source``, its key; computed each time without)."""
+    def compute() -> np.ndarray:
+        return Y_raw - _column_means(Y_raw[perm[test_pool:]])[None, :]
+
+    if source is None:
+        return compute()
+    return cache.memo("gdsc.matlab_centred_y", (source, Y_raw.shape, perm_digest, test_pool), compute, maxsize=4)
 
 
 def raw_rows(X_raw: np.ndarray, Y_raw: np.ndarray, sets: ProtocolSets, keep: list[np.ndarray] | None, j: int,
              test_pool: int, perm: np.ndarray, perm_digest: str | None = None,
-             lines: list[np.ndarray] | None = None, read_only: bool = False) -> RawRows:
+             lines: list[np.ndarray] | None = None, read_only: bool = False, source: tuple | None = None) -> RawRows:
     """fmlr's view of the Matlab path for drug ``j``: its raw rows of each set (``keep``: the set positions with a
     response, as masks or as positions; ``lines``: those lines, if already known) and the ranges over all lines (x:
     every line; y: the drug's range of ``_y_range``; ``perm_digest``: ``digest(perm)`` if already known).
-    ``read_only``: the rows' arrays are made read-only (shared by several splits' views)."""
+    ``read_only``: the rows' arrays are made read-only (shared by several splits' views).  ``source``: the data's
+    key, under which what derives from the whole data (the contiguous rows, the ranges) is memoised (without:
+    computed for this call)."""
     if lines is None:
         lines = [s[k] if k.dtype == bool else s.take(k) for s, k in zip(sets.index, keep)]
     it, iu, iv = lines
     # per data version: the ranges, and a contiguous copy of X_raw (a column slice of the raw table) for take
-    Xc, x_min, x_max = cache.memo_for("gdsc.raw_x", X_raw, None, lambda: (np.ascontiguousarray(X_raw),
-                                                                          X_raw.min(axis=0), X_raw.max(axis=0)),
-                                      maxsize=8)
-    # the same for every size of a fold: every drug's, memoised per (data, fold)
-    lo, hi = cache.memo_for("gdsc.raw_y_ranges", Y_raw, (perm_digest or digest(perm), test_pool),
-                            lambda: _y_ranges(Y_raw, test_pool, perm), maxsize=4)
+    def whole_x() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return np.ascontiguousarray(X_raw), X_raw.min(axis=0), X_raw.max(axis=0)
+
+    def ranges() -> tuple[list[float], list[float]]:
+        return _y_ranges(Y_raw, test_pool, perm)
+
+    if source is None:
+        (Xc, x_min, x_max), (lo, hi) = whole_x(), ranges()
+    else:
+        Xc, x_min, x_max = cache.memo("gdsc.raw_x", (source, X_raw.shape), whole_x, maxsize=8)
+        # the same for every size of a fold: every drug's, memoised per (data, fold)
+        lo, hi = cache.memo("gdsc.raw_y_ranges", (source, Y_raw.shape, perm_digest or digest(perm), test_pool),
+                            ranges, maxsize=4)
     y_min, y_max = lo[j], hi[j]
     rows = (Xc.take(iv, axis=0), Xc.take(iu, axis=0), Xc.take(it, axis=0))
     if read_only:
@@ -229,7 +243,7 @@ def _y_ranges(Y_raw: np.ndarray, test_pool: int, perm: np.ndarray) -> tuple[list
     means are the sums of its own column's entries, as ``_column_means`` of that one column sums them: a contiguous
     row of the transposed rows is reduced as the one-column array is (numpy's pairwise sum of one contiguous run);
     minima and maxima do not depend on the order."""
-    YT = cache.memo_for("gdsc.raw_y_columns", Y_raw, None, lambda: np.ascontiguousarray(Y_raw.T), maxsize=4)
+    YT = np.ascontiguousarray(Y_raw.T)
     lo, hi = np.full(YT.shape[0], np.inf), np.full(YT.shape[0], -np.inf)
     for lines in (None, perm[test_pool:], perm[:test_pool]):
         if lines is None:
@@ -282,20 +296,12 @@ def _rows(X: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return X[keep] if keep.dtype == bool else X.take(keep, axis=0)
 
 
-#: ``view_rows``' memo (of the objects of one chunk: ``cache.clear_objects`` drops it) and its bound (a chunk's drugs)
-_VIEW_NS, _VIEW_MAX = "gdsc.view_rows", 1024
-
-
 def view_rows(Xu: np.ndarray, keep_public: np.ndarray, Xt: np.ndarray, keep_test: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
     """A view's public and test rows: the rows of the sets ``Xu``, ``Xt`` that ``keep_public``, ``keep_test`` select,
-    read-only and kept by the four arrays' identities (``cache.memo_objects``): a drug's views at every size of a
-    fold hold the same sets and selections, so the rows are taken once and are the same objects for all of them
-    (``lr_public`` memoises its fit and predictions by them)."""
-    def take() -> tuple[np.ndarray, np.ndarray]:
-        got = _rows(Xu, keep_public), _rows(Xt, keep_test)
-        for a in got:
-            a.flags.writeable = False
-        return got
-
-    return cache.memo_objects(_VIEW_NS, (Xu, keep_public, Xt, keep_test), None, take, maxsize=_VIEW_MAX)
+    read-only (``lr_public`` keeps its fit of them in the chunk's scratch, where the next size finds it without
+    asking the view again)."""
+    got = _rows(Xu, keep_public), _rows(Xt, keep_test)
+    for a in got:
+        a.flags.writeable = False
+    return got

@@ -90,12 +90,15 @@ class OIMaxObservedSensitivity(Algorithm):
 
     def mos(self, split: Split, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
         """The maximum observed sensitivity of ``split``'s group at ``xs``: computed once per group (the dataset
-        hands every split of a group the same ``group_data`` object) and x_new (``dpexp.cache``)."""
+        names its group's data by ``meta['group_key']``) and x_new (``dpexp.cache``)."""
         group = split.meta.get("group_data")
         if not group:
             return max_observed_sensitivity([(x, y)], xs)
-        return cache.memo_for("slr.oi_mos", group, tuple(np.round(xs, 12)),
-                              lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
+        key = split.meta.get("group_key")
+        if key is None:
+            return max_observed_sensitivity(list(group), xs)
+        return cache.memo("slr.oi_mos", (key, tuple(np.round(xs, 12))),
+                          lambda: max_observed_sensitivity(list(group), xs), maxsize=64)
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
         ledger = as_ledger(ledger)

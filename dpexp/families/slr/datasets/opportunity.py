@@ -223,10 +223,14 @@ class Opportunity(Dataset):
             leaks=True)
 
     def _data(self) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], dict]:
+        return _load(*self._data_key())
+
+    def _data_key(self) -> tuple[str, str | None]:
+        """What the loaded data are a function of (``_load``'s arguments): the parameters and the microdata file."""
         micro = None
         if self.params.source == "microdata":
             micro = str(data_path(MICRO_FILE, self.download_hint).resolve())
-        return _load(self.params.model_dump_json(), micro)
+        return self.params.model_dump_json(), micro
 
     @property
     def group_id(self) -> str:
@@ -252,9 +256,11 @@ class Opportunity(Dataset):
         return len(self._data()[1][self._index(subset)][0])
 
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
-        names, data, summary = self._data()
+        key = self._data_key()
+        names, data, summary = _load(*key)
         x, y = data[self._index(subset)]
-        meta = {"subset": subset, "group_id": self.group_id, "group_data": data, "source": self.params.source}
+        meta = {"subset": subset, "group_id": self.group_id, "group_data": data, "group_key": key,
+                "source": self.params.source}
         return slr_split(x, y, sizes, rng, f"{self.name}/{subset}", meta=meta)
 
     @classmethod

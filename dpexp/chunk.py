@@ -1,0 +1,82 @@
+"""``ChunkRows``: what the splits of one ``run_many`` call share with the other calls of their chunk.
+
+The runner computes a chunk (one dataset variant, one repeat, a block of subsets) size by size; at each size it makes
+one split per subset and hands the same splits to every algorithm variant and budget.  Work that is a pure function of
+some rows (a layout of the private rows, the public rows' exact statistics, a public-only fit) may then be done once
+and kept for the chunk's other calls.  ``ChunkRows`` says explicitly which rows a split holds, so such work is kept
+under keys that name rows, never under an object's ``id()``:
+
+* ``subsets`` and ``prefix``: the subset of each split of the call, and the size's prefix lengths, the rows
+  ``(n_test, n_public, n_private)`` asked of each part (as ``Sizes``; n_private -1: every row);
+* ``nested``: the dataset's promise (``Dataset.nested_sizes``) that within a chunk each part of a subset's split is
+  the first rows of that subset's whole part (the rows of the largest size), a function of that part's prefix length
+  alone, read-only: so a part is named by (subset, part, its length) at every size.  Without the promise a part is
+  named by (subset, part, all three lengths): shared by the calls of one size only;
+* ``scratch``: a dict the runner makes for the chunk and drops after it, with the keys above (``kept``).
+
+Nothing drawn or released may be kept (docs/extending.md, Caches): only deterministic functions of the rows the keys
+name.  A caller without a chunk (the audit, a library user, a test) passes none and the method makes one of its own
+(``ChunkRows.alone``): its splits are named by their positions in the call and the scratch dies with the call.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Sequence, TypeVar
+
+T = TypeVar("T")
+
+#: the parts of a split, as ``ChunkRows.rows`` names them
+PARTS = ("test", "public", "private")
+
+
+@dataclass(frozen=True)
+class ChunkRows:
+    """The names of the rows of one ``run_many`` call's splits within their chunk, and the chunk's scratch (module
+    docstring)."""
+
+    subsets: tuple[Hashable, ...]
+    prefix: tuple[int, int, int] | None = None
+    nested: bool = False
+    scratch: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def alone(cls, splits: Sequence[Any]) -> "ChunkRows":
+        """A call of its own: splits named by their positions, nothing shared beyond the call."""
+        return cls(tuple(range(len(splits))))
+
+    def select(self, keep: Sequence[int]) -> "ChunkRows":
+        """The context of the splits ``keep`` of this call (in that order), with the same scratch."""
+        return ChunkRows(tuple([self.subsets[i] for i in keep]), self.prefix, self.nested, self.scratch)
+
+    def rows(self, part: str, ks: Sequence[int]) -> tuple[Hashable, ...]:
+        """The names of part ``part`` (``PARTS``) of the splits ``ks``: equal names, equal rows, within the chunk."""
+        at = PARTS.index(part)
+        subsets = self.subsets
+        length = self.prefix if self.prefix is None or not self.nested else self.prefix[at]
+        return tuple([(subsets[k], at, length) for k in ks])
+
+    def kept(self, name: str, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
+        """``compute()`` once per (``name``, ``key``) in this chunk; ``key`` must name the rows it reads (``rows``)
+        and the parameters it depends on.  ``maxsize`` bounds ``name``'s entries (least recently used go first)."""
+        table = self.scratch.get(name)
+        if table is None:
+            table = self.scratch[name] = OrderedDict()
+        got = table.get(key, _MISSING)
+        if got is not _MISSING:
+            if maxsize is not None:
+                table.move_to_end(key)
+            return got
+        got = table[key] = compute()
+        if maxsize is not None and len(table) > maxsize:
+            table.popitem(last=False)
+        return got
+
+
+_MISSING = object()
+
+
+def context(chunk: ChunkRows | None, splits: Sequence[Any]) -> ChunkRows:
+    """``chunk``, or a context of its own for a call made without one (``ChunkRows.alone``)."""
+    return ChunkRows.alone(splits) if chunk is None else chunk
