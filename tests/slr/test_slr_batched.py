@@ -1,0 +1,69 @@
+"""The SLR algorithms as arrays (issue 31): ``run_many`` over a chunk's splits gives each split what it gives alone
+(the same bits, the same guarantee), and the batched kernels against per-split reference forms (oracles here)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpexp.families.slr.algorithms.dp_gd import GradientBatch, dp_gradient_descent
+from dpexp.privacy.ledger import PrivacyLedger
+from dpexp.registry import get
+from tests.slr.test_slr_algorithms import VARIANTS, make_split
+
+
+def _splits():
+    """Splits of different sizes (one with ties in x, one of two points) as a chunk holds them."""
+    out = [make_split(n=n, seed=s) for n, s in ((40, 1), (7, 2), (123, 3), (2, 4))]
+    x = np.repeat([0.2, 0.4, 0.6, 0.8], 5)
+    out.append(make_split(x=x, y=np.clip(0.3 + 0.5 * x + 0.01 * np.arange(20) % 0.05, 0, 1)))
+    return out
+
+
+@pytest.mark.parametrize("name,params", VARIANTS, ids=[f"{n}-{p}" for n, p in VARIANTS])
+def test_run_many_is_each_split_alone(name, params):
+    alg = get("algorithm", name)(**params)
+    splits = _splits()
+    alone = [alg.run(s, 1.0, 1e-6, PrivacyLedger(np.random.default_rng(10 + i)), 6) for i, s in enumerate(splits)]
+    many = alg.run_many(splits, 1.0, 1e-6, [PrivacyLedger(np.random.default_rng(10 + i)) for i in range(len(splits))],
+                        6)
+    for a, m in zip(alone, many):
+        assert not isinstance(m, Exception), m
+        assert a.predictions.tobytes() == m.predictions.tobytes()
+        assert a.guarantee == m.guarantee
+
+
+def _old_gradient_sum(p, x, y, tau):
+    """The per-split form before the batch (reference): one (trials, n) pass, numpy's row sums."""
+    a, b = 0.75 - x, x - 0.25
+    r2 = 2.0 * (y[None, :] - 2.0 * (p[:, :1] * a[None, :] + p[:, 1:] * b[None, :]))
+    return np.stack([np.clip(r2 * a, -tau, tau).sum(axis=1), np.clip(r2 * b, -tau, tau).sum(axis=1)], axis=1)
+
+
+@pytest.mark.parametrize("n", [1, 5, 9, 130, 2000])
+def test_gradient_batch_matches_reference(n):
+    r = np.random.default_rng(n)
+    x, y = r.random(n), r.random(n)
+    P = r.uniform(-1, 2, (7, 2))
+    got = GradientBatch([x], [y], 7).gradient_sums(P, 0.3)
+    np.testing.assert_allclose(got, _old_gradient_sum(P, x, y, 0.3), rtol=1e-12, atol=1e-12 * n)
+
+
+def test_gradient_batch_segments_do_not_mix():
+    r = np.random.default_rng(0)
+    xs = [r.random(n) for n in (3, 0, 50, 1)]
+    ys = [r.random(n) for n in (3, 0, 50, 1)]
+    P = r.uniform(-1, 2, (4 * 2, 2))
+    many = GradientBatch(xs, ys, 2).gradient_sums(P, 0.5)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        alone = GradientBatch([x], [y], 2).gradient_sums(P[2 * i:2 * i + 2], 0.5)
+        assert many[2 * i:2 * i + 2].tobytes() == alone.tobytes()
+    assert np.all(many[2:4] == 0)   # the empty split: no rows, no gradient
+
+
+def test_dp_gradient_descent_noise_free_converges_to_ols():
+    split = make_split(n=80, seed=6)
+    x, y = split.X_private[:, 0], split.y_private
+    P = dp_gradient_descent(x, y, 400, 100.0, lambda s: np.zeros(s), (0.5, 0.5), trials=2)
+    a, b = np.polyfit(x, y, 1)
+    np.testing.assert_allclose(P[1], [a * 0.25 + b, a * 0.75 + b], atol=0.01)
