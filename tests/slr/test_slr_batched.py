@@ -67,3 +67,53 @@ def test_dp_gradient_descent_noise_free_converges_to_ols():
     P = dp_gradient_descent(x, y, 400, 100.0, lambda s: np.zeros(s), (0.5, 0.5), trials=2)
     a, b = np.polyfit(x, y, 1)
     np.testing.assert_allclose(P[1], [a * 0.25 + b, a * 0.75 + b], atol=0.01)
+
+
+def _old_smooth_sensitivity(zs, k, t, r_l, r_u):
+    """The scalar search of Lemma 7 one l at a time (reference form)."""
+    N = zs.size
+    bp = np.concatenate([[r_l], np.clip(zs, r_l, r_u), [r_u]])
+    at = lambda idx: bp[np.clip(idx, 0, N + 1)]   # noqa: E731
+    m, span = (N + 1) // 2, r_u - r_l
+    S = float(max(at(m + k) - at(m), at(m) - at(m - k)))
+    for l in range(1, -(-(N + 1) // k) + 1):
+        decay = np.exp(-l * t)
+        if decay * span <= S:
+            return S
+        w = (l + 1) * k
+        W = float(np.max(at(m + np.arange(w + 1)) - at(m - w + np.arange(w + 1))))
+        S = max(S, decay * W)
+        if W >= span:
+            return S
+    raise AssertionError("no exit")
+
+
+def test_smooth_sensitivity_rows_match_the_scalar_search():
+    from dpexp.families.slr.dp_median import smooth_sensitivity_rows
+
+    r = np.random.default_rng(3)
+    for k, t in ((1, 0.0), (3, 0.0625), (10, 0.0625), (7, 0.5), (2, 3.0)):
+        Ns = r.integers(0, 150, size=12)
+        Z = np.full((12, int(Ns.max())), np.nan)
+        for i, n in enumerate(Ns):
+            Z[i, :n] = np.sort(r.normal(0.4, r.choice([0.01, 0.5, 4.0]), n))
+        got = smooth_sensitivity_rows(Z, Ns, k, t, -2.0, 2.0)
+        want = [_old_smooth_sensitivity(Z[i, :n], k, t, -2.0, 2.0) for i, n in enumerate(Ns)]
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+def _old_all_pairs(x, y, x0):
+    """Every pair j < l by a double loop (reference form)."""
+    out = [((y[l] - y[j]) / (x[l] - x[j])) * (x0 - 0.5 * (x[l] + x[j])) + 0.5 * (y[l] + y[j])
+           for j in range(x.size) for l in range(j + 1, x.size) if x[l] != x[j]]
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n,block", [(0, 4), (1, 4), (2, 1), (30, 1), (30, 7), (30, 1000), (90, 50)])
+def test_all_pair_estimates_in_blocks(n, block):
+    from dpexp.families.slr.matchings import all_pair_estimates
+
+    r = np.random.default_rng(n)
+    x, y = np.round(r.random(n), 1), r.random(n)   # rounding: vertical pairs, dropped
+    got = all_pair_estimates(x, y, 0.25, block=block)
+    np.testing.assert_allclose(got, _old_all_pairs(x, y, 0.25).reshape(-1), rtol=1e-13, atol=1e-13)

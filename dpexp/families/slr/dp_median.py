@@ -279,45 +279,70 @@ def median_index(N: int) -> int:
 
 
 def smooth_sensitivity(zs: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> float:
-    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here).
-
-    The search over l = 1, 2, ... stops at the first l where e^{−lt}·(r_u − r_l) ≤ S (no wider window can raise S)
-    or where the window of width w = (l + 1)k covers both paddings (W = r_u − r_l, the largest possible).  The
-    second happens at the latest when w ≥ N + 1, i.e. at l = ⌈(N + 1)/k⌉ − 1, so the loop is bounded by
-    ⌈(N + 1)/k⌉ steps for any finite input.  A non-finite estimate, range or t raises ``NonFiniteInput`` first:
-    with a NaN, S is NaN and neither exit test is ever true (issue 33)."""
+    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here): the row of one
+    of ``smooth_sensitivity_rows``."""
     zs = np.asarray(zs, dtype=float)
+    return float(smooth_sensitivity_rows(zs[None, :], np.array([zs.size]), k, t, r_l, r_u)[0])
+
+
+def smooth_sensitivity_rows(zs: np.ndarray, N: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> np.ndarray:
+    """``smooth_sensitivity`` of every row of ``zs`` (R, P) at once: row r holds its N[r] sorted estimates first
+    (entries past N[r] are ignored), each row is clipped to [r_l, r_u] and padded z_(0) = r_l, z_(N+1..) = r_u.
+
+    Per row, S starts at max(z_(m+k) − z_(m), z_(m) − z_(m−k)) and the search over l = 1, 2, ... stops at the first
+    l where e^{−lt}·(r_u − r_l) ≤ S (no wider window can raise S) or where the window of width w = (l + 1)k covers
+    both paddings (W = r_u − r_l, the largest possible); until then S = max(S, e^{−lt} W(l)) with
+    W(l) = max_{s=0..w} z_(m+s) − z_(m−w+s).  The second exit happens at the latest when w ≥ N + 1, i.e. at
+    l = ⌈(N + 1)/k⌉ − 1, so the loop is bounded by ⌈(N + 1)/k⌉ steps for any finite input.  All rows step through l
+    together (the rows still searching, as one gather of their windows); each row's S is the same number its own
+    search gives.  A non-finite estimate, range or t raises ``NonFiniteInput`` first: with a NaN, S is NaN and
+    neither exit test is ever true (issue 33)."""
+    zs = np.asarray(zs, dtype=float)
+    N = np.asarray(N, dtype=np.int64)
     if not (math.isfinite(r_l) and math.isfinite(r_u) and r_l < r_u):
         raise NonFiniteInput(f"smooth sensitivity: the output range [r_l, r_u] must be finite with r_l < r_u, "
                              f"got [{r_l}, {r_u}]")
     if not (math.isfinite(t) and t >= 0):
         raise NonFiniteInput(f"smooth sensitivity: the smoothing t must be finite and >= 0, got {t}")
-    bad = int(np.count_nonzero(~np.isfinite(zs)))
+    R, P = zs.shape
+    col = np.arange(P)[None, :]
+    inside = col < N[:, None]
+    bad = int(np.count_nonzero(~np.isfinite(zs) & inside))
     if bad:
-        raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {zs.size}")
-    N = zs.size
-    bp = np.empty(N + 2)
-    bp[0], bp[-1] = r_l, r_u
-    np.clip(zs, r_l, r_u, out=bp[1:N + 1])
+        raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {int(N.sum())}")
+    bp = np.empty((R, P + 2))
+    bp[:, 0] = r_l
+    bp[:, P + 1] = r_u
+    np.clip(np.where(inside, zs, r_u), r_l, r_u, out=bp[:, 1:P + 1])   # past N[r]: the upper padding
 
-    def at(idx):  # z_(idx) with padding
-        return bp[np.clip(idx, 0, N + 1)]
+    def at(rows, idx):  # z_(idx) of ``rows`` with padding
+        return bp[rows[:, None], np.clip(idx, 0, P + 1)]
 
-    m = median_index(N)
+    m = (N + 1) // 2                 # median_index per row
     span = r_u - r_l
-    S = float(max(at(m + k) - at(m), at(m) - at(m - k)))
-    for l in range(1, -(-(N + 1) // k) + 1):
+    everyone = np.arange(R)
+    S = np.maximum(at(everyone, (m + k)[:, None])[:, 0] - at(everyone, m[:, None])[:, 0],
+                   at(everyone, m[:, None])[:, 0] - at(everyone, (m - k)[:, None])[:, 0])
+    last = -(-(N + 1) // k)          # per row: the bound on l
+    active = everyone[last >= 1]
+    l = 0
+    while active.size:
+        l += 1
+        over = active[last[active] < l]
+        if over.size:  # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings
+            raise RuntimeError(f"smooth sensitivity: no exit after {int(last[over[0]])} steps "
+                               f"(N = {int(N[over[0]])}, k = {k})")
         decay = math.exp(-l * t)
-        if decay * span <= S:
-            return S
+        active = active[~(decay * span <= S[active])]
+        if not active.size:
+            break
         w = (l + 1) * k
-        s = np.arange(w + 1)
-        W = float(np.max(at(m + s) - at(m - w + s)))
-        S = max(S, decay * W)
-        if W >= span:
-            return S
-    # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings (W = span)
-    raise RuntimeError(f"smooth sensitivity: no exit after {-(-(N + 1) // k)} steps (N = {N}, k = {k})")
+        s = np.arange(w + 1)[None, :]
+        mm = m[active][:, None]
+        W = np.max(at(active, mm + s) - at(active, mm - w + s), axis=1)
+        S[active] = np.maximum(S[active], decay * W)
+        active = active[~(W >= span)]
+    return S
 
 
 def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
@@ -343,3 +368,23 @@ def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng,
     m = median_index(N)
     med = r_l if m == 0 else float(np.clip(zs[m - 1], r_l, r_u))
     return smooth_sensitivity_t(med, S, t, s, d, rng, size=size, label="smooth-sensitivity median")
+
+
+def ss_median_rows(Z: np.ndarray, eps: float, k: int, r_l: float, r_u: float, ledger: PrivacyLedger,
+                   d: float = 3.0, beta: float = 0.5) -> np.ndarray:
+    """One ``ss_median`` draw per row of ``Z`` (trials, P), NaN entries absent (vertical pairs): row r is trial r's
+    own estimate set, its smooth bound from ``smooth_sensitivity_rows`` (all rows at once) and its release
+    ``smooth_sensitivity_t`` charged to trial r only (``ledger.for_trial``), in row order."""
+    valid = np.isfinite(Z)
+    N = valid.sum(axis=1)
+    zs = np.sort(np.where(valid, Z, np.inf), axis=1)   # each row: its N finite estimates sorted, then +inf
+    t, s = ss_params(eps, d, beta)
+    S = smooth_sensitivity_rows(zs, N, k, t, r_l, r_u)
+    m = (N + 1) // 2
+    out = np.empty(Z.shape[0])
+    for r in range(Z.shape[0]):
+        med = r_l if m[r] == 0 else float(np.clip(zs[r, m[r] - 1], r_l, r_u))
+        with ledger.for_trial(r):
+            out[r] = smooth_sensitivity_t(med, float(S[r]), t, s, d, ledger, size=1,
+                                          label="smooth-sensitivity median")[0]
+    return out
