@@ -248,24 +248,34 @@ def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng, size: int
 def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng,
                     theta: float = 0.0, k: int = 1) -> np.ndarray:
     """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs).  Each row is one
-    trial's release: recorded once, as ``exp_median`` (eps·k per datapoint)."""
+    trial's release: recorded once, as ``exp_median`` (eps·k per datapoint).
+
+    The breakpoints b = (r_l, sorted clipped row, r_u) are built and sorted in one (trials, P + 2) array, the
+    log-weights log(b_{i+1} − b_i) − (eps/2)·ceil(|i − N/2|) in one (trials, P + 1) array (the distance term one
+    row shared by all trials when every row has the same N, the usual case): few full-size temporaries."""
     T, P = Z.shape
     valid = np.isfinite(Z)
     Nt = valid.sum(axis=1)
-    zs = np.sort(np.where(valid, np.clip(Z, r_l, r_u), np.inf), axis=1)
+    b = np.empty((T, P + 2))
+    b[:, 0] = r_l
+    b[:, P + 1] = r_u
+    zs = b[:, 1:P + 1]
+    np.clip(Z, r_l, r_u, out=zs)
+    zs[~valid] = np.inf
+    zs.sort(axis=1)
     zs[~np.isfinite(zs)] = r_u
-    j = np.arange(P)[None, :]  # 0-based position
     if theta > 0:
+        j = np.arange(P)[None, :]  # 0-based position
         lower = j < (Nt // 2)[:, None]
         upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
-        zs = np.where(lower, np.maximum(zs - theta, r_l), zs)
-        zs = np.where(upper, np.minimum(zs + theta, r_u), zs)
-    b = np.concatenate([np.full((T, 1), r_l), zs, np.full((T, 1), r_u)], axis=1)
-    L = np.diff(b, axis=1)
+        zs[lower] = np.maximum(zs[lower] - theta, r_l)
+        zs[upper] = np.minimum(zs[upper] + theta, r_u)
+    lw = np.diff(b, axis=1)
     with np.errstate(divide="ignore"):
-        lw = np.log(L)
+        np.log(lw, out=lw)
     i = np.arange(P + 1)[None, :]
-    lw -= (0.5 * eps) * _dist(i, Nt[:, None])
+    N = Nt[:1, None] if np.all(Nt == Nt[0]) else Nt[:, None]
+    lw -= (0.5 * eps) * _dist(i, N)
     j = gumbel_argmax(lw, rng)
     _record_exponential(rng, eps, k, "exp median")
     rows = np.arange(T)
