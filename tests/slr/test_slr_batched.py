@@ -117,3 +117,15 @@ def test_all_pair_estimates_in_blocks(n, block):
     x, y = np.round(r.random(n), 1), r.random(n)   # rounding: vertical pairs, dropped
     got = all_pair_estimates(x, y, 0.25, block=block)
     np.testing.assert_allclose(got, _old_all_pairs(x, y, 0.25).reshape(-1), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["dpgd_pure", "dpgd_zcdp", "dpgd_approx"])
+def test_step_noise_is_t_steps_drawn_and_recorded_one_by_one(name):
+    alg = get("algorithm", name)(T=5)
+    one, many = PrivacyLedger(np.random.default_rng(2)), PrivacyLedger(np.random.default_rng(2))
+    draw = alg.noise_fn(0.8, 1e-6, one)
+    steps = [draw((3, 2)) for _ in range(5)]
+    got = alg.step_noise(0.8, 1e-6, many, 3)
+    assert got.shape == (5, 3, 2) and np.stack(steps).tobytes() == got.tobytes()
+    assert [s.to_dict() for s in one.spends] == [s.to_dict() for s in many.spends] and len(many.spends) == 5
+    assert one.guarantee() == many.guarantee()

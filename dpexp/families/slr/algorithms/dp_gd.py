@@ -154,9 +154,20 @@ class _DPGD(Algorithm):
     Params = GDParams
 
     def noise_fn(self, epsilon: float, delta: float, ledger: PrivacyLedger):
-        """``shape -> noisy zeros`` of one step: a mechanism of ``dpexp.privacy.mechanisms`` recorded in ``ledger``
-        (T steps, T spends, composed by the ledger)."""
+        """``shape -> noisy zeros`` (shape = trial axes + (2,)): one call of a mechanism of
+        ``dpexp.privacy.mechanisms`` at one step's budget, recorded in ``ledger``."""
         raise NotImplementedError
+
+    def step_noise(self, epsilon: float, delta: float, ledger: PrivacyLedger, trials: int) -> np.ndarray:
+        """The noise of all T steps, (T, trials, 2): one mechanism call with the steps as leading trial axis (the
+        numbers T calls of one step each draw, in step order: the noise does not depend on the iterates), and the
+        step's spend recorded once per step — T releases at the step's budget, composed by the ledger as before."""
+        T = self.params.T
+        noise = self.noise_fn(epsilon, delta, ledger)((T, trials, 2))
+        step = ledger.spends[-1]
+        for _ in range(T - 1):
+            ledger.record(step)
+        return noise
 
     def guarantee(self, ledger: PrivacyLedger, delta: float) -> Guarantee:
         return ledger.guarantee()
@@ -173,7 +184,7 @@ class _DPGD(Algorithm):
     def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1
                  ) -> list[Output | Exception]:
         """All splits of a chunk in one pass per step (``GradientBatch``).  Each split's T steps of noise are drawn
-        first, step by step, from its own ledger (the draws and spends of a run alone, in the same order)."""
+        first from its own ledger (``step_noise``: the draws and spends of a run alone, in the same order)."""
         return self._many(splits, epsilon, delta, ledgers, trials, None)
 
     def _many(self, splits, epsilon, delta, ledgers, trials, trace):
@@ -184,8 +195,7 @@ class _DPGD(Algorithm):
             try:
                 ledger = as_ledger(ledger)
                 x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
-                step = self.noise_fn(eps, delta, ledger)
-                noise.append(np.stack([step((trials, 2)) for _ in range(p.T)]))
+                noise.append(self.step_noise(eps, delta, ledger, trials))
                 good.append((i, ledger, xs))
                 data.append((x, y))
             except Exception as exc:  # recorded per cell
@@ -219,7 +229,7 @@ class DPGDPure(_DPGD):
 
     def noise_fn(self, epsilon, delta, ledger):
         b, eps_t, sens = self.laplace_scale(epsilon), epsilon / self.params.T, 4.0 * self.params.tau
-        return lambda shape: laplace(np.zeros(shape[1:]), sens, eps_t, ledger, size=shape[0], scale=b,
+        return lambda shape: laplace(np.zeros(shape[-1]), sens, eps_t, ledger, size=shape[:-1], scale=b,
                                      label="gradient step")
 
 
@@ -245,7 +255,7 @@ class DPGDzCDP(_DPGD):
     def noise_fn(self, epsilon, delta, ledger):
         s, T = self.sigma(epsilon, delta), self.params.T
         rho_t, sens = self.rho_total(epsilon, delta) / T, 2.0 * math.sqrt(2.0) * self.params.tau
-        return lambda shape: gaussian_zcdp(np.zeros(shape[1:]), sens, rho_t, ledger, size=shape[0], sigma=s,
+        return lambda shape: gaussian_zcdp(np.zeros(shape[-1]), sens, rho_t, ledger, size=shape[:-1], sigma=s,
                                            label="gradient step")
 
 
