@@ -129,3 +129,26 @@ def test_step_noise_is_t_steps_drawn_and_recorded_one_by_one(name):
     assert got.shape == (5, 3, 2) and np.stack(steps).tobytes() == got.tobytes()
     assert [s.to_dict() for s in one.spends] == [s.to_dict() for s in many.spends] and len(many.spends) == 5
     assert one.guarantee() == many.guarantee()
+
+
+@pytest.mark.parametrize("n,k,trials,block", [(2, 1, 3, 1), (7, 3, 5, 4), (101, 10, 20, 300), (1000, 5, 7, 1)])
+def test_matching_lines_in_trial_blocks_are_the_sampled_matchings(n, k, trials, block):
+    from dpexp.families.slr.matchings import line_estimates, matching_lines, pair_estimates, sample_matchings
+
+    r = np.random.default_rng(n)
+    x, y = np.round(r.random(n), 2), r.random(n)
+    a, b = sample_matchings(n, k, np.random.default_rng(1), trials)
+    got = line_estimates(matching_lines(x, y, k, np.random.default_rng(1), trials, block=block), 0.25)
+    assert got.tobytes() == pair_estimates(x, y, a, b, 0.25).tobytes()
+
+
+def test_exp_median_rows_in_blocks_draw_as_one_array():
+    from dpexp.families.slr.dp_median import exp_median_rows
+
+    r = np.random.default_rng(0)
+    Z = r.normal(0.5, 1.0, (9, 40))
+    Z[r.random(Z.shape) < 0.1] = np.nan
+    for theta in (0.0, 0.05):
+        whole = exp_median_rows(Z, 0.7, -2, 2, np.random.default_rng(3), theta=theta, block=10 ** 6)
+        rows = exp_median_rows(Z, 0.7, -2, 2, np.random.default_rng(3), theta=theta, block=1)
+        assert whole.tobytes() == rows.tobytes()

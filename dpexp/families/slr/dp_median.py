@@ -245,41 +245,52 @@ def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng, size: int
     return left + as_noise(rng).random(size) * (right - left)
 
 
+#: entries of one block of rows of ``exp_median_rows``' (rows, P + 2) arrays (2^18 floats: 2 MiB each)
+ROW_BLOCK_ENTRIES = 1 << 18
+
+
 def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng,
-                    theta: float = 0.0, k: int = 1) -> np.ndarray:
+                    theta: float = 0.0, k: int = 1, block: int = ROW_BLOCK_ENTRIES) -> np.ndarray:
     """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs).  Each row is one
     trial's release: recorded once, as ``exp_median`` (eps·k per datapoint).
 
-    The breakpoints b = (r_l, sorted clipped row, r_u) are built and sorted in one (trials, P + 2) array, the
-    log-weights log(b_{i+1} − b_i) − (eps/2)·ceil(|i − N/2|) in one (trials, P + 1) array (the distance term one
-    row shared by all trials when every row has the same N, the usual case): few full-size temporaries."""
+    Rows are taken in blocks of about ``block`` entries: per block, the breakpoints b = (r_l, sorted clipped row,
+    r_u) are built and sorted in one array, the log-weights log(b_{i+1} − b_i) − (eps/2)·ceil(|i − N/2|) in another
+    (the distance term one row shared by the block when its rows have the same N, the usual case), and the block's
+    Gumbel noise drawn — the blocks in row order draw the numbers one (trials, P + 1) draw would.  Then one uniform
+    per row inside its interval, for all rows.  Temporaries stay a few MiB whatever trials × P."""
     T, P = Z.shape
-    valid = np.isfinite(Z)
-    Nt = valid.sum(axis=1)
-    b = np.empty((T, P + 2))
-    b[:, 0] = r_l
-    b[:, P + 1] = r_u
-    zs = b[:, 1:P + 1]
-    np.clip(Z, r_l, r_u, out=zs)
-    zs[~valid] = np.inf
-    zs.sort(axis=1)
-    zs[~np.isfinite(zs)] = r_u
-    if theta > 0:
-        j = np.arange(P)[None, :]  # 0-based position
-        lower = j < (Nt // 2)[:, None]
-        upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
-        zs[lower] = np.maximum(zs[lower] - theta, r_l)
-        zs[upper] = np.minimum(zs[upper] + theta, r_u)
-    lw = np.diff(b, axis=1)
-    with np.errstate(divide="ignore"):
-        np.log(lw, out=lw)
-    i = np.arange(P + 1)[None, :]
-    N = Nt[:1, None] if np.all(Nt == Nt[0]) else Nt[:, None]
-    lw -= (0.5 * eps) * _dist(i, N)
-    j = gumbel_argmax(lw, rng)
+    left, right = np.empty(T), np.empty(T)
+    step = max(1, block // (P + 2))
+    for r0 in range(0, T, step):
+        r1 = min(T, r0 + step)
+        Zb = Z[r0:r1]
+        valid = np.isfinite(Zb)
+        Nt = valid.sum(axis=1)
+        b = np.empty((r1 - r0, P + 2))
+        b[:, 0] = r_l
+        b[:, P + 1] = r_u
+        zs = b[:, 1:P + 1]
+        np.clip(Zb, r_l, r_u, out=zs)
+        zs[~valid] = np.inf
+        zs.sort(axis=1)
+        zs[~np.isfinite(zs)] = r_u
+        if theta > 0:
+            j = np.arange(P)[None, :]  # 0-based position
+            lower = j < (Nt // 2)[:, None]
+            upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
+            zs[lower] = np.maximum(zs[lower] - theta, r_l)
+            zs[upper] = np.minimum(zs[upper] + theta, r_u)
+        lw = np.diff(b, axis=1)
+        with np.errstate(divide="ignore"):
+            np.log(lw, out=lw)
+        i = np.arange(P + 1)[None, :]
+        N = Nt[:1, None] if np.all(Nt == Nt[0]) else Nt[:, None]
+        lw -= (0.5 * eps) * _dist(i, N)
+        j = gumbel_argmax(lw, rng)
+        rows = np.arange(r1 - r0)
+        left[r0:r1], right[r0:r1] = b[rows, j], b[rows, j + 1]
     _record_exponential(rng, eps, k, "exp median")
-    rows = np.arange(T)
-    left, right = b[rows, j], b[rows, j + 1]
     return left + as_noise(rng).random(T) * (right - left)
 
 

@@ -48,20 +48,49 @@ def round_edges(n: int, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def sample_matchings(n: int, k: int, rng: np.random.Generator, trials: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Index arrays (trials, k * edges) of k distinct random matchings per trial (Algorithm 2).
-
-    Each trial draws a uniform relabelling of the points and k of the round-robin rounds without replacement.
-    """
+def _draw_matchings(n: int, k: int, rng: np.random.Generator, trials: int) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 2's draws for ``trials`` trials: a uniform relabelling of the points (trials, n) and k of the
+    round-robin rounds without replacement (trials, k)."""
     R = n_rounds(n) if n >= 2 else 0
     if not 1 <= k <= R:
         raise ValueError(f"k must be in [1, {R}] for n = {n}, got {k}")
     perm = rng.permuted(np.tile(np.arange(n), (trials, 1)), axis=1)
     rounds = np.argsort(rng.random((trials, R)), axis=1)[:, :k]  # k rounds without replacement
+    return perm, rounds
+
+
+def _matched_edges(n: int, perm: np.ndarray, rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sampled rounds' edges under each trial's relabelling: index arrays (trials, k * edges)."""
     a0, b0 = round_edges(n, rounds)                               # (trials, k, edges): only the sampled rounds
-    a = np.take_along_axis(perm, a0.reshape(trials, -1), axis=1)
-    b = np.take_along_axis(perm, b0.reshape(trials, -1), axis=1)
-    return a, b
+    t = rounds.shape[0]
+    return (np.take_along_axis(perm, a0.reshape(t, -1), axis=1), np.take_along_axis(perm, b0.reshape(t, -1), axis=1))
+
+
+def sample_matchings(n: int, k: int, rng: np.random.Generator, trials: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Index arrays (trials, k * edges) of k distinct random matchings per trial (Algorithm 2).
+
+    Each trial draws a uniform relabelling of the points and k of the round-robin rounds without replacement.
+    """
+    perm, rounds = _draw_matchings(n, k, rng, trials)
+    return _matched_edges(n, perm, rounds)
+
+
+def matching_lines(x: np.ndarray, y: np.ndarray, k: int, rng: np.random.Generator, trials: int = 1,
+                   block: int = 1 << 18) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``pair_lines`` of ``sample_matchings(n, k, rng, trials)``: the same draws (the relabellings and rounds of all
+    trials first), then the edges and lines built for blocks of trials of about ``block`` pairs (the index and
+    gathered arrays of one block only) into the (trials, k × edges) results."""
+    n = x.size
+    perm, rounds = _draw_matchings(n, k, rng, trials)
+    P = k * (n // 2)
+    s, mx, my = (np.empty((trials, P)) for _ in range(3))
+    vertical = np.empty((trials, P), dtype=bool)
+    step = max(1, block // max(P, 1))
+    for t0 in range(0, trials, step):
+        t1 = min(trials, t0 + step)
+        a, b = _matched_edges(n, perm[t0:t1], rounds[t0:t1])
+        s[t0:t1], mx[t0:t1], my[t0:t1], vertical[t0:t1] = pair_lines(x, y, a, b)
+    return s, mx, my, vertical
 
 
 def pair_lines(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray

@@ -29,8 +29,7 @@ from dpexp.components import Algorithm
 from dpexp.families.slr.audit import theil_sen_atom, theil_sen_pivot
 from dpexp.families.slr.checks import KType, RangeParams, inputs, warn_outside_range
 from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median, ss_median_rows
-from dpexp.families.slr.matchings import (all_pair_estimates, line_estimates, n_rounds, pair_lines,
-                                          sample_matchings)
+from dpexp.families.slr.matchings import all_pair_estimates, line_estimates, matching_lines, n_rounds
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -82,7 +81,7 @@ class _DPTheilSen(Algorithm):
             for col, x0 in enumerate(xs):
                 yield col, all_pair_estimates(x, y, float(x0)), True, c
         else:
-            lines = pair_lines(x, y, *sample_matchings(n, c, rng, trials))   # slopes and midpoints once
+            lines = matching_lines(x, y, c, rng, trials)   # slopes and midpoints once
             for col, x0 in enumerate(xs):
                 yield col, line_estimates(lines, float(x0)), False, c
 
