@@ -109,8 +109,9 @@ def line_estimates(lines: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     """z = s (x0 - x_mid) + y_mid of every line of ``pair_lines``; NaN for the vertical pairs."""
     s, mx, my, vertical = lines
     z = x0 - mx
-    z *= s
-    z += my
+    with np.errstate(invalid="ignore"):   # a vertical pair's inf slope times 0: NaN, replaced below
+        z *= s
+        z += my
     z[vertical] = np.nan
     return z
 
