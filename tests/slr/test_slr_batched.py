@@ -97,7 +97,7 @@ def test_smooth_sensitivity_rows_match_the_scalar_search():
         Z = np.full((12, int(Ns.max())), np.nan)
         for i, n in enumerate(Ns):
             Z[i, :n] = np.sort(r.normal(0.4, r.choice([0.01, 0.5, 4.0]), n))
-        got = smooth_sensitivity_rows(Z, Ns, k, t, -2.0, 2.0)
+        got = smooth_sensitivity_rows(Z, Ns, k, t, -2, 2)   # integer range: computed in floats
         want = [_old_smooth_sensitivity(Z[i, :n], k, t, -2.0, 2.0) for i, n in enumerate(Ns)]
         np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
 

@@ -331,38 +331,45 @@ def smooth_sensitivity_rows(zs: np.ndarray, N: np.ndarray, k: int, t: float, r_l
     bad = int(np.count_nonzero(~np.isfinite(zs) & inside))
     if bad:
         raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {int(N.sum())}")
-    bp = np.empty((R, P + 2))
-    bp[:, 0] = r_l
-    bp[:, P + 1] = r_u
-    np.clip(np.where(inside, zs, r_u), r_l, r_u, out=bp[:, 1:P + 1])   # past N[r]: the upper padding
-
-    def at(rows, idx):  # z_(idx) of ``rows`` with padding
-        return bp[rows[:, None], np.clip(idx, 0, P + 1)]
-
     m = (N + 1) // 2                 # median_index per row
-    span = r_u - r_l
-    everyone = np.arange(R)
-    S = np.maximum(at(everyone, (m + k)[:, None])[:, 0] - at(everyone, m[:, None])[:, 0],
-                   at(everyone, m[:, None])[:, 0] - at(everyone, (m - k)[:, None])[:, 0])
     last = -(-(N + 1) // k)          # per row: the bound on l
-    active = everyone[last >= 1]
+    wmax = (int(last.max(initial=0)) + 1) * k
+    zc = np.clip(zs, r_l, r_u)
+
+    def aligned(wcap: int) -> np.ndarray:
+        """(R, 2 wcap + 1): column wcap + p - m of row r holds z_(p) for p in [m - wcap, m + wcap] (r_l for
+        p <= 0, r_u for p > N): every row aligned on its median, so a window is one slice of all rows."""
+        pos = m[:, None] + np.arange(-wcap, wcap + 1)[None, :]
+        vals = zc[np.arange(R)[:, None], np.clip(pos - 1, 0, max(P - 1, 0))] if P else np.zeros(pos.shape)
+        return np.where(pos <= 0, r_l, np.where(pos > N[:, None], r_u, vals))
+
+    wcap = min(wmax, max(4 * k, 1024))   # grown (doubled) when a window needs more: memory follows the search
+    al, C = aligned(wcap), wcap
+    diff = np.empty((R, wcap + 1))
+    span = r_u - r_l
+    S = np.maximum(al[:, C + k] - al[:, C], al[:, C] - al[:, C - k])
+    active = last >= 1
     l = 0
-    while active.size:
+    while active.any():
         l += 1
-        over = active[last[active] < l]
-        if over.size:  # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings
-            raise RuntimeError(f"smooth sensitivity: no exit after {int(last[over[0]])} steps "
-                               f"(N = {int(N[over[0]])}, k = {k})")
+        over = active & (last < l)
+        if over.any():  # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings
+            r = int(np.flatnonzero(over)[0])
+            raise RuntimeError(f"smooth sensitivity: no exit after {int(last[r])} steps (N = {int(N[r])}, k = {k})")
         decay = math.exp(-l * t)
-        active = active[~(decay * span <= S[active])]
-        if not active.size:
+        active &= ~(decay * span <= S)
+        if not active.any():
             break
         w = (l + 1) * k
-        s = np.arange(w + 1)[None, :]
-        mm = m[active][:, None]
-        W = np.max(at(active, mm + s) - at(active, mm - w + s), axis=1)
-        S[active] = np.maximum(S[active], decay * W)
-        active = active[~(W >= span)]
+        if w > wcap:
+            wcap = min(wmax, 2 * w)
+            al, C = aligned(wcap), wcap
+            diff = np.empty((R, wcap + 1))
+        d = diff[:, :w + 1]
+        np.subtract(al[:, C:C + w + 1], al[:, C - w:C + 1], out=d)
+        W = d.max(axis=1)
+        S = np.where(active, np.maximum(S, decay * W), S)
+        active &= ~(W >= span)
     return S
 
 
