@@ -36,7 +36,7 @@ from typing import Any, Iterator
 import numpy as np
 from isal import isal_zlib
 
-from dpexp import cache, manifest
+from dpexp import allocator, cache, manifest
 from dpexp.chunk import ChunkRows
 from dpexp.errors import AlgorithmFailure, NotBatchable, UserError
 from dpexp.metrics.cells import scored_together
@@ -576,7 +576,9 @@ _fewer_collections = _FewerCollections()
 def compute_chunk(exp: ResolvedExperiment, chunk: Chunk, seed: int) -> ChunkDone:
     """Compute one chunk into its CSV bytes (the unit of work of every executor).  Its records are made, written
     and freed while collections are fewer (``_chunk_done``): the objects of the chunk are gone before the threshold
-    is put back, so no pass over them follows (one per chunk was ~1 % of a GDSC cell's CPU)."""
+    is put back, so no pass over them follows (one per chunk was ~1 % of a GDSC cell's CPU).  The process keeps its
+    freed large blocks for the next arrays (``allocator.keep_freed_blocks``, once per process)."""
+    allocator.keep_freed_blocks()
     with _fewer_collections():
         return _chunk_done(exp, chunk, seed)
 

@@ -125,7 +125,7 @@ ALLOWED = {
     "dca/protocol/dca.py::SecureRandomness.normal": "as SeededRandomness.normal, from SecureNoise",
     "dca/protocol/dca.py::DCAJob.client_messages": "the client role of Alg. 1 adds its noise share (the two "
                                                    "``normal`` above)",
-    "slr/matchings.py::sample_matchings": "random matchings (not privacy noise: DP holds for any matching); the "
+    "slr/matchings.py::_draw_matchings": "random matchings (not privacy noise: DP holds for any matching); the "
                                           "algorithms pass ledger.noise.generator",
     "slr/dp_median.py::exp_median": "the uniform point inside the interval the exponential mechanism sampled: an "
                                     "internal step of that one release, recorded by exponential_spend",

@@ -198,7 +198,12 @@ def test_dp_theil_sen_budget_split(monkeypatch, k, n, expect_c):
         seen_ss.append((eps, kk))
         return np.zeros(kw["size"])
 
+    def fake_ss_rows(Z, eps, kk, *a, **kw):   # k matchings: one estimate set per trial
+        seen_ss.append((eps, kk))
+        return np.zeros(len(Z))
+
     monkeypatch.setattr(dp_theil_sen, "ss_median", fake_ss)
+    monkeypatch.setattr(dp_theil_sen, "ss_median_rows", fake_ss_rows)
     get("algorithm", "dp_ss_theil_sen")(k=k).run(make_split(n=n), 2.0, 0.0, np.random.default_rng(0), trials=2)
     assert {e for e, _ in seen_ss} == {1.0} and {c for _, c in seen_ss} == {expect_c}
 

@@ -245,31 +245,52 @@ def exp_median(z: np.ndarray, eps: float, r_l: float, r_u: float, rng, size: int
     return left + as_noise(rng).random(size) * (right - left)
 
 
+#: entries of one block of rows of ``exp_median_rows``' (rows, P + 2) arrays (2^18 floats: 2 MiB each)
+ROW_BLOCK_ENTRIES = 1 << 18
+
+
 def exp_median_rows(Z: np.ndarray, eps: float, r_l: float, r_u: float, rng,
-                    theta: float = 0.0, k: int = 1) -> np.ndarray:
+                    theta: float = 0.0, k: int = 1, block: int = ROW_BLOCK_ENTRIES) -> np.ndarray:
     """One draw per row of ``Z`` (trials, P); NaN entries are absent estimates (vertical pairs).  Each row is one
-    trial's release: recorded once, as ``exp_median`` (eps·k per datapoint)."""
+    trial's release: recorded once, as ``exp_median`` (eps·k per datapoint).
+
+    Rows are taken in blocks of about ``block`` entries: per block, the breakpoints b = (r_l, sorted clipped row,
+    r_u) are built and sorted in one array, the log-weights log(b_{i+1} − b_i) − (eps/2)·ceil(|i − N/2|) in another
+    (the distance term one row shared by the block when its rows have the same N, the usual case), and the block's
+    Gumbel noise drawn — the blocks in row order draw the numbers one (trials, P + 1) draw would.  Then one uniform
+    per row inside its interval, for all rows.  Temporaries stay a few MiB whatever trials × P."""
     T, P = Z.shape
-    valid = np.isfinite(Z)
-    Nt = valid.sum(axis=1)
-    zs = np.sort(np.where(valid, np.clip(Z, r_l, r_u), np.inf), axis=1)
-    zs[~np.isfinite(zs)] = r_u
-    j = np.arange(P)[None, :]  # 0-based position
-    if theta > 0:
-        lower = j < (Nt // 2)[:, None]
-        upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
-        zs = np.where(lower, np.maximum(zs - theta, r_l), zs)
-        zs = np.where(upper, np.minimum(zs + theta, r_u), zs)
-    b = np.concatenate([np.full((T, 1), r_l), zs, np.full((T, 1), r_u)], axis=1)
-    L = np.diff(b, axis=1)
-    with np.errstate(divide="ignore"):
-        lw = np.log(L)
-    i = np.arange(P + 1)[None, :]
-    lw -= (0.5 * eps) * _dist(i, Nt[:, None])
-    j = gumbel_argmax(lw, rng)
+    left, right = np.empty(T), np.empty(T)
+    step = max(1, block // (P + 2))
+    for r0 in range(0, T, step):
+        r1 = min(T, r0 + step)
+        Zb = Z[r0:r1]
+        valid = np.isfinite(Zb)
+        Nt = valid.sum(axis=1)
+        b = np.empty((r1 - r0, P + 2))
+        b[:, 0] = r_l
+        b[:, P + 1] = r_u
+        zs = b[:, 1:P + 1]
+        np.clip(Zb, r_l, r_u, out=zs)
+        zs[~valid] = np.inf
+        zs.sort(axis=1)
+        zs[~np.isfinite(zs)] = r_u
+        if theta > 0:
+            j = np.arange(P)[None, :]  # 0-based position
+            lower = j < (Nt // 2)[:, None]
+            upper = (j >= (-(-Nt // 2))[:, None]) & (j < Nt[:, None])
+            zs[lower] = np.maximum(zs[lower] - theta, r_l)
+            zs[upper] = np.minimum(zs[upper] + theta, r_u)
+        lw = np.diff(b, axis=1)
+        with np.errstate(divide="ignore"):
+            np.log(lw, out=lw)
+        i = np.arange(P + 1)[None, :]
+        N = Nt[:1, None] if np.all(Nt == Nt[0]) else Nt[:, None]
+        lw -= (0.5 * eps) * _dist(i, N)
+        j = gumbel_argmax(lw, rng)
+        rows = np.arange(r1 - r0)
+        left[r0:r1], right[r0:r1] = b[rows, j], b[rows, j + 1]
     _record_exponential(rng, eps, k, "exp median")
-    rows = np.arange(T)
-    left, right = b[rows, j], b[rows, j + 1]
     return left + as_noise(rng).random(T) * (right - left)
 
 
@@ -279,45 +300,77 @@ def median_index(N: int) -> int:
 
 
 def smooth_sensitivity(zs: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> float:
-    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here).
-
-    The search over l = 1, 2, ... stops at the first l where e^{−lt}·(r_u − r_l) ≤ S (no wider window can raise S)
-    or where the window of width w = (l + 1)k covers both paddings (W = r_u − r_l, the largest possible).  The
-    second happens at the latest when w ≥ N + 1, i.e. at l = ⌈(N + 1)/k⌉ − 1, so the loop is bounded by
-    ⌈(N + 1)/k⌉ steps for any finite input.  A non-finite estimate, range or t raises ``NonFiniteInput`` first:
-    with a NaN, S is NaN and neither exit test is ever true (issue 33)."""
+    """t-smooth upper bound S^k_{med∘Z, t} of Lemma 7 for sorted ``zs`` (clipped to [r_l, r_u] here): the row of one
+    of ``smooth_sensitivity_rows``."""
     zs = np.asarray(zs, dtype=float)
+    return float(smooth_sensitivity_rows(zs[None, :], np.array([zs.size]), k, t, r_l, r_u)[0])
+
+
+def smooth_sensitivity_rows(zs: np.ndarray, N: np.ndarray, k: int, t: float, r_l: float, r_u: float) -> np.ndarray:
+    """``smooth_sensitivity`` of every row of ``zs`` (R, P) at once: row r holds its N[r] sorted estimates first
+    (entries past N[r] are ignored), each row is clipped to [r_l, r_u] and padded z_(0) = r_l, z_(N+1..) = r_u.
+
+    Per row, S starts at max(z_(m+k) − z_(m), z_(m) − z_(m−k)) and the search over l = 1, 2, ... stops at the first
+    l where e^{−lt}·(r_u − r_l) ≤ S (no wider window can raise S) or where the window of width w = (l + 1)k covers
+    both paddings (W = r_u − r_l, the largest possible); until then S = max(S, e^{−lt} W(l)) with
+    W(l) = max_{s=0..w} z_(m+s) − z_(m−w+s).  The second exit happens at the latest when w ≥ N + 1, i.e. at
+    l = ⌈(N + 1)/k⌉ − 1, so the loop is bounded by ⌈(N + 1)/k⌉ steps for any finite input.  All rows step through l
+    together (the rows still searching, as one gather of their windows); each row's S is the same number its own
+    search gives.  A non-finite estimate, range or t raises ``NonFiniteInput`` first: with a NaN, S is NaN and
+    neither exit test is ever true (issue 33)."""
+    zs = np.asarray(zs, dtype=float)
+    N = np.asarray(N, dtype=np.int64)
     if not (math.isfinite(r_l) and math.isfinite(r_u) and r_l < r_u):
         raise NonFiniteInput(f"smooth sensitivity: the output range [r_l, r_u] must be finite with r_l < r_u, "
                              f"got [{r_l}, {r_u}]")
     if not (math.isfinite(t) and t >= 0):
         raise NonFiniteInput(f"smooth sensitivity: the smoothing t must be finite and >= 0, got {t}")
-    bad = int(np.count_nonzero(~np.isfinite(zs)))
+    R, P = zs.shape
+    col = np.arange(P)[None, :]
+    inside = col < N[:, None]
+    bad = int(np.count_nonzero(~np.isfinite(zs) & inside))
     if bad:
-        raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {zs.size}")
-    N = zs.size
-    bp = np.empty(N + 2)
-    bp[0], bp[-1] = r_l, r_u
-    np.clip(zs, r_l, r_u, out=bp[1:N + 1])
+        raise NonFiniteInput(f"smooth sensitivity: non-finite value in the estimates: {bad} of {int(N.sum())}")
+    m = (N + 1) // 2                 # median_index per row
+    last = -(-(N + 1) // k)          # per row: the bound on l
+    wmax = (int(last.max(initial=0)) + 1) * k
+    zc = np.clip(zs, r_l, r_u)
 
-    def at(idx):  # z_(idx) with padding
-        return bp[np.clip(idx, 0, N + 1)]
+    def aligned(wcap: int) -> np.ndarray:
+        """(R, 2 wcap + 1): column wcap + p - m of row r holds z_(p) for p in [m - wcap, m + wcap] (r_l for
+        p <= 0, r_u for p > N): every row aligned on its median, so a window is one slice of all rows."""
+        pos = m[:, None] + np.arange(-wcap, wcap + 1)[None, :]
+        vals = zc[np.arange(R)[:, None], np.clip(pos - 1, 0, max(P - 1, 0))] if P else np.zeros(pos.shape)
+        return np.where(pos <= 0, r_l, np.where(pos > N[:, None], r_u, vals))
 
-    m = median_index(N)
+    wcap = min(wmax, max(4 * k, 1024))   # grown (doubled) when a window needs more: memory follows the search
+    al, C = aligned(wcap), wcap
+    diff = np.empty((R, wcap + 1))
     span = r_u - r_l
-    S = float(max(at(m + k) - at(m), at(m) - at(m - k)))
-    for l in range(1, -(-(N + 1) // k) + 1):
+    S = np.maximum(al[:, C + k] - al[:, C], al[:, C] - al[:, C - k])
+    active = last >= 1
+    l = 0
+    while active.any():
+        l += 1
+        over = active & (last < l)
+        if over.any():  # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings
+            r = int(np.flatnonzero(over)[0])
+            raise RuntimeError(f"smooth sensitivity: no exit after {int(last[r])} steps (N = {int(N[r])}, k = {k})")
         decay = math.exp(-l * t)
-        if decay * span <= S:
-            return S
+        active &= ~(decay * span <= S)
+        if not active.any():
+            break
         w = (l + 1) * k
-        s = np.arange(w + 1)
-        W = float(np.max(at(m + s) - at(m - w + s)))
-        S = max(S, decay * W)
-        if W >= span:
-            return S
-    # unreachable for finite input: at l = ⌈(N + 1)/k⌉ − 1 the window covers both paddings (W = span)
-    raise RuntimeError(f"smooth sensitivity: no exit after {-(-(N + 1) // k)} steps (N = {N}, k = {k})")
+        if w > wcap:
+            wcap = min(wmax, 2 * w)
+            al, C = aligned(wcap), wcap
+            diff = np.empty((R, wcap + 1))
+        d = diff[:, :w + 1]
+        np.subtract(al[:, C:C + w + 1], al[:, C - w:C + 1], out=d)
+        W = d.max(axis=1)
+        S = np.where(active, np.maximum(S, decay * W), S)
+        active &= ~(W >= span)
+    return S
 
 
 def ss_params(eps: float, d: float, beta: float) -> tuple[float, float]:
@@ -343,3 +396,23 @@ def ss_median(zs: np.ndarray, eps: float, k: int, r_l: float, r_u: float, rng,
     m = median_index(N)
     med = r_l if m == 0 else float(np.clip(zs[m - 1], r_l, r_u))
     return smooth_sensitivity_t(med, S, t, s, d, rng, size=size, label="smooth-sensitivity median")
+
+
+def ss_median_rows(Z: np.ndarray, eps: float, k: int, r_l: float, r_u: float, ledger: PrivacyLedger,
+                   d: float = 3.0, beta: float = 0.5) -> np.ndarray:
+    """One ``ss_median`` draw per row of ``Z`` (trials, P), NaN entries absent (vertical pairs): row r is trial r's
+    own estimate set, its smooth bound from ``smooth_sensitivity_rows`` (all rows at once) and its release
+    ``smooth_sensitivity_t`` charged to trial r only (``ledger.for_trial``), in row order."""
+    valid = np.isfinite(Z)
+    N = valid.sum(axis=1)
+    zs = np.sort(np.where(valid, Z, np.inf), axis=1)   # each row: its N finite estimates sorted, then +inf
+    t, s = ss_params(eps, d, beta)
+    S = smooth_sensitivity_rows(zs, N, k, t, r_l, r_u)
+    m = (N + 1) // 2
+    out = np.empty(Z.shape[0])
+    for r in range(Z.shape[0]):
+        med = r_l if m[r] == 0 else float(np.clip(zs[r, m[r] - 1], r_l, r_u))
+        with ledger.for_trial(r):
+            out[r] = smooth_sensitivity_t(med, float(S[r]), t, s, d, ledger, size=1,
+                                          label="smooth-sensitivity median")[0]
+    return out

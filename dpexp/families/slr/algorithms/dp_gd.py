@@ -16,7 +16,8 @@ clipped coordinate of Σ_i Δ_i by at most 2τ: L1 sensitivity 4τ, L2 sensitivi
   Lemma 2: ε = ρ + sqrt(4ρ log(sqrt(πρ)/δ)), Bun & Steinke 2016 Lemma 3.6; we take the smaller of that and
   Prop. 1.3's ρ + 2 sqrt(ρ log(1/δ)), both valid, and solve by bisection).
 
-Vectorised over trials: state (trials, 2), each step one (trials, n) pass.
+Batched over the splits of a chunk and their trials: state (runs, 2), each step one pass over the flat rows of
+all runs (``GradientBatch``), each run summed over its own segment.
 """
 
 from __future__ import annotations
@@ -50,35 +51,88 @@ class GDApproxParams(GDParams):
     delta: float = Field(2.0 ** -30, gt=0, lt=1, description="δ of (ε, δ)-DP when the cell's delta is 0")
 
 
+class GradientBatch:
+    """The rows of several (split, trial) runs laid out for one pass per step: run r owns the segment
+    ``[offsets[r], offsets[r] + lengths[r])`` of the flat arrays (its split's x, y repeated once per trial).
+
+    A run's sums are ``np.add.reduceat`` over its own segment only, so they depend on its rows alone: a split gives
+    the same bits alone (a batch of one) or batched with any others.  Work buffers are allocated once per batch and
+    reused by every step (no per-step allocation of the (runs × n) temporaries)."""
+
+    def __init__(self, xs: list[np.ndarray], ys: list[np.ndarray], trials: int) -> None:
+        lengths = np.repeat(np.array([x.size for x in xs], dtype=np.int64), trials)
+        self.runs = lengths.size
+        self.x = np.concatenate([np.tile(np.asarray(x, dtype=float), trials) for x in xs]) if xs else np.zeros(0)
+        self.y = np.concatenate([np.tile(np.asarray(y, dtype=float), trials) for y in ys]) if ys else np.zeros(0)
+        self.a = 0.75 - self.x
+        self.b = self.x - 0.25
+        self.owner = np.repeat(np.arange(self.runs), lengths)   # run of each flat entry
+        self.filled = lengths > 0
+        self.starts = (np.cumsum(lengths) - lengths)[self.filled]
+        self._w1 = np.empty_like(self.x)
+        self._w2 = np.empty_like(self.x)
+
+    def _segment_sums(self, v: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.runs)
+        if self.starts.size:
+            out[self.filled] = np.add.reduceat(v, self.starts)
+        return out
+
+    def gradient_sums(self, p: np.ndarray, tau: float) -> np.ndarray:
+        """Σ_i Δ_i of every run at its iterate: p (runs, 2) -> (runs, 2).  Per entry
+        ŷ = 2(p25 (3/4 - x) + p75 (x - 1/4)), r = 2(y - ŷ), Δ = ([r (3/4 - x)]_{-τ}^{τ}, [r (x - 1/4)]_{-τ}^{τ})."""
+        w1, w2 = self._w1, self._w2
+        np.take(p[:, 0], self.owner, out=w1)
+        w1 *= self.a
+        np.take(p[:, 1], self.owner, out=w2)
+        w2 *= self.b
+        w1 += w2
+        w1 *= 2.0                     # ŷ
+        np.subtract(self.y, w1, out=w1)
+        w1 *= 2.0                     # r = 2 (y - ŷ)
+        np.multiply(w1, self.a, out=w2)
+        np.clip(w2, -tau, tau, out=w2)
+        g1 = self._segment_sums(w2)
+        w1 *= self.b
+        np.clip(w1, -tau, tau, out=w1)
+        g2 = self._segment_sums(w1)
+        return np.stack([g1, g2], axis=1)
+
+
 def clipped_gradient_sum(p: np.ndarray, x: np.ndarray, y: np.ndarray, tau: float) -> np.ndarray:
-    """Σ_i Δ_i for every trial: p (trials, 2) -> (trials, 2)."""
-    a = 0.75 - x
-    b = x - 0.25
-    yhat = 2.0 * (p[:, :1] * a[None, :] + p[:, 1:] * b[None, :])
-    r2 = 2.0 * (y[None, :] - yhat)
-    g1 = np.clip(r2 * a[None, :], -tau, tau).sum(axis=1)
-    g2 = np.clip(r2 * b[None, :], -tau, tau).sum(axis=1)
-    return np.stack([g1, g2], axis=1)
+    """Σ_i Δ_i for every trial of one split: p (trials, 2) -> (trials, 2) (a ``GradientBatch`` of one split)."""
+    return GradientBatch([x], [y], p.shape[0]).gradient_sums(p, tau)
 
 
-def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise, p0: tuple[float, float],
-                        trials: int, trace: list | None = None) -> np.ndarray:
-    """Algorithms 6/7; ``noise(shape)`` draws the per-step noise.  Returns averaged (p25, p75), (trials, 2).
-    ``trace`` (a list, for the audit's view) receives every released noisy gradient sum Δ_t, (trials, 2) each."""
-    p = np.tile(np.asarray(p0, dtype=float), (trials, 1))
-    acc = np.zeros(trials)
-    avg = np.zeros((trials, 2))
+def dp_gradient_descent_many(batch: GradientBatch, T: int, tau: float, noise: np.ndarray,
+                             p0: tuple[float, float], trace: list | None = None) -> np.ndarray:
+    """Algorithms 6/7 for every run of ``batch`` at once; ``noise`` (T, runs, 2) holds each step's released noise
+    (drawn beforehand by the runs' own mechanisms: the noise does not depend on the iterates).  Returns the averaged
+    (p25, p75), (runs, 2).  ``trace`` (a list, for the audit's view) receives every released noisy gradient sum
+    Δ_t, (runs, 2) each."""
+    runs = batch.runs
+    p = np.tile(np.asarray(p0, dtype=float), (runs, 1))
+    acc = np.zeros(runs)
+    avg = np.zeros((runs, 2))
     start = T // 2
     for t in range(T):
         if t >= start:
             avg += p
-        D = clipped_gradient_sum(p, x, y, tau) + noise((trials, 2))
+        D = batch.gradient_sums(p, tau) + noise[t]
         if trace is not None:
             trace.append(D)
         acc += np.sum(D * D, axis=1)
         gamma = np.where(acc > 0, 1.0 / np.sqrt(np.where(acc > 0, acc, 1.0)), 0.0)
         p = p + gamma[:, None] * D
     return avg / (T - start)
+
+
+def dp_gradient_descent(x: np.ndarray, y: np.ndarray, T: int, tau: float, noise, p0: tuple[float, float],
+                        trials: int, trace: list | None = None) -> np.ndarray:
+    """Algorithms 6/7 on one split; ``noise(shape)`` draws one step's noise, called T times in step order.  Returns
+    averaged (p25, p75), (trials, 2) (``dp_gradient_descent_many`` on a batch of one)."""
+    steps = np.stack([noise((trials, 2)) for _ in range(T)]) if T else np.zeros((0, trials, 2))
+    return dp_gradient_descent_many(GradientBatch([x], [y], trials), T, tau, steps, p0, trace)
 
 
 def approx_eps_of_rho(rho: float, delta: float) -> float:
@@ -100,23 +154,64 @@ class _DPGD(Algorithm):
     Params = GDParams
 
     def noise_fn(self, epsilon: float, delta: float, ledger: PrivacyLedger):
-        """``shape -> noisy zeros`` of one step: a mechanism of ``dpexp.privacy.mechanisms`` recorded in ``ledger``
-        (T steps, T spends, composed by the ledger)."""
+        """``shape -> noisy zeros`` (shape = trial axes + (2,)): one call of a mechanism of
+        ``dpexp.privacy.mechanisms`` at one step's budget, recorded in ``ledger``."""
         raise NotImplementedError
+
+    def step_noise(self, epsilon: float, delta: float, ledger: PrivacyLedger, trials: int) -> np.ndarray:
+        """The noise of all T steps, (T, trials, 2): one mechanism call with the steps as leading trial axis (the
+        numbers T calls of one step each draw, in step order: the noise does not depend on the iterates), and the
+        step's spend recorded once per step — T releases at the step's budget, composed by the ledger as before."""
+        T = self.params.T
+        noise = self.noise_fn(epsilon, delta, ledger)((T, trials, 2))
+        step = ledger.spends[-1]
+        for _ in range(T - 1):
+            ledger.record(step)
+        return noise
 
     def guarantee(self, ledger: PrivacyLedger, delta: float) -> Guarantee:
         return ledger.guarantee()
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1,
             trace: list | None = None) -> Output:
-        """``trace`` (the audit's view, ``families/slr/audit.py``) receives the T released noisy gradient sums."""
-        ledger = as_ledger(ledger)
-        x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
+        """One split (a batch of one of ``run_many``); ``trace`` (the audit's view, ``families/slr/audit.py``)
+        receives the T released noisy gradient sums."""
+        out = self._many([split], epsilon, delta, [ledger], trials, trace)[0]
+        if isinstance(out, Exception):
+            raise out
+        return out
+
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1
+                 ) -> list[Output | Exception]:
+        """All splits of a chunk in one pass per step (``GradientBatch``).  Each split's T steps of noise are drawn
+        first from its own ledger (``step_noise``: the draws and spends of a run alone, in the same order)."""
+        return self._many(splits, epsilon, delta, ledgers, trials, None)
+
+    def _many(self, splits, epsilon, delta, ledgers, trials, trace):
         p = self.params
-        P = dp_gradient_descent(x, y, p.T, p.tau, self.noise_fn(eps, delta, ledger), (p.p25_init, p.p75_init),
-                                trials, trace)
-        pred = P[:, :1] + (xs[None, :] - 0.25) * 2.0 * (P[:, 1:] - P[:, :1])
-        return Output(predictions=pred, guarantee=self.guarantee(ledger, delta))
+        out: list[Output | Exception | None] = [None] * len(splits)
+        good, data, noise = [], [], []
+        for i, (split, ledger) in enumerate(zip(splits, ledgers)):
+            try:
+                ledger = as_ledger(ledger)
+                x, y, xs, eps = inputs(split, self.name, epsilon, unit_box=True)
+                noise.append(self.step_noise(eps, delta, ledger, trials))
+                good.append((i, ledger, xs))
+                data.append((x, y))
+            except Exception as exc:  # recorded per cell
+                out[i] = exc
+        if good:
+            batch = GradientBatch([d[0] for d in data], [d[1] for d in data], trials)
+            P = dp_gradient_descent_many(batch, p.T, p.tau, np.concatenate(noise, axis=1),
+                                         (p.p25_init, p.p75_init), trace)
+            for j, (i, ledger, xs) in enumerate(good):
+                Pj = P[j * trials:(j + 1) * trials]
+                pred = Pj[:, :1] + (xs[None, :] - 0.25) * 2.0 * (Pj[:, 1:] - Pj[:, :1])
+                try:
+                    out[i] = Output(predictions=pred, guarantee=self.guarantee(ledger, delta))
+                except Exception as exc:
+                    out[i] = exc
+        return out
 
 
 @register_algorithm
@@ -134,7 +229,7 @@ class DPGDPure(_DPGD):
 
     def noise_fn(self, epsilon, delta, ledger):
         b, eps_t, sens = self.laplace_scale(epsilon), epsilon / self.params.T, 4.0 * self.params.tau
-        return lambda shape: laplace(np.zeros(shape[1:]), sens, eps_t, ledger, size=shape[0], scale=b,
+        return lambda shape: laplace(np.zeros(shape[-1]), sens, eps_t, ledger, size=shape[:-1], scale=b,
                                      label="gradient step")
 
 
@@ -160,7 +255,7 @@ class DPGDzCDP(_DPGD):
     def noise_fn(self, epsilon, delta, ledger):
         s, T = self.sigma(epsilon, delta), self.params.T
         rho_t, sens = self.rho_total(epsilon, delta) / T, 2.0 * math.sqrt(2.0) * self.params.tau
-        return lambda shape: gaussian_zcdp(np.zeros(shape[1:]), sens, rho_t, ledger, size=shape[0], sigma=s,
+        return lambda shape: gaussian_zcdp(np.zeros(shape[-1]), sens, rho_t, ledger, size=shape[:-1], sigma=s,
                                            label="gradient step")
 
 

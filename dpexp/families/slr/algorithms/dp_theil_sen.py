@@ -28,8 +28,8 @@ from dpexp.audit.plan import AuditPlan
 from dpexp.components import Algorithm
 from dpexp.families.slr.audit import theil_sen_atom, theil_sen_pivot
 from dpexp.families.slr.checks import KType, RangeParams, inputs, warn_outside_range
-from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median
-from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
+from dpexp.families.slr.dp_median import exp_median, exp_median_rows, ss_median, ss_median_rows
+from dpexp.families.slr.matchings import all_pair_estimates, line_estimates, matching_lines, n_rounds
 from dpexp.privacy.ledger import PrivacyLedger, as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -81,9 +81,9 @@ class _DPTheilSen(Algorithm):
             for col, x0 in enumerate(xs):
                 yield col, all_pair_estimates(x, y, float(x0)), True, c
         else:
-            a, b = sample_matchings(n, c, rng, trials)
+            lines = matching_lines(x, y, c, rng, trials)   # slopes and midpoints once
             for col, x0 in enumerate(xs):
-                yield col, pair_estimates(x, y, a, b, float(x0)), False, c
+                yield col, line_estimates(lines, float(x0)), False, c
 
     def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
         ledger = as_ledger(ledger)
@@ -155,10 +155,4 @@ class DPSSTheilSen(_DPTheilSen):
 
     def _median_rows(self, Z, eps_pt, c, ledger):
         p = self.params
-        out = np.empty(Z.shape[0])
-        for r in range(Z.shape[0]):   # trial r's own estimates: its release is charged to trial r only
-            zr = Z[r][np.isfinite(Z[r])]
-            zr.sort()
-            with ledger.for_trial(r):
-                out[r] = ss_median(zr, eps_pt, c, p.r_l, p.r_u, ledger, size=1, d=p.d, beta=p.beta)[0]
-        return out
+        return ss_median_rows(Z, eps_pt, c, p.r_l, p.r_u, ledger, d=p.d, beta=p.beta)

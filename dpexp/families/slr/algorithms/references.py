@@ -15,7 +15,7 @@ from pydantic import Field
 
 from dpexp.components import Params, Reference
 from dpexp.families.slr.checks import inputs
-from dpexp.families.slr.matchings import all_pair_estimates, n_rounds, pair_estimates, sample_matchings
+from dpexp.families.slr.matchings import all_pair_estimates, line_estimates, matching_lines, n_rounds
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -97,8 +97,8 @@ class TheilSenKMatch(Reference):
         if n < 2:
             return Output(predictions=np.full((trials, xs.size), np.nan), guarantee=ledger.guarantee())
         k = min(self.params.k, n_rounds(n))
-        a, b = sample_matchings(n, k, ledger.noise.generator, trials)   # matchings: not privacy noise
+        lines = matching_lines(x, y, k, ledger.noise.generator, trials)   # matchings: not privacy noise
         pred = np.empty((trials, xs.size))
-        for c, x0 in enumerate(xs):
-            pred[:, c] = np.nanmedian(pair_estimates(x, y, a, b, float(x0)), axis=1) if a.shape[1] else np.nan
+        for c, x0 in enumerate(xs):   # slopes and midpoints once, evaluated at every x_new
+            pred[:, c] = np.nanmedian(line_estimates(lines, float(x0)), axis=1) if lines[0].shape[1] else np.nan
         return Output(predictions=pred, guarantee=ledger.guarantee())
