@@ -55,6 +55,7 @@ which warns for ε ≥ 1); the choice is recorded in every result as the extra `
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Literal
@@ -86,16 +87,24 @@ def n_terms(d: int) -> int:
     return d * (d + 1) // 2 + d
 
 
+@functools.cache
+def _triu(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(d)``, made once per d (read-only)."""
+    iu, ju = np.triu_indices(d)
+    iu.flags.writeable = ju.flags.writeable = False
+    return iu, ju
+
+
 def unique_terms(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-client query vectors (…, n, d(d+1)/2 + d): x_j x_k for j ≤ k (row-major upper triangle), then x_j y."""
     d = X.shape[-1]
-    iu, ju = np.triu_indices(d)
+    iu, ju = _triu(d)
     return np.concatenate([X[..., iu] * X[..., ju], X * y[..., None]], axis=-1)
 
 
 def terms_to_stats(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of summing ``unique_terms``: (…, p) → symmetric XX (…, d, d) and Xy (…, d)."""
-    iu, ju = np.triu_indices(d)
+    iu, ju = _triu(d)
     m = iu.size
     XX = np.zeros(v.shape[:-1] + (d, d))
     XX[..., iu, ju] = v[..., :m]
