@@ -12,7 +12,7 @@ REPORT  ?= report
 CONFIGS := $(sort $(wildcard configs/*.yaml))
 comma   := ,
 
-.PHONY: install lock demo test test-fast figures audit audit-mutants bench clean
+.PHONY: install lock demo test test-fast figures figures-bench audit audit-mutants bench clean
 
 install: $(STAMP)
 
@@ -55,6 +55,12 @@ figures: $(STAMP)
 	done; \
 	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+
+## figures-bench: `make figures` as one measured run in a temporary folder (benchmarks/paper_scale.py --configs all):
+## every config's wall, CPU, floor, ratio and peak RSS per process, ranked, then plot and report time; FAST=1 runs
+## each config's `fast:` section
+figures-bench: $(STAMP)
+	$(BIN)/python benchmarks/paper_scale.py --skip-gdsc --jobs $(JOBS) --configs all $(if $(FAST),--fast)
 
 ## audit: statistical privacy audit of every registered algorithm
 audit: $(STAMP)

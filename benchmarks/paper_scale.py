@@ -32,18 +32,26 @@ Prints:
 5. the same for ``configs/slr_oi.yaml`` with ``--slr``: its wall, and the runner-overhead ratio against the time
    spent inside its algorithms (CPU time, measured in process on 5 chunks per dataset variant after a warm-up
    chunk, scaled by cells; the SLR algorithms are not batched model fits);
-6. with ``--configs all`` (or names): the wall time of every config's full run, the total and the slowest ones —
-   ``make figures`` without the plotting.
+6. with ``--configs all`` (or names; ``NAME:R`` runs R repeats): ``make figures`` as one measured run — every
+   config run (``dpexp run``, ``--jobs J``) into a temporary folder and plotted, then the HTML report; per config
+   its wall, the CPU of all its processes (the run and its workers), its own floor by family (``config_floor``:
+   gdsc the batched-fit floor of part 1, dca the arithmetic of its releases and solves ``dca_floor``, slr the CPU
+   inside its algorithms ``algorithm_floor``; docs/performance.md), the CPU ratio to the floor, the peak RSS of
+   every process and its plot time, ranked with the slowest relative to its floor first; then the total wall and
+   the plotting and report time.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
+   cheap check of the harness.
 
 The results of every run go to a temporary folder; nothing under results/ is touched.
 Usage: ``python benchmarks/paper_scale.py [--jobs 2 | --cluster local:2] [--repeats R] [--slr]
-[--configs all|NAME ...]``.
+[--configs all|NAME[:R] ...] [--fast] [--skip-gdsc]`` (``make figures-bench``: ``--skip-gdsc --configs all``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -239,11 +247,15 @@ def _narplr_fit(kind: str, batch: int, d: int, n: int = 810):
                                     burn_in=burn, thin=thin)
 
 
-def fit_floor(exp) -> tuple[float, list[tuple[str, int, int, float]], dict[str, int]]:
+_per_fit_once = functools.cache(per_fit_seconds)
+
+
+def fit_floor(exp, once: bool = False) -> tuple[float, list[tuple[str, int, int, float]], dict[str, int]]:
     """The batched-fit floor of ``exp`` in seconds, its terms (kind, d, fits, seconds per fit) and the cells that are
-    no fit of the kinds."""
+    no fit of the kinds; ``once``: each (kind, d) timed once per process (the ``--configs`` run's many configs)."""
     fits, other = count_fits(exp)
-    terms = [(k, d, n, per_fit_seconds(k, d, 200 if "gibbs" in k else 2_000 if d > 20 else 5_000))
+    per_fit = _per_fit_once if once else per_fit_seconds
+    terms = [(k, d, n, per_fit(k, d, 200 if "gibbs" in k else 2_000 if d > 20 else 5_000))
              for (k, d), n in sorted(fits.items())]
     return sum(n * t for _, _, n, t in terms), terms, other
 
@@ -405,6 +417,24 @@ def load(cfg: Path, extra: list[str]):
     return spec.load(cfg, overrides, repeats)
 
 
+def load_fast(cfg: Path):
+    """The config as ``dpexp run --fast`` resolves it (its ``fast:`` section's overrides and repeats)."""
+    from dpexp import spec
+
+    raw = spec.read_yaml(cfg)
+    overrides, repeats = spec.fast_settings(raw, str(cfg))
+    return spec.resolve(raw, str(cfg), overrides, repeats)
+
+
+def _with_repeats(cfg: Path, repeats: int):
+    """The config's ``fast:`` overrides with ``repeats`` repeats (``--fast --repeats R``)."""
+    from dpexp import spec
+
+    raw = spec.read_yaml(cfg)
+    overrides, _ = spec.fast_settings(raw, str(cfg))
+    return spec.resolve(raw, str(cfg), overrides, repeats)
+
+
 def algorithm_floor(exp, k: int = 5) -> float:
     """CPU seconds the run's algorithms (``run_many``) take over all its cells, estimated from ``k`` chunks per
     dataset variant run in this process after one warm-up chunk (data loading and one-off set-up excluded), scaled
@@ -437,6 +467,249 @@ def algorithm_floor(exp, k: int = 5) -> float:
         all_cells = sum(runner._chunk_cells(exp, c) for c in cs)
         total += spent / max(cells, 1) * all_cells
     return total
+
+
+def _min_cpu(f, repeats: int = 3) -> float:
+    """Smallest CPU time of ``repeats`` calls of ``f`` (this process)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        f()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
+@functools.cache
+def dca_unit_costs(d: int = 10, M: int = 10) -> dict[str, float]:
+    """CPU seconds per unit of the DCA family's arithmetic, each as one call on a large array (no Python loop):
+    ``normal`` per standard normal, ``mask`` per uniform ring word (PCG64 ``random_raw``), ``ring`` per client
+    message word (encoding z + η in Z/2^64, the M-th share, the Compute sums), ``terms`` per unique term
+    x_j x_k / x_j y of a client (``dlr.unique_terms``), ``solve/d`` per batched posterior solve of d coefficients
+    (5,000 systems a call), ``aes`` per byte encrypted and decrypted with AES-256-GCM (64 KiB messages)."""
+    from dpexp.families.dca.algorithms.dlr import n_terms, unique_terms
+    from dpexp.families.dca.protocol.fixed_point import FixedPoint, ring_sum
+
+    rng = np.random.default_rng(0)
+    n = 1 << 20
+    fp = FixedPoint(32)
+    p = n_terms(d)
+    clients = max(1, (256 << 10) // (8 * M * p))           # a cache-sized block of messages, as run_trials
+    msgs = rng.integers(0, 2**63, size=(M, clients, p), dtype=np.uint64)
+    vals = rng.uniform(-1, 1, (clients, p))
+    reps = max(1, n // (clients * p))
+
+    def ring():
+        for _ in range(reps):
+            enc = fp.encode(vals)
+            np.negative(ring_sum(msgs[: M - 1], axis=0), out=msgs[M - 1])
+            msgs[0] += enc
+            ring_sum(msgs, axis=1)
+    X, y = rng.uniform(-1, 1, (n // p, d)), rng.uniform(-1, 1, n // p)
+    S = rng.normal(size=(5_000, d, d))
+    S = S @ np.swapaxes(S, -1, -2) + np.eye(d)
+    r = rng.normal(size=(5_000, d, 1))
+    g = np.random.Generator(np.random.PCG64(1))
+    out = {"normal": _min_cpu(lambda: g.standard_normal(n)) / n,
+           "mask": _min_cpu(lambda: g.bit_generator.random_raw(n)) / n,
+           "ring": _min_cpu(ring) / (reps * clients * p * M),
+           "terms": _min_cpu(lambda: unique_terms(X, y)) / (X.shape[0] * p),
+           f"solve/{d}": _min_cpu(lambda: np.linalg.solve(S, r)) / 5_000}
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        aes, msg = AESGCM(bytes(32)), bytes(64 << 10)
+
+        def enc_dec():
+            for i in range(16):
+                aes.decrypt(i.to_bytes(12, "little"), aes.encrypt(i.to_bytes(12, "little"), msg, None), None)
+        out["aes"] = _min_cpu(enc_dec) / (16 * len(msg))
+    except ImportError:
+        out["aes"] = 0.0
+    return out
+
+
+def dca_cell_work(name: str, params, N: int, d: int, trials: int, M: int = 10) -> dict[str, float]:
+    """Units of arithmetic (``dca_unit_costs``' keys) of one cell of DCA algorithm ``name`` on N clients, d
+    features, ``trials`` trials: its releases (the clients' terms, the noise, for ddp the M shares of every client
+    word) and its posterior solves.  ``dca_timing`` is one round of N d-vectors (+ AES-GCM of every message)."""
+    from dpexp.families.dca.algorithms.dlr import n_terms
+
+    w: dict[str, float] = {}
+
+    def add(k, v):
+        w[k] = w.get(k, 0.0) + v
+    if name == "dca_timing":
+        M = int(getattr(params, "n_compute", M))
+        add("normal", N * d)
+        add("mask", (M - 1) * N * d)
+        add("ring", M * N * d)
+        if getattr(params, "encrypt", False):
+            add("aes", 8 * M * N * d)
+        return w
+    p = n_terms(d)
+    M = int(getattr(params, "n_compute", M))
+    rounds = [p] if name in ("np", "ta", "ddp", "input_perturbation") else [d + 1, p]
+    for q in rounds:
+        per = trials if name.endswith("_proj") and q == p else 1   # a projected round clips each trial's data
+        add("terms", per * N * q)
+        if name.startswith("ddp"):
+            add("normal", trials * N * q)
+            add("mask", trials * (M - 1) * N * q)
+            add("ring", trials * M * N * q)
+        elif name != "np":
+            add("normal", trials * q)
+    add(f"solve/{d}", 1 if name == "np" else trials)
+    return w
+
+
+def dca_floor(exp, k: int = 3) -> float:
+    """The DCA family's floor: Σ over the run's cells of their arithmetic (``dca_cell_work``) at its measured unit
+    costs (``dca_unit_costs``).  The cells' client counts N and dimensions come from ``k`` chunks per dataset
+    variant whose splits are made in this process (the algorithms are not run), scaled by cells."""
+    from dpexp import runner
+
+    chunks = runner.plan_chunks(exp)
+    total = 0.0
+    for di, dv in enumerate(exp.datasets):
+        cs = [c for c in chunks if c.dataset == di]
+        pick = [cs[int(i * (len(cs) - 1) / max(k - 1, 1))] for i in range(min(k, len(cs)))]
+        seen: list = []
+        saved = runner._outputs
+
+        def record(exp_, av, splits, ledgers, epsilon, delta):
+            seen.append((av, splits))
+            return [None] * len(splits)
+        runner._outputs = record
+        try:
+            for c in pick:
+                try:
+                    runner.compute_chunk(exp, c, exp.spec.seed)
+                except Exception:   # outputs of None make no rows: only the splits are wanted here
+                    pass
+        finally:
+            runner._outputs = saved
+        cost, cells = 0.0, 0
+        for av, splits in seen:
+            for sp in splits:
+                if not hasattr(sp, "X_private"):
+                    continue
+                meta = getattr(sp, "meta", {}) or {}
+                if av.name == "dca_timing":
+                    N, d = int(meta["n_clients"]), int(meta["dim"])
+                else:
+                    N, d = sp.X_private.shape
+                units = dca_unit_costs(d if av.name != "dca_timing" else 10)
+                work = dca_cell_work(av.name, av.instance.params, N, d, exp.spec.trials)
+                cost += sum(units.get(key, units.get("solve/10", 0.0)) * v for key, v in work.items()
+                            if not key.startswith("solve")) + sum(
+                    dca_unit_costs(int(key.split("/")[1]))[key] * v for key, v in work.items() if key.startswith("solve"))
+                cells += 1
+        all_cells = sum(runner._chunk_cells(exp, c) for c in cs)
+        total += cost / max(cells, 1) * all_cells
+    return total
+
+
+def config_family(exp) -> str:
+    """The family of a config's algorithms (one family per config: "gdsc", "slr", "dca"; "mixed" otherwise)."""
+    fams = {av.instance.family for av in exp.algorithms}
+    return fams.pop() if len(fams) == 1 else "mixed"
+
+
+def config_floor(exp) -> tuple[float, str]:
+    """(floor seconds, what it is) of a config by its family (docs/performance.md, "The floor of every config"):
+    gdsc — the batched-fit floor (``fit_floor``); dca — the arithmetic of its releases and solves (``dca_floor``);
+    slr and any other — the CPU inside its algorithms' ``run_many`` (``algorithm_floor``)."""
+    fam = config_family(exp)
+    if fam == "gdsc":
+        floor, _, other = fit_floor(exp, once=True)
+        return floor, "batched fits" + (f" ({sum(other.values()):,} cells of no fit kind excluded)" if other else "")
+    if fam == "dca":
+        return dca_floor(exp), "release + solve arithmetic"
+    return algorithm_floor(exp), "inside run_many"
+
+
+class ConfigTiming:
+    """One config of the ``--configs`` run: its family, wall and CPU seconds (all its processes), floor, the peak
+    RSS of each of its processes (name, bytes), and the wall of its plot."""
+
+    def __init__(self, name: str, family: str, wall: float, cpu: float, floor: float, floor_kind: str,
+                 peaks: list[tuple[str, int]], plot: float = 0.0, error: str = "") -> None:
+        self.name, self.family, self.wall, self.cpu, self.floor = name, family, wall, cpu, floor
+        self.floor_kind, self.peaks, self.plot, self.error = floor_kind, peaks, plot, error
+
+    @property
+    def ratio(self) -> float:
+        """CPU-seconds of all the run's processes / its one-core floor (inf without a floor)."""
+        return self.cpu / self.floor if self.floor > 0 else float("inf")
+
+
+def ranked(timings: list[ConfigTiming]) -> list[ConfigTiming]:
+    """The configs slowest relative to their floor first (no floor: first of all; then by CPU ratio, then name)."""
+    return sorted(timings, key=lambda t: (-t.ratio, t.name))
+
+
+def format_table(timings: list[ConfigTiming], total_wall: float, plots: float, report: float) -> list[str]:
+    """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the totals."""
+    lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
+             f"{'plot s':>7s} {'peak RSS MiB (each process)':s}"]
+    for t in ranked(timings):
+        rss = ", ".join(f"{name} {b / 2**20:.0f}" for name, b in sorted(t.peaks, key=lambda x: -x[1]))
+        ratio = f"{t.ratio:9.1f}" if t.ratio != float("inf") else f"{'-':>9s}"
+        lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {t.floor:8.2f} {ratio} "
+                     f"{t.plot:7.1f} {rss}" + (f"  ({t.error})" if t.error else ""))
+    runs = sum(t.wall for t in timings)
+    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + plots {plots:.1f} s + report {report:.1f} s"
+                 f" (+ {max(total_wall - runs - plots - report, 0.0):.1f} s of floors and set-up, not part of "
+                 f"`make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; largest process "
+                 f"{max((b for t in timings for _, b in t.peaks), default=0) / 2**20:.0f} MiB")
+    return lines
+
+
+def cli_step(args: list[str]) -> float:
+    """Wall seconds of one ``dpexp`` command (plot, report) run quietly; raises SystemExit if it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"dpexp {args[0]} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+    return time.perf_counter() - t0
+
+
+def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, timeout: float | None) -> None:
+    """``make figures`` as one measured run (``--configs all``): every config run into work/results/<name> and
+    plotted into work/figures/<name>, then the report; per config its wall, the CPU of all its processes, its
+    floor (``config_floor``, measured in this process before the run), the ratio, the peak RSS of each process and
+    the plot time, ranked by ratio (``format_table``)."""
+    t_all = time.perf_counter()
+    res, figs = work / "results", work / "figures"
+    timings: list[ConfigTiming] = []
+    plots = 0.0
+    for item in names:
+        name, _, r = item.partition(":")          # NAME:R: R repeats instead of the config's (or its fast ones)
+        cfg = REPO / "configs" / f"{name}.yaml"
+        extra = (["--fast"] if fast else []) + (["--repeats", r] if r else [])
+        exp = load_fast(cfg) if fast else load(cfg, [])
+        if r:
+            exp = load(cfg, extra) if not fast else _with_repeats(cfg, int(r))
+        floor, kind = config_floor(exp)
+        cpu_by: dict[int, float] = {}
+        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall, pk, polled = timed_run(cfg, res / name, how, extra, timeout, cpu_by=cpu_by)
+        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # all processes of the run: the reaped ones (the run and the workers it waited for), or what was polled
+        cpu = max(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, polled)
+        t = ConfigTiming(name, config_family(exp), wall, cpu, floor, kind, [(n, b) for n, b in pk.values()])
+        if wall == float("inf"):
+            t.error = f"stopped after {timeout:.0f} s"
+        else:
+            t.plot = cli_step(["plot", str(res / name), "--out", str(figs / name)])
+            plots += t.plot
+        timings.append(t)
+        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {floor:7.2f} s ({kind}), plot "
+              f"{t.plot:.1f} s", flush=True)
+    report = cli_step(["report", str(res), "--figures", str(figs), "--out", str(work / "report")])
+    for line in format_table(timings, time.perf_counter() - t_all, plots, report):
+        print(line)
 
 
 def host_phase_warnings(floor_before: float, floor_after: float, estimate: float, run_per_cell: float,
@@ -512,6 +785,7 @@ def main() -> None:
                                                                "NAME:R runs R repeats and scales)")
     ap.add_argument("--timeout", type=float, default=None, help="stop a --configs run after this many seconds")
     ap.add_argument("--skip-gdsc", action="store_true", help="only the --slr / --configs parts")
+    ap.add_argument("--fast", action="store_true", help="--configs: each config's `fast:` section (dpexp run --fast)")
     a = ap.parse_args()
     how = ["--cluster", a.cluster] if a.cluster else ["--jobs", str(a.jobs)]
     extra = ["--repeats", str(a.repeats)] if a.repeats else []
@@ -520,7 +794,8 @@ def main() -> None:
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                "?") if Path("/proc/cpuinfo").exists() else "?"
     print(f"machine: {os.cpu_count()} cores ({cpu}), load average {load1:.1f} at the start; runs with "
-          f"{' '.join(how)}" + (f", --repeats {a.repeats}" if a.repeats else " (full scale)"), flush=True)
+          f"{' '.join(how)}" + (f", --repeats {a.repeats}" if a.repeats else " --fast" if a.fast else " (full scale)"),
+          flush=True)
     try:
         from dpexp.errors import UserError
 
@@ -542,29 +817,9 @@ def main() -> None:
                   f"{max(h for _, h in pk.values()) / 2**20:.0f} MiB", flush=True)
         names = [p.stem for p in sorted((REPO / "configs").glob("*.yaml"))] if a.configs == ["all"] else a.configs
         if names:
-            print(f"full runs of configs ({' '.join(how)}; NAME:R = R repeats, the full run estimated as wall x "
-                  f"repeats / R, fixed costs included, so an over-estimate):", flush=True)
-            times = []
-            for item in names:
-                name, _, r = item.partition(":")
-                cfg = REPO / "configs" / f"{name}.yaml"
-                full_r = load(cfg, []).spec.repeats
-                w, pk, _ = timed_run(cfg, work / name, how, ["--repeats", r] if r else extra, a.timeout)
-                worst = max(h for _, h in pk.values()) if pk else 0
-                if w == float("inf"):
-                    print(f"  {name:24s} stopped after {a.timeout:.0f} s (not finished)", flush=True)
-                    times.append((float("inf"), name))
-                    continue
-                est = w * full_r / int(r) if r else w
-                times.append((est, name))
-                how_run = f"{r} of {full_r} repeats: {w:7.1f} s -> full run ~ {est:7.0f} s (estimate)" if r else \
-                    f"full run: {w:7.1f} s"
-                print(f"  {name:24s} {how_run}   peak RSS of its largest process {worst / 2**20:6.0f} MiB",
-                      flush=True)
-                shutil.rmtree(work / name, ignore_errors=True)
-            done = [(t, n) for t, n in times if t != float("inf")]
-            print(f"{len(done)} configs: {sum(t for t, _ in done):.0f} s (measured and estimated); slowest: "
-                  + ", ".join(f"{n} {t:.0f} s" for t, n in sorted(done, reverse=True)[:5]))
+            print(f"make figures as one measured run ({len(names)} configs, {' '.join(how)}"
+                  f"{', --fast' if a.fast else ', full scale'}; results, figures and report in {work}):", flush=True)
+            bench_figures(names, work, how, a.fast, a.timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -55,6 +55,7 @@ which warns for ε ≥ 1); the choice is recorded in every result as the extra `
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Literal
@@ -64,7 +65,7 @@ from pydantic import Field
 
 from dpexp import cache
 from dpexp.audit.plan import AuditPlan
-from dpexp.components import Algorithm, Params, Reference
+from dpexp.components import Algorithm, BatchedAlgorithm, Params, Reference
 from dpexp.errors import UserError
 from dpexp.families.dca.audit import (AUDIT_DELTA, FIXED_OMEGA, bounded_clients, bounded_clients_outliers,
                                       released_sums)
@@ -86,16 +87,24 @@ def n_terms(d: int) -> int:
     return d * (d + 1) // 2 + d
 
 
+@functools.cache
+def _triu(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.triu_indices(d)``, made once per d (read-only)."""
+    iu, ju = np.triu_indices(d)
+    iu.flags.writeable = ju.flags.writeable = False
+    return iu, ju
+
+
 def unique_terms(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per-client query vectors (…, n, d(d+1)/2 + d): x_j x_k for j ≤ k (row-major upper triangle), then x_j y."""
     d = X.shape[-1]
-    iu, ju = np.triu_indices(d)
+    iu, ju = _triu(d)
     return np.concatenate([X[..., iu] * X[..., ju], X * y[..., None]], axis=-1)
 
 
 def terms_to_stats(v: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of summing ``unique_terms``: (…, p) → symmetric XX (…, d, d) and Xy (…, d)."""
-    iu, ju = np.triu_indices(d)
+    iu, ju = _triu(d)
     m = iu.size
     XX = np.zeros(v.shape[:-1] + (d, d))
     XX[..., iu, ju] = v[..., :m]
@@ -490,7 +499,7 @@ def _bounds(params: Params, split: Split, need_y: bool = True) -> tuple[float, f
     return out[0], out[1]
 
 
-class _DLRBase(Algorithm):
+class _DLRBase(BatchedAlgorithm):
     family = "dca"
     neighbouring = "replace-one"
     requires_delta = True   # Gaussian mechanism: a config with delta = 0 is rejected before any work
@@ -500,8 +509,39 @@ class _DLRBase(Algorithm):
     setting = "ta"
     project = False
 
-    def run(self, split: Split, epsilon: float, delta: float, ledger, trials: int = 1) -> Output:
-        ledger = as_ledger(ledger)
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1
+                 ) -> list[Output | Exception]:
+        """Every split's releases (its own ledger and noise stream, in split order: a split's draws do not depend
+        on the others), then one batched posterior solve and prediction over all splits × trials (``fit_predict``
+        on the stacked statistics; splits with test sets of another size in a batch of their own).  A split that
+        fails returns its exception in its place."""
+        released: list = []
+        for split, ledger in zip(splits, ledgers):
+            try:
+                released.append(self._release(split, epsilon, delta, as_ledger(ledger), trials))
+            except Exception as exc:  # recorded per cell
+                released.append(exc)
+        ok = [i for i, r in enumerate(released) if not isinstance(r, Exception)]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in ok:
+            groups.setdefault(np.shape(splits[i].X_test), []).append(i)
+        out: list[Output | Exception] = list(released)
+        d_p = self.params
+        for idx in groups.values():
+            XX = np.stack([released[i][0] for i in idx])
+            Xy = np.stack([released[i][1] for i in idx])
+            Xt = np.stack([np.asarray(splits[i].X_test, float) for i in idx])
+            mu = fit_predict(XX, Xy, np.zeros((0, XX.shape[-1])), d_p.lam, d_p.lam0, d_p.solver)[0]
+            pred = mu @ np.swapaxes(Xt, -1, -2)                                  # (splits, trials, n_test)
+            pred = np.where(np.all(np.isfinite(pred), axis=-1, keepdims=True), pred, np.nan)
+            for j, i in enumerate(idx):
+                _, _, extras, ledger = released[i]
+                out[i] = Output(predictions=pred[j], extras=extras, guarantee=ledger.guarantee())
+        return out
+
+    def _release(self, split: Split, epsilon: float, delta: float, ledger, trials: int):
+        """The split's DP statistics (XX (trials, d, d), Xy (trials, d)), its extras and its ledger: the module
+        docstring's rounds, drawn through ``ledger``."""
         p = self.params
         X, y = np.asarray(split.X_private, float), np.asarray(split.y_private, float)
         N, d = X.shape
@@ -565,19 +605,16 @@ class _DLRBase(Algorithm):
                                      label="statistics round", **kw)
                 sig = float(np.atleast_1d(sig)[-1])   # σ_std of the last trial (the one number recorded before)
                 XX, Xy = terms_to_stats(v, d)
-                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
             else:
                 Z = unique_terms(Xc, yc)
                 v, sig = release_sum(Z, ss_sensitivity(cx, cy, d), epsilon, delta, self.setting, ledger, trials,
                                      p.calibration, value_bound=float(max(cx, cy)) ** 2 * 2, label="statistics",
                                      **kw)
                 XX, Xy = terms_to_stats(v, d)
-                pred = fit_predict(XX, Xy, split.X_test, p.lam, p.lam0, p.solver)[1]
         extras["sigma_std"] = float(sig)
         if self.setting == "ddp":
             extras["noise_factor"] = noise_factor(N, p.n_faulty)
-        pred = np.where(np.all(np.isfinite(pred), axis=-1, keepdims=True), pred, np.nan)
-        return Output(predictions=pred, extras=extras, guarantee=ledger.guarantee())
+        return XX, Xy, extras, ledger
 
 
 @register_algorithm

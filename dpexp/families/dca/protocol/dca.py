@@ -53,6 +53,8 @@ from dpexp.privacy.noise import SecureNoise, SeededNoise, as_noise, is_secure
 MODES = ("seeded", "secure")
 #: number of standard deviations of noise allowed for in the configuration-time overflow check (P ≈ 3.6e-33).
 NOISE_TAIL_SIGMAS = 12.0
+#: bytes of client messages ``DCA.run_trials`` builds at a time (a few clients' M shares: stays in cache)
+MESSAGE_BYTES = 256 << 10
 
 
 # --------------------------------------------------------------------------------------------------- client data
@@ -115,12 +117,25 @@ class SeededRandomness:
 
     def masks_into(self, chunk: int, out: np.ndarray) -> None:
         """Fill the uint64 array ``out`` with uniform ring elements."""
-        flat = out.reshape(-1)
-        flat[:] = self._gen(chunk, 1).bit_generator.random_raw(flat.size)
+        self.mask_filler(chunk)(out)
+
+    def mask_filler(self, chunk: int):
+        """A function that fills uint64 arrays with the successive words of chunk ``chunk``'s mask stream (the
+        first call's words are those of ``masks_into``)."""
+        raw = self._gen(chunk, 1).bit_generator.random_raw
+
+        def fill(out: np.ndarray) -> None:
+            out.reshape(-1)[:] = raw(out.size)
+        return fill
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
         """The clients' share of the distributed Gaussian noise (Alg. 1, step 1) for chunk ``chunk``."""
-        return SeededNoise(self._gen(chunk, 0)).standard_normal(shape)
+        return self.normal_stream(chunk)(shape)
+
+    def normal_stream(self, chunk: int):
+        """A function ``shape -> draws`` giving the successive standard normals of chunk ``chunk``'s noise stream:
+        calls of (a, d) then (b, d) give the rows of one ``normal(chunk, (a + b, d))``."""
+        return SeededNoise(self._gen(chunk, 0)).standard_normal
 
     def key(self, k: int) -> bytes:
         return self._gen(k, 2).bytes(32)
@@ -142,9 +157,15 @@ class SecureRandomness:
         flat = out.reshape(-1)
         flat[:] = np.frombuffer(os.urandom(8 * flat.size), dtype=np.uint64)
 
+    def mask_filler(self, chunk: int):
+        return lambda out: self.masks_into(chunk, out)
+
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
         """The clients' noise from the OS CSPRNG (``SecureNoise``: inverse CDF of 52-bit uniforms)."""
         return np.asarray(self.noise.standard_normal(shape), dtype=float).reshape(shape)
+
+    def normal_stream(self, chunk: int):
+        return lambda shape: self.normal(chunk, shape)
 
     def key(self, k: int) -> bytes:
         return os.urandom(32)
@@ -380,21 +401,29 @@ class DCA:
             rand = (SeededRandomness.block(gen, B) if self.mode == "seeded" else [SecureRandomness(_secure_source(rng))] * B)
             Zb = Z if Z.ndim == 2 else Z[t0:t1]
             acc = np.zeros((M, B, d), dtype=np.uint64)          # each Compute's running sum, per trial
+            # clients in sub-blocks of at most MESSAGE_BYTES of messages (cache-sized: nothing large is allocated
+            # and freed per chunk); every stream is read in order, so the draws are those of whole chunks
+            sub = max(1, MESSAGE_BYTES // (8 * M * B * max(d, 1)))
             for j0 in range(0, N, chunk):
                 j1 = min(N, j0 + chunk)
                 j = j0 // chunk
-                rows = np.broadcast_to(Zb[..., j0:j1, :], (B, j1 - j0, d))
-                noise = np.stack([r.normal(j, (j1 - j0, d)) for r in rand])           # clients' noise shares
-                vals = rows + sig[t0:t1, None, None] * noise                          # z_i + η_i (Alg. 1 step 1)
-                enc = self.fp.encode(vals, n_terms=N)
-                # m_{i,k} (step 2): M − 1 uniform masks per client and trial, the last share makes them sum to 0; the
-                # masks cancel exactly in the ring, so one stream per block (the block's first trial's mask stream)
-                # serves all its trials without changing any total
-                msgs = np.empty((M, B, j1 - j0, d), dtype=np.uint64)
-                rand[0].masks_into(j, msgs[: M - 1])
-                np.negative(ring_sum(msgs[: M - 1], axis=0), out=msgs[M - 1])
-                msgs[0] += enc
-                acc += ring_sum(msgs, axis=2)                                         # Compute sums (step 3)
+                normals = [r.normal_stream(j) for r in rand]                          # one per trial
+                # the masks cancel exactly in the ring, so one stream per block (the block's first trial's mask
+                # stream) serves all its trials without changing any total
+                fill = rand[0].mask_filler(j)
+                for i0 in range(j0, j1, sub):
+                    i1 = min(j1, i0 + sub)
+                    shape = (i1 - i0, d)
+                    noise = normals[0](shape)[None] if B == 1 else np.stack([f(shape) for f in normals])
+                    noise *= sig[t0:t1, None, None]
+                    noise += Zb[..., i0:i1, :]                                        # z_i + η_i (Alg. 1 step 1)
+                    enc = self.fp.encode(noise, n_terms=N)
+                    # m_{i,k} (step 2): M − 1 uniform masks per client and trial, the last share makes them sum to 0
+                    msgs = np.empty((M, B, i1 - i0, d), dtype=np.uint64)
+                    fill(msgs[: M - 1])
+                    np.negative(ring_sum(msgs[: M - 1], axis=0), out=msgs[M - 1])
+                    msgs[0] += enc
+                    acc += ring_sum(msgs, axis=2)                                     # Compute sums (step 3)
             out[t0:t1] = self.fp.decode(ring_sum(acc, axis=0))                        # aggregator
         return out
 

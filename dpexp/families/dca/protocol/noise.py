@@ -21,6 +21,7 @@ the relation of the paper (§3.1: "the two data sets have the same number of sam
 
 from __future__ import annotations
 
+import functools
 import math
 
 from dpexp.errors import UserError
@@ -35,7 +36,14 @@ def sigma_std(sensitivity: float, epsilon: float, delta: float, calibration: str
     ``PrivacyCalibrationWarning``; the ledger then records its true δ)."""
     if calibration not in CALIBRATIONS:
         raise UserError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
-    return gaussian_sigma(sensitivity, epsilon, delta, calibration)
+    if calibration == "analytic":          # a root-find; the same (Δ₂, ε, δ) recurs in every cell of a curve
+        return _analytic_sigma(float(sensitivity), float(epsilon), float(delta))
+    return gaussian_sigma(sensitivity, epsilon, delta, calibration)   # warns at ε >= 1 on every call: not cached
+
+
+@functools.lru_cache(maxsize=4096)
+def _analytic_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    return gaussian_sigma(sensitivity, epsilon, delta, "analytic")
 
 
 def noise_factor(n_clients: int, n_faulty: int = 0) -> float:
