@@ -209,7 +209,7 @@ class _DPGD(Algorithm):
                 pred = Pj[:, :1] + (xs[None, :] - 0.25) * 2.0 * (Pj[:, 1:] - Pj[:, :1])
                 try:
                     out[i] = Output(predictions=pred, guarantee=self.guarantee(ledger, delta))
-                except Exception as exc:
+                except Exception as exc:  # recorded per cell (e.g. its spend over the asked budget)
                     out[i] = exc
         return out
 
