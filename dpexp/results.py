@@ -543,7 +543,7 @@ class ChunkRecords:
         # per variant and target, the subsets' (names, subset, variant, ε, δ) fields and their texts
         self._befores: dict[tuple[Any, ...], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
         # the same followed by one guarantee's columns (per variant, target and guarantee object)
-        self._guaranteed: dict[tuple[Any, ...], tuple[list[tuple[Any, ...]], list[bytes]]] = {}
+        self._guaranteed: dict[tuple[Any, ...], tuple[Any, ...]] = {}   # (and their evaluation rows')
         self._sizes: dict[tuple[Any, ...], tuple[list[tuple[Any, ...]], list[bytes]]] = {}   # by ``tail``
 
     def add(self, group: CellGroup) -> None:
@@ -583,7 +583,25 @@ class ChunkRecords:
                                    [b + c[2] + sn for b, c, sn in zip(bt, cols, seen_texts)],
                                    [c[3][t] for c in cols]))
         vals, keys = group.values, group.seed_keys
-        if len(per_target) == 1:   # the usual: one record per cell, made by ``zip`` in C
+        runs = self._evaluation_runs(vals) if self.evaluation and one else None
+        if runs is None and self.evaluation:   # marked after the fact (``mark_evaluation``): rare groups
+            made = list(itertools.chain.from_iterable(zip(*(zip(heads, vals, keys, texts, groups)
+                                                            for heads, texts, groups in per_target))))
+            self.records.extend(mark_evaluation(self.evaluation, made))
+        elif runs:   # each cell's rows cut into runs of release and evaluation metrics, a record per run
+            col = hits[id(g0)]
+            parts = []
+            for t, (e, d) in enumerate(group.targets):
+                heads, texts, groups = per_target[t]
+                for start, stop, is_eval in runs:
+                    cut = [v[start:stop] for v in vals]
+                    if is_eval:
+                        eh, et, eg = self._evaluation_heads(variant, e, d, col, seen, seen_texts)
+                        parts.append(zip(eh, cut, keys, et, [eg] * len(vals)))
+                    else:
+                        parts.append(zip(heads, cut, keys, texts, groups))
+            self.records.extend(itertools.chain.from_iterable(zip(*parts)))
+        elif len(per_target) == 1:   # the usual: one record per cell, made by ``zip`` in C
             heads, texts, groups = per_target[0]
             self.records.extend(zip(heads, vals, keys, texts, groups))
         else:                      # a non-private variant under several targets: a cell's records in turn
@@ -591,8 +609,47 @@ class ChunkRecords:
                                                                     for heads, texts, groups in per_target))))
 
     def done(self) -> list[Record]:
-        """The records made, with the rows of evaluation metrics marked (``mark_evaluation``)."""
-        return mark_evaluation(self.evaluation, self.records)
+        """The records made, the rows of evaluation metrics marked (``mark_evaluation``'s records, group by group)."""
+        return self.records
+
+    def _evaluation_runs(self, vals: list[list[tuple[str, float, str]]]) -> list[tuple[int, Any, bool]] | None:
+        """Where ``mark_evaluation`` cuts every cell's rows of a group, as (start, stop, is evaluation) slices:
+        [] when no row is an evaluation metric's; None when the cut can differ between cells (a failed cell, or an
+        evaluation metric last with extras after it on some cells), for ``mark_evaluation`` itself.  A
+        group's cells are scored with the same metrics in the same order (``runner._metric_table``), then their
+        own extras, which no evaluation metric labels: the cuts are the first cell's, the last run open-ended."""
+        if any([v[0][2] for v in vals if v]) or not all(vals):   # an error first: maybe a failed cell
+            return None
+        flags = [m in self.evaluation for m, _, _ in vals[0]]
+        if not any(flags):
+            return []
+        if flags[-1] and any([len(v) != len(flags) for v in vals]):
+            return None
+        runs, start = [], 0
+        for i in range(1, len(flags)):
+            if flags[i] != flags[start]:
+                runs.append((start, i, flags[start]))
+                start = i
+        runs.append((start, None, flags[start]))
+        return runs
+
+    def _evaluation_heads(self, variant: tuple[Any, ...], e: Any, d: Any, col: tuple[Any, ...],
+                          seen: list[tuple[Any, ...]], seen_texts: list[bytes]
+                          ) -> tuple[list[tuple[Any, ...]], list[bytes], tuple[Any, ...]]:
+        """The heads, texts and summary fields of the evaluation rows of a group whose cells carry one guarantee
+        (``col``: it, its columns, their text, ...): the guarantee columns replaced by ``evaluation_columns``, as
+        ``mark_evaluation`` makes them; the part before the sizes made once per chunk per variant, target and
+        guarantee."""
+        key = ("evaluation", variant, e, d, id(col[0]))
+        got = self._guaranteed.get(key)
+        if got is None:   # ``_by_guarantee`` holds the guarantee while the chunk's rows are made
+            ecol = evaluation_columns(col[1])
+            befores, bt = self._before(variant, e, d)
+            etext = head_text(ecol)
+            got = self._guaranteed[key] = ([(*b, *ecol) for b in befores], [b + etext for b in bt],
+                                           (*self.names[1:], *variant, e, d, *ecol))
+        bg, bgt, summary = got
+        return list(map(operator.add, bg, seen)), list(map(operator.add, bgt, seen_texts)), summary
 
     def _before(self, variant: tuple[Any, ...], e: Any, d: Any) -> tuple[list[tuple[Any, ...]], list[bytes]]:
         """The heads' fields before the guarantee columns of a variant's cells under one target (names, subset,

@@ -729,3 +729,53 @@ def test_outputs_of_a_group_without_failed_splits_equal_the_placed_ones():
             [str(o) if isinstance(o, Exception) else o for o in placed[1:]]
     assert got[0] is got[2] and str(got[0]) == "bug"
     assert runner._outputs(exp, SimpleNamespace(instance=Algo("raise")), [], [], 0.5, 0.0) == []
+
+
+@pytest.mark.parametrize("metrics", [("spearman", "wpc", "n"), ("wpc", "spearman"), ("spearman", "wpc")])
+def test_chunk_records_evaluation_rows_equal_marking_after_the_fact(tmp_path, metrics):
+    """``ChunkRecords`` with evaluation metrics cuts each cell's rows into runs while it makes them (heads, texts
+    and summary tuples made once per chunk); its records give what ``mark_evaluation`` gives of the unmarked
+    records: the same CSV and privacy summary, row for row — an evaluation metric first, between others or last
+    (with extras on only some cells), several targets, a failed cell and a group of mixed guarantees."""
+    from dpexp import spec
+    from dpexp.privacy.guarantee import Guarantee
+
+    exp = spec.load(_small_config(tmp_path, repeats=1, n_private=[20], privacy={"epsilon": [1.0]},
+                                  algorithms=[{"name": "lr"}]), [], None)
+    statement = exp.datasets[0].instance.preprocessing()
+    names, subsets = ("s", "honkela_synthetic", "d=3"), ("a", "b", "c")
+    g, other = Guarantee.pure(1.0), Guarantee.pure(0.5)
+
+    def cell(k, fail=False, extras=0):
+        vals = [(m, float("nan") if fail else 0.25 * k + i, "boom" if fail else "") for i, m in enumerate(metrics)]
+        return vals + [(f"x{j}", float(j), "") for j in range(extras)]
+
+    seen = [(20, 5, 10, 3)] * 3
+    groups = [
+        results.CellGroup(("plr", "P", "eps"), [(1.0, 0.0)], [g] * 3, [cell(0), cell(1, extras=2), cell(2)], seen,
+                          (0, 1, 20, 5, 10), ["k0", "k1", "k2"]),
+        results.CellGroup(("lr", "L", ""), [(1.0, 0.0), (2.0, 1e-6)], [g] * 3, [cell(3), cell(4), cell(5)], seen,
+                          (0, 1, 20, 5, 10), ["", "", ""]),
+        results.CellGroup(("plr", "P", "eps"), [(2.0, 0.0)], [g, other, g], [cell(6), cell(7, fail=True), cell(8)],
+                          seen, (0, 1, 20, 5, 10), ["k6", "k7", "k8"]),
+        results.CellGroup(("plr", "P", "eps"), [(0.5, 0.0)], [g] * 3, [cell(9), cell(10, fail=True), cell(11)],
+                          seen, (0, 1, 20, 5, 10), ["k9", "k10", "k11"]),
+    ]
+    plain, marked = results.ChunkRecords(names, subsets, statement), results.ChunkRecords(names, subsets, statement,
+                                                                                         {"wpc"})
+    for grp in groups:
+        plain.add(grp)
+        marked.add(grp)
+    want = results.mark_evaluation({"wpc"}, plain.done())
+    got = marked.done()
+    assert len(got) == len(want) > len(plain.done())
+    fast = [r for r in got if r[2] in ("k0", "k1", "k2", "")]   # the groups cut while made: heads with texts
+    if metrics[-1] == "wpc":   # evaluation last, extras on one cell: marked after the fact (3-tuples)
+        fast = [r for r in fast if r[2] == ""]
+    assert fast and all(len(r) == 5 for r in fast) and len(fast) == {"n": 27, "spearman": 18, "wpc": 12}[metrics[-1]]
+    assert [(r[0], r[1], r[2]) for r in got] == [(r[0], r[1], r[2]) for r in want]
+    assert results.records_to_csv(got) == results.records_to_csv([r[:3] for r in want])
+    assert results.records_summary(got) == results.records_summary([r[:3] for r in want])
+    for head, _, _, text, group in fast:
+        assert text == results.head_text(head) and group == results.summary_fields(head)
+    assert any("evaluation against private data" in str(r[0]) for r in got)
