@@ -395,6 +395,7 @@ class Metric:
         """The metric of every (output, split) pair — the cells of one algorithm and budget in a chunk.
 
         Override to vectorise over cells; the values must equal ``[self(o, s) ...]`` exactly (to the bit), so results
-        never depend on how cells are grouped.  If it raises, the runner scores the cells one by one to tell which
-        failed."""
+        never depend on how cells are grouped.  Raise ``errors.NotBatchable`` to decline (the runner then scores the
+        cells one by one, each with its own error); any other exception fails the metric in every cell of the call,
+        with its message."""
         return [float(self(o, s)) for o, s in zip(outputs, splits)]

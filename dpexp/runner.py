@@ -426,8 +426,9 @@ class _SplitFailure:
 def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
                   ) -> list[list[tuple[str, float, str]]]:
     """``_metric_values`` of every cell of a group (one algorithm variant and budget over the chunk's subsets), each
-    metric scored over all of them at once (``Metric.many``: per-cell overhead was most of a GDSC cell's cost); a
-    ``many`` that raises is retried cell by cell, so a failure stays with its cell."""
+    metric scored over all of them at once (``Metric.many``: per-cell overhead was most of a GDSC cell's cost).  A
+    ``many`` that declines (``NotBatchable``) is scored cell by cell, so a failure stays with its cell; one that
+    raises anything else fails that metric in every cell of the call, with its message."""
     good = [i for i, o in enumerate(outputs) if not isinstance(o, Exception)]
     outs, sps = outputs, splits          # the cells that have an output (all of them, usually), one list each
     if len(good) < len(outputs):
@@ -440,8 +441,11 @@ def _metric_table(exp: ResolvedExperiment, outputs: list[Any], splits: list[Any]
                 if len(got) != len(good):
                     raise ValueError(f"{label}.many returned {len(got)} values for {len(good)} cells")
                 vals = [(label, float(v), "") for v in got]
-            except Exception:   # cell by cell: each failing cell records its own error, counted in the manifest
+            except NotBatchable:   # declined on its stated preconditions: cell by cell, each with its own error
                 vals = [_metric_value(label, metric, outputs[i], splits[i]) for i in good]
+            except Exception as exc:   # every cell of the call fails this metric with the message (manifest counts)
+                err = f"metric {label}: {type(exc).__name__}: {exc}".replace("\n", " ")[:500]
+                vals = [(label, float("nan"), err)] * len(good)
             columns.append(vals)
     rows = [list(r) for r in zip(*columns)] if columns else [[] for _ in good]
     for row, o in zip(rows, outs):

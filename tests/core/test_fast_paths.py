@@ -391,8 +391,11 @@ def test_records_to_csv_edge_values_equal_the_plain_writer():
 
 def test_metric_table_equals_the_per_cell_values():
     # the runner's table of a group of cells (each metric's many, extras) against _metric_values cell by cell:
-    # failed cells, a metric whose many raises (scored cell by cell), a cell a metric fails on, odd extras
+    # failed cells, a metric whose many declines (NotBatchable: scored cell by cell), a cell a metric fails on, odd
+    # extras; a many that raises anything else fails that metric in every cell, with its message
     from types import SimpleNamespace
+
+    from dpexp.errors import NotBatchable
 
     from dpexp.metrics.accuracy import MAE, Spearman
     from dpexp.runner import _metric_table, _metric_values
@@ -400,7 +403,7 @@ def test_metric_table_equals_the_per_cell_values():
 
     class Picky(MAE):
         def many(self, outputs, splits):
-            raise RuntimeError("no batch")
+            raise NotBatchable("no batch")
 
         def __call__(self, output, split):
             if output.predictions.shape[1] == 3:
@@ -429,6 +432,15 @@ def test_metric_table_equals_the_per_cell_values():
     assert full[2][0][2] == "RuntimeError: cell failed" and len(full[2]) == 2    # a failed cell: its error
     assert full[4][1][2] == "metric mae: ValueError: three"                     # a metric failing on one cell
     assert full[5][2][0] == "y" and full[5][3][2].startswith("extra z: ValueError")
+
+    class Broken(MAE):
+        def many(self, outputs, splits):
+            raise RuntimeError("a bug\nin many")
+
+    broken = _metric_table(SimpleNamespace(metrics=[("spearman", Spearman()), ("mae", Broken())]), outs, splits)
+    assert repr(broken[0][0]) == repr(full[0][0]) and repr(broken[2]) == repr(full[2])   # other metric, failed cells
+    assert {r[1][2] for k, r in enumerate(broken) if k not in (2, 7)} == {"metric mae: RuntimeError: a bug in many"}
+    assert all(math.isnan(r[1][1]) for r in broken)
 
 
 def test_head_text_equals_the_fields_written_one_by_one():
