@@ -357,10 +357,14 @@ def minconf_pqn(fun: Fun, x0: np.ndarray, proj: Proj, *, opt_tol: float = 1e-5, 
 def _direction(x: np.ndarray, g: np.ndarray, H: np.ndarray, proj: Proj, iters: int, opt_tol: float,
                prog_tol: float, suff_dec: float, test_opt: bool) -> np.ndarray:
     """PQN's ``solveSubProblem``: SPG on q(p) = gᵀ(p − x) + ½(p − x)ᵀH(p − x) from p = x (feasible start)."""
+    n = len(x)
+
     def model(P: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        dp = P - x[rows]
-        Hd = np.einsum("bij,bj->bi", H[rows], dp)
-        return np.sum(g[rows] * dp, axis=-1) + 0.5 * np.sum(dp * Hd, axis=-1), g[rows] + Hd
+        # every problem (SPG's first iterations): the arrays themselves, not copies (the same floats)
+        xr, Hr, gr = (x, H, g) if rows.size == n else (x[rows], H[rows], g[rows])
+        dp = P - xr
+        Hd = np.einsum("bij,bj->bi", Hr, dp)
+        return np.sum(gr * dp, axis=-1) + 0.5 * np.sum(dp * Hd, axis=-1), gr + Hd
 
     return minconf_spg(model, x, proj, opt_tol=opt_tol, prog_tol=prog_tol, max_evals=iters, suff_dec=suff_dec,
                        feasible_init=True, test_opt=test_opt).x
