@@ -32,7 +32,9 @@ t₀ and cubic backtracking as PQN; the same stops as PQN (the optimality one on
 X (len(rows), d) and returns (f (len(rows),), G (len(rows), d)); ``proj`` maps (m, d) rows.  All live problems
 advance one iteration together (they share the iteration count), each line search and each SPG subproblem runs for
 its own problems under masks, and a problem that stops is left out of later work, so every problem follows the path
-it follows alone.  Two details are ours, and change nothing on the problems here: B is formed once per iteration as
+it follows alone, to the bit (the stacked products and solves act on each problem's matrices as on them alone):
+``oplr_paper`` relies on this when it solves the problems of every size of a chunk in one call
+(``compared_paper._pooled_fits``).  Two details are ours, and change nothing on the problems here: B is formed once per iteration as
 a d × d matrix (the same operator minConf applies to a vector as v/Hdiag − N(M \\ Nᵀv)); and a backtracking step
 that comes out not finite is replaced by t/2 (minConf would carry NaN), as is SPG's "f finite, g not" case
 (unreachable for a quadratic), and a line search is cut after ``MAX_BACKTRACKS`` rounds (a direction with an
