@@ -9,7 +9,8 @@ Prints:
    ``prior: gamma``), ``fixed`` (the fixed-precision posterior mean with its solver, ``posterior_mean_fixed``:
    rplr/lr/plr with ``prior: fixed``, psd_floor or direct), ``solve`` (one linear solve: lr_public, plr_paper),
    ``ball`` (``ball_constrained_ridge``: oplr), ``minconf`` (``models.minconf.oplr_minconf``, the authors'
-   solver chain: oplr_paper; timed on problems built as oplr_paper builds them, ``_oplr_paper_problems``), ``fm`` (``trimmed_minimiser`` on D = d + 1:
+   solver chain: oplr_paper, timed on problems built as it builds them: ``_oplr_paper_problems``), ``fm``
+   (``trimmed_minimiser`` on D = d + 1:
    fmlr, fmlr_paper), ``narplr`` (the noise-aware posterior's Gaussian approximation, ``fit_gaussian``, with its
    design and precision priors; ``narplr/gibbs`` for ``inference: gibbs``: ``sample_posterior`` with the
    variant's draws) or ``adassp`` (the smallest eigenvalue of the private and of the public XᵀX, ``eigvalsh``, and

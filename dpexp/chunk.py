@@ -59,9 +59,9 @@ class ChunkRows:
                          self.splits_of)
 
     def others(self) -> list[tuple[tuple[int, int, int], "ChunkRows", list[Any]]]:
-        """This size and every later size of the chunk (``grid``) as (its prefix lengths, the ``ChunkRows`` of its call over all the
-        chunk's subsets, their splits or split failures, as the runner hands them to that call); none without
-        ``splits_of`` (a call of its own)."""
+        """This size and every later size of the chunk (``grid``), each as (its prefix lengths, the ``ChunkRows`` of
+        its call over all the chunk's subsets, their splits or split failures, as the runner hands them to that
+        call); none without ``splits_of`` (a call of its own)."""
         if self.splits_of is None:
             return []
         out = []

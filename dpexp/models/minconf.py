@@ -34,11 +34,11 @@ advance one iteration together (they share the iteration count), each line searc
 its own problems under masks, and a problem that stops is left out of later work, so every problem follows the path
 it follows alone, to the bit (the stacked products and solves act on each problem's matrices as on them alone):
 ``oplr_paper`` relies on this when it solves the problems of every size of a chunk in one call
-(``compared_paper._pooled_fits``).  Two details are ours, and change nothing on the problems here: B is formed once per iteration as
-a d × d matrix (the same operator minConf applies to a vector as v/Hdiag − N(M \\ Nᵀv)); and a backtracking step
-that comes out not finite is replaced by t/2 (minConf would carry NaN), as is SPG's "f finite, g not" case
-(unreachable for a quadratic), and a line search is cut after ``MAX_BACKTRACKS`` rounds (a direction with an
-infinite entry never reaches progTol).
+(``compared_paper._pooled_fits``).  Two details are ours, and change nothing on the problems here: B is formed
+once per iteration as a d × d matrix (the same operator minConf applies to a vector as v/Hdiag − N(M \\ Nᵀv));
+and a backtracking step that comes out not finite is replaced by t/2 (minConf would carry NaN), as is SPG's
+"f finite, g not" case (unreachable for a quadratic), and a line search is cut after ``MAX_BACKTRACKS`` rounds (a
+direction with an infinite entry never reaches progTol).
 
 :func:`oplr_minconf` is the fit ``oplr_paper`` runs: min wᵀAw − 2bᵀw + lam‖w‖² (Σ(xᵢᵀw − yᵢ)² + (λ/2)‖w‖² up to the
 constant yᵀy, with A = XᵀX, b = Xᵀy, lam = λ/2) from x₀ = P(0) under the authors' "projection" with R.
