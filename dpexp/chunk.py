@@ -12,7 +12,11 @@ under keys that name rows, never under an object's ``id()``:
   the first rows of that subset's whole part (the rows of the largest size), a function of that part's prefix length
   alone, read-only: so a part is named by (subset, part, its length) at every size.  Without the promise a part is
   named by (subset, part, all three lengths): shared by the calls of one size only;
-* ``scratch``: a dict the runner makes for the chunk and drops after it, with the keys above (``kept``).
+* ``scratch``: a dict the runner makes for the chunk and drops after it, with the keys above (``kept``);
+* ``grid`` and ``splits_of``: the prefix lengths of this call's size and of the chunk's later sizes, in the runner's
+  order, and the runner's splits of the chunk's subsets at any of them (``others``), so that a call may do for the
+  later sizes, once, the pure work it would do at each (``oplr_paper``'s fits): the runner hands those same splits
+  to the later calls.
 
 Nothing drawn or released may be kept (docs/extending.md, Caches): only deterministic functions of the rows the keys
 name.  A caller without a chunk (the audit, a library user, a test) passes none and the method makes one of its own
@@ -40,6 +44,9 @@ class ChunkRows:
     prefix: tuple[int, int, int] | None = None
     nested: bool = False
     scratch: dict = field(default_factory=dict, repr=False, compare=False)
+    grid: tuple[tuple[int, int, int], ...] = ()
+    splits_of: Callable[[tuple[int, int, int]], Sequence[tuple[Hashable, Any]]] | None = field(
+        default=None, repr=False, compare=False)
 
     @classmethod
     def alone(cls, splits: Sequence[Any]) -> "ChunkRows":
@@ -48,7 +55,21 @@ class ChunkRows:
 
     def select(self, keep: Sequence[int]) -> "ChunkRows":
         """The context of the splits ``keep`` of this call (in that order), with the same scratch."""
-        return ChunkRows(tuple([self.subsets[i] for i in keep]), self.prefix, self.nested, self.scratch)
+        return ChunkRows(tuple([self.subsets[i] for i in keep]), self.prefix, self.nested, self.scratch, self.grid,
+                         self.splits_of)
+
+    def others(self) -> list[tuple[tuple[int, int, int], "ChunkRows", list[Any]]]:
+        """This size and every later size of the chunk (``grid``), each as (its prefix lengths, the ``ChunkRows`` of
+        its call over all the chunk's subsets, their splits or split failures, as the runner hands them to that
+        call); none without ``splits_of`` (a call of its own)."""
+        if self.splits_of is None:
+            return []
+        out = []
+        for prefix in self.grid:
+            pairs = self.splits_of(prefix)
+            out.append((prefix, ChunkRows(tuple([s for s, _ in pairs]), prefix, self.nested, self.scratch, self.grid,
+                                          self.splits_of), [sp for _, sp in pairs]))
+        return out
 
     def rows(self, part: str, ks: Sequence[int]) -> tuple[Hashable, ...]:
         """The names of part ``part`` (``PARTS``) of the splits ``ks``: equal names, equal rows, within the chunk."""

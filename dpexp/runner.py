@@ -132,10 +132,28 @@ def chunk_cells(exp: ResolvedExperiment, chunk: Chunk, root_seed: int) -> Iterat
     streams = _cell_streams(exp, dv, ds_key, chunk, root_seed, eps_delta)
     seed_keys_of = {g: ["" if key is None else key[1] for key in keys] for g, (keys, _) in streams.items()}
     scratch: dict = {}   # what the chunk's run_many calls share (``ChunkRows``): dropped with the chunk
-    for n_test, n_public, n_private in exp.size_grid:
-        sizes = Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
-        splits = _splits(dv, ds_key, chunk, sizes, root_seed, shared)
-        rows = ChunkRows(chunk.subsets, (n_test, n_public, n_private), dv.instance.nested_sizes, scratch)
+    grid = tuple((n_test, n_public, n_private) for n_test, n_public, n_private in exp.size_grid)
+    early: dict[tuple[int, int, int], list[Any]] = {}   # splits of a size asked for before its turn
+
+    def sizes_of(prefix: tuple[int, int, int]) -> Sizes:
+        n_test, n_public, n_private = prefix
+        return Sizes(n_private, n_public, n_test, max(exp.n_private), max(exp.n_public), max(exp.n_test))
+
+    def splits_of(prefix: tuple[int, int, int]) -> list[tuple[Any, Any]]:
+        # a size's splits (``ChunkRows.others``), made once: the same splits its own turn then takes (each split a
+        # function of the data stream's start and the size alone: ``_SharedStream``)
+        got = early.get(prefix)
+        if got is None:
+            got = early[prefix] = _splits(dv, ds_key, chunk, sizes_of(prefix), root_seed, shared)
+        return list(zip(chunk.subsets, got))
+
+    for at, prefix in enumerate(grid):
+        n_test, n_public, n_private = prefix
+        sizes = sizes_of(prefix)
+        if at:   # the past size's splits: dropped here (its pending cells hold them)
+            early.pop(grid[at - 1], None)
+        splits = [sp for _, sp in splits_of(prefix)]
+        rows = ChunkRows(chunk.subsets, prefix, dv.instance.nested_sizes, scratch, grid[at:], splits_of)
         tail = (chunk.repeat, exp.spec.trials, "all" if sizes.n_private < 0 else sizes.n_private,
                 sizes.n_public, sizes.n_test)
         seen = list(map(_seen, splits))

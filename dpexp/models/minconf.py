@@ -32,11 +32,13 @@ t₀ and cubic backtracking as PQN; the same stops as PQN (the optimality one on
 X (len(rows), d) and returns (f (len(rows),), G (len(rows), d)); ``proj`` maps (m, d) rows.  All live problems
 advance one iteration together (they share the iteration count), each line search and each SPG subproblem runs for
 its own problems under masks, and a problem that stops is left out of later work, so every problem follows the path
-it follows alone.  Two details are ours, and change nothing on the problems here: B is formed once per iteration as
-a d × d matrix (the same operator minConf applies to a vector as v/Hdiag − N(M \\ Nᵀv)); and a backtracking step
-that comes out not finite is replaced by t/2 (minConf would carry NaN), as is SPG's "f finite, g not" case
-(unreachable for a quadratic), and a line search is cut after ``MAX_BACKTRACKS`` rounds (a direction with an
-infinite entry never reaches progTol).
+it follows alone, to the bit (the stacked products and solves act on each problem's matrices as on them alone):
+``oplr_paper`` relies on this when it solves the problems of every size of a chunk in one call
+(``compared_paper._pooled_fits``).  Two details are ours, and change nothing on the problems here: B is formed
+once per iteration as a d × d matrix (the same operator minConf applies to a vector as v/Hdiag − N(M \\ Nᵀv));
+and a backtracking step that comes out not finite is replaced by t/2 (minConf would carry NaN), as is SPG's
+"f finite, g not" case (unreachable for a quadratic), and a line search is cut after ``MAX_BACKTRACKS`` rounds (a
+direction with an infinite entry never reaches progTol).
 
 :func:`oplr_minconf` is the fit ``oplr_paper`` runs: min wᵀAw − 2bᵀw + lam‖w‖² (Σ(xᵢᵀw − yᵢ)² + (λ/2)‖w‖² up to the
 constant yᵀy, with A = XᵀX, b = Xᵀy, lam = λ/2) from x₀ = P(0) under the authors' "projection" with R.
@@ -357,10 +359,14 @@ def minconf_pqn(fun: Fun, x0: np.ndarray, proj: Proj, *, opt_tol: float = 1e-5, 
 def _direction(x: np.ndarray, g: np.ndarray, H: np.ndarray, proj: Proj, iters: int, opt_tol: float,
                prog_tol: float, suff_dec: float, test_opt: bool) -> np.ndarray:
     """PQN's ``solveSubProblem``: SPG on q(p) = gᵀ(p − x) + ½(p − x)ᵀH(p − x) from p = x (feasible start)."""
+    n = len(x)
+
     def model(P: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        dp = P - x[rows]
-        Hd = np.einsum("bij,bj->bi", H[rows], dp)
-        return np.sum(g[rows] * dp, axis=-1) + 0.5 * np.sum(dp * Hd, axis=-1), g[rows] + Hd
+        # every problem (SPG's first iterations): the arrays themselves, not copies (the same floats)
+        xr, Hr, gr = (x, H, g) if rows.size == n else (x[rows], H[rows], g[rows])
+        dp = P - xr
+        Hd = np.einsum("bij,bj->bi", Hr, dp)
+        return np.sum(gr * dp, axis=-1) + 0.5 * np.sum(dp * Hd, axis=-1), gr + Hd
 
     return minconf_spg(model, x, proj, opt_tol=opt_tol, prog_tol=prog_tol, max_evals=iters, suff_dec=suff_dec,
                        feasible_init=True, test_opt=test_opt).x

@@ -688,3 +688,38 @@ def test_shared_private_products_follow_the_splits_to_other_positions(name):
             assert_same(x, y, lf[k], lp[k])
 
 
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+def test_oplr_paper_pooled_fits_equal_each_size_alone(trials, monkeypatch):
+    """oplr_paper's fits of a chunk's sizes solved at once (``_pooled_fits``: the first call with private rows
+    solves every later size too) give every size's call what it gives alone: the same floats and spends; a split
+    whose problem differs from the pooled one (here: a later size's split handed over changed) is solved at its
+    own call."""
+    from dpexp.families.gdsc.algorithms import compared_paper
+    from dpexp.families.gdsc.algorithms.compared_paper import _pooled_fits
+
+    solved = []
+    solver = compared_paper.oplr_minconf
+    monkeypatch.setattr(compared_paper, "oplr_minconf", lambda A, *a: solved.append(len(A)) or solver(A, *a))
+    alg = registry.get("algorithm", "oplr_paper")()
+    subsets = ("a", "b", "c", "d")
+    grid = ((7, 3, 0), (7, 3, 20), (7, 3, 45), (7, 3, 90))
+    made = {p: [make_split(p[2] + (j == 3 and p[2] == 90), 3, 4, 10 * j + p[2]) for j in range(len(subsets))]
+            for p in grid}
+    handed = {p: list(v) for p, v in made.items()}
+    handed[(7, 3, 90)][2] = make_split(90, 3, 4, 999)   # not the split the pooled solve saw
+    scratch: dict = {}
+    for at, p in enumerate(grid):
+        rows = ChunkRows(subsets, p, True, scratch, grid[at:], lambda q: list(zip(subsets, made[q])))
+        splits = handed[p]
+        lp, la = ledgers(len(splits)), ledgers(len(splits))
+        pooled = alg.run_many(splits, 2.0, 0.0, lp, trials, chunk=rows)
+        assert solved == {0: [], 1: [12], 2: [], 3: [1]}[at]   # all at once, then only the changed split
+        solved.clear()
+        alone = alg.run_many(splits, 2.0, 0.0, la, trials)
+        solved.clear()
+        for k in range(len(splits)):
+            assert_same(pooled[k], alone[k], lp[k], la[k])
+    table = _pooled_fits(ChunkRows(subsets, grid[1], True, scratch, grid[1:], lambda q: []), 4, 2.0, 1.0)
+    assert len(table) == len(subsets) * 3   # the three sizes with private rows, solved once

@@ -341,11 +341,23 @@ class OutputPerturbationPaper(_PaperLR):
 
         priv = each([k for k in ks if k not in weights], out, statistics)
         if priv:
-            fits = solve_stacked(oplr_minconf, _stack([stats[k][0] for k in priv]),
-                                 _stack([stats[k][1] for k in priv]), np.array([stats[k][2] for k in priv]), R)
-
+            # the fits the chunk's pooled solve made for these problems (``_pooled_fits``), the others solved here
+            pooled = _pooled_fits(chunk, d, epsilon, R)
+            got: dict[int, Any] = {}
+            if pooled:
+                for k, name in zip(priv, chunk.rows("private", priv)):   # type: ignore[union-attr]
+                    entry = pooled.get(name)
+                    A, b, lam = stats[k][:3]
+                    if (entry is not None and entry[2] == lam and np.array_equal(entry[0], A)
+                            and np.array_equal(entry[1], b)):
+                        got[k] = entry[3]
+            rest = [k for k in priv if k not in got]
+            if rest:
+                got.update(zip(rest, solve_stacked(oplr_minconf, _stack([stats[k][0] for k in rest]),
+                                                   _stack([stats[k][1] for k in rest]),
+                                                   np.array([stats[k][2] for k in rest]), R)))
             good, fitted = [], []
-            for k, w in zip(priv, fits):
+            for k, w in ((k, got[k]) for k in priv):
                 if isinstance(w, Exception):   # recorded per cell
                     weights[k] = w
                 else:
@@ -358,6 +370,44 @@ class OutputPerturbationPaper(_PaperLR):
                 weights.update(zip(good, W))
         done = [k for k in ks if k in weights]
         _outputs(done, [weights[k] for k in done], [splits[k].X_test for k in done], ledgers, out)
+
+
+def _pooled_fits(chunk: ChunkRows | None, d: int, epsilon: float, R: float) -> dict:
+    """``oplr_paper``'s fits of this size and every later size of the chunk (``ChunkRows.others``) in one batched
+    ``oplr_minconf`` call, made at the first call that fits any, kept in the chunk's scratch: {the private rows' name
+    (``ChunkRows.rows``): (A, b, lam, w)} for every split of dimension ``d`` with private rows, with the problem as
+    its call builds it (A = XᵀX, b = Xᵀy of the private rows, lam = λ/2, λ = √(D/(Nε))) and its fit w (or the
+    exception it raised), read-only.  The fit is a pure function of (A, b, lam, R), and each problem's arithmetic
+    in the solver does not depend on the others in its batch (``models.minconf``, Batching), so a call takes an
+    entry where its own (A, b, lam) equal it (the same floats: the same splits, the same products) — nothing drawn
+    is shared, each cell's noise is drawn at its own call.  Empty for a call without the runner's chunk."""
+    if chunk is None or chunk.splits_of is None:
+        return {}
+
+    def compute() -> dict:
+        names, As, bs, lams = [], [], [], []
+        for _, rows, splits in chunk.others():
+            for k, sp in enumerate(splits):
+                if not isinstance(sp, Split) or sp.d != d or sp.X_private.shape[0] == 0:
+                    continue
+                try:
+                    X, y = sp.X_private, sp.y_private
+                    A, b = X.T @ X, X.T @ y
+                    lam = math.sqrt(d / (X.shape[0] * epsilon))   # as ``statistics`` in ``_run_group``
+                except Exception:   # left to its own call, which records it
+                    continue
+                names.append(rows.rows("private", [k])[0])
+                As.append(A)
+                bs.append(b)
+                lams.append(lam / 2.0)
+        if not names:
+            return {}
+        fits = solve_stacked(oplr_minconf, _stack(As), _stack(bs), np.array(lams), R)
+        for a in As + bs + [w for w in fits if isinstance(w, np.ndarray)]:
+            a.flags.writeable = False
+        return {n: e for n, e in zip(names, zip(As, bs, lams, fits))}
+
+    return chunk.kept("gdsc.oplr_paper_fits", (d, epsilon, R), compute)
 
 
 # --------------------------------------------------------------------------------------------------------- fmlr
