@@ -25,7 +25,7 @@ from dpexp.families.slr.audit import noisy_stats_view, unit_square
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.moments import split_means, split_moments
 from dpexp.privacy.ledger import as_ledger
-from dpexp.privacy.mechanisms import laplace
+from dpexp.privacy.mechanisms import laplace_rows, standard_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
@@ -43,10 +43,11 @@ def noisy_stats_many(x: list[np.ndarray], y: list[np.ndarray], xs: list[np.ndarr
     (trials, len(xs[i])), failed (trials,)).
 
     The sufficient statistics of all splits come from one pass over their flat rows (``moments.split_moments``:
-    each split's floats are those of its own ``np.sum``/``mean``).  Split i's three Laplace mechanisms
-    (``dpexp.privacy.mechanisms.laplace``) draw from and are recorded in ``ledgers[i]`` alone, at ε/3 each: ncov and
-    nvar (Δ = 1 − 1/n, scale 3Δ/ε), then the intercept given α̃ (Δ3 = (1 + |α̃|)/n per trial, scale 3Δ3/ε) — a split's
-    draws in the order and with the scales of a run on it alone; α̃, β̃ and the predictions are arrays over all
+    each split's floats are those of its own ``np.sum``/``mean``).  Split i's three Laplace mechanisms draw from and
+    are recorded in ``ledgers[i]`` alone, at ε/3 each: ncov and nvar (Δ = 1 − 1/n, scale 3Δ/ε), then the intercept
+    given α̃ (Δ3 = (1 + |α̃|)/n per trial, scale 3Δ3/ε) — the numbers, scales and spends of its three ``laplace``
+    calls on it alone, here each one ``dpexp.privacy.mechanisms.laplace_rows`` over all splits on their standard
+    draws (``standard_laplace_rows``: one generator call per split); α̃, β̃ and the predictions are arrays over all
     splits.  A trial with nvar + L2 <= 0 is ⊥: α̃ NaN, so its intercept scale is NaN (nothing is released there)
     and its row NaN.  ``releases`` (one dict per split, for the audit's view) receive the three noisy releases
     (ncov, nvar, intercept) before post-processing."""
@@ -55,17 +56,17 @@ def noisy_stats_many(x: list[np.ndarray], y: list[np.ndarray], xs: list[np.ndarr
     sens = 1.0 - 1.0 / n
     e3 = epsilon / 3.0
     S = len(ledgers)
-    ncov_t, den, noise3 = np.empty((S, trials)), np.empty((S, trials)), np.empty((S, trials))
-    for i, ledger in enumerate(ledgers):
-        ncov_t[i] = laplace(float(ncov[i]), float(sens[i]), e3, ledger, size=trials, scale=float(b1[i]), label="ncov")
-        den[i] = laplace(float(nvar[i]), float(sens[i]), e3, ledger, size=trials, scale=float(b2[i]), label="nvar")
+    # each split's 3 × trials standard draws from its own ledger in one call: ncov's, nvar's, the intercept's (the
+    # numbers its three ``laplace`` calls would draw, in that order: ``standard_laplace_rows``)
+    L = standard_laplace_rows(ledgers, 3 * trials)
+    T = trials
+    ncov_t = laplace_rows(np.broadcast_to(ncov[:, None], (S, T)), L[:, :T], sens, e3, ledgers, "ncov", scale=b1)
+    den = laplace_rows(np.broadcast_to(nvar[:, None], (S, T)), L[:, T:2 * T], sens, e3, ledgers, "nvar", scale=b2)
     ok = den > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         alpha = np.where(ok, ncov_t / np.where(ok, den, 1.0), np.nan)
-    d3 = (1.0 + np.abs(alpha)) / n[:, None]   # NaN for a failed trial (⊥: nothing more is released there)
-    b3 = 3.0 * d3 / epsilon
-    for i, ledger in enumerate(ledgers):
-        noise3[i] = laplace(0.0, d3[i], e3, ledger, size=trials, scale=b3[i], label="intercept")
+    d3 = (1.0 + np.abs(alpha)) / n[:, None]   # NaN for a failed trial (⊥: its scale NaN, nothing is released there)
+    noise3 = laplace_rows(np.zeros((S, T)), L[:, 2 * T:], d3, e3, ledgers, "intercept", scale=3.0 * d3 / epsilon)
     beta = (ym[:, None] - alpha * xm[:, None]) + noise3
     # predictions of every split at its x_new, (columns of all splits, trials): α̃ x + β̃, ⊥ rows NaN
     cols = np.array([np.size(v) for v in xs], dtype=np.int64)
@@ -145,13 +146,22 @@ class NoisyIntercept(_NoisyStatistic):
         if not good:
             return out
         n, ym = split_means([g[1][2] for g in good])
-        for (i, (ledger, x, y, xs, eps)), m, n_i in zip(good, ym, n):
-            if n_i == 0:
+        live = np.flatnonzero(n > 0)
+        ledgers_live = [good[j][1][0] for j in live]
+        eps = good[0][1][4]
+        released = {}
+        if live.size:   # ȳ + Lap(1/(ε n)) per split, drawn from its own ledger (``standard_laplace_rows``)
+            m, n_live = ym[live], n[live]
+            yt = laplace_rows(np.broadcast_to(m[:, None], (live.size, trials)),
+                              standard_laplace_rows(ledgers_live, trials), 1.0 / n_live, eps, ledgers_live, "mean y",
+                              scale=1.0 / (eps * n_live))
+            released = dict(zip(live.tolist(), yt))
+        for j, (i, (ledger, x, y, xs, _)) in enumerate(good):
+            if j not in released:   # no rows: nothing released
                 ledger.public_only()
                 out[i] = Output(predictions=np.full((trials, xs.size), np.nan), guarantee=ledger.guarantee())
-                continue
-            yt = laplace(m, 1.0 / n_i, eps, ledger, size=trials, scale=1.0 / (eps * n_i), label="mean y")
-            out[i] = Output(predictions=np.tile(yt[:, None], (1, xs.size)), guarantee=ledger.guarantee())
+            else:
+                out[i] = Output(predictions=np.tile(released[j][:, None], (1, xs.size)), guarantee=ledger.guarantee())
         return out
 
 
