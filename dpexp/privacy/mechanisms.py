@@ -342,16 +342,21 @@ def _given_row_scales(sens: np.ndarray, scale: Any, eps: np.ndarray, S: int, lab
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``laplace_rows``' ``scale=``: (Δ₁, b) broadcast to (S, T), each cell's recorded Δ₁ (largest) and b (smallest),
     NaNs ignored — ``laplace``'s checks and record for a given scale, per cell: Δ₁ and b >= 0 and finite where not
-    NaN, and max Δ₁/b (0/0 = 0) at most the cell's ε (``PrivacyAccountingError``)."""
-    b = np.asarray(scale, dtype=float)
-    try:
-        sens, b = np.broadcast_arrays(sens, b.reshape(S, -1))
-    except ValueError:
-        raise ValueError(f"laplace_rows {label!r}: scales of shape {np.shape(scale)} for {S} cells of sensitivities "
-                         f"of shape {sens.shape}") from None
+    NaN, and max Δ₁/b (0/0 = 0) at most the cell's ε (``PrivacyAccountingError``); a trial that releases (b not NaN)
+    needs a Δ₁ that is not NaN (``UserError``)."""
+    b = np.asarray(scale, dtype=float).reshape(S, -1)
+    if b.shape != sens.shape:
+        try:
+            sens, b = np.broadcast_arrays(sens, b)
+        except ValueError:
+            raise ValueError(f"laplace_rows {label!r}: scales of shape {np.shape(scale)} for {S} cells of "
+                             f"sensitivities of shape {sens.shape}") from None
     for a, what in ((sens, "sensitivity"), (b, "scale")):
-        if np.any(a < 0) or np.any(np.isinf(a)):
+        # >= 0 and finite where not NaN: the smallest non-NaN >= 0, the largest not +inf (all NaN: both NaN, passes)
+        if a.size and (np.fmin.reduce(a, axis=None) < 0 or np.fmax.reduce(a, axis=None) == math.inf):
             raise UserError(f"{what} must be >= 0 and finite, got {a}")
+    if (np.isnan(sens) > np.isnan(b)).any():   # a number released without a sensitivity: never accounted
+        raise UserError(f"laplace_rows {label!r}: a NaN sensitivity for a trial that releases (finite scale)")
     with np.errstate(divide="ignore", invalid="ignore"):
         implied = np.fmax.reduce(np.where(sens == 0, 0.0, sens / b), axis=1)
     over = implied > eps * (1 + _REL)

@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from dpexp.privacy import mechanisms as mech
+from dpexp.errors import UserError
 from dpexp.privacy.guarantee import PrivacyAccountingError
 from dpexp.privacy.ledger import PrivacyLedger
 
@@ -163,4 +164,9 @@ def test_laplace_rows_with_given_scales_are_the_laplace_calls():
         bad = sc.copy()
         bad[3, 1] *= 0.5
         laplace_rows(val, standard_laplace_rows(la, T), sens, eps, la, "x", scale=bad)
+    assert all(not x.spends for x in la)
+    with pytest.raises(UserError):   # a release without a sensitivity
+        s2 = sens.copy()
+        s2[0, 0] = np.nan
+        laplace_rows(val, standard_laplace_rows(la, T), s2, eps, la, "x", scale=np.where(np.isnan(s2), 1.0, sc))
     assert all(not x.spends for x in la)

@@ -23,8 +23,8 @@ from dpexp.types import Output, Split
 
 
 def ols_lines(x: list[np.ndarray], y: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(α̂, β̂) of OLS (Eq. 2: α̂ = ncov(x, y)/nvar(x), β̂ = ȳ − α̂ x̄) for each of S splits at once, (S,) each, from one
-    pass over their flat rows (``moments.split_moments``: each split's floats as on it alone); NaN where
+    """(α̂, β̂) of OLS (Eq. 2: α̂ = ncov(x, y)/nvar(x), β̂ = ȳ − α̂ x̄) for each of S splits at once, (S,) each, from
+    one pass over their flat rows (``moments.split_moments``: each split's floats as on it alone); NaN where
     nvar(x) = 0 or n < 2."""
     n, xm, ym, nvar, ncov = split_moments(x, y)
     ok = (n >= 2) & (nvar > 0)
