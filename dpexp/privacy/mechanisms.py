@@ -283,7 +283,7 @@ def standard_laplace_rows(sources: Sequence[Any], k: int, *, heuristic: bool = F
 
 
 def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: Any, sources: Sequence[Any],
-                 label: str = "") -> np.ndarray:
+                 label: str = "", *, scale: Any = None) -> np.ndarray:
     """The Laplace mechanism of ``laplace`` for one release of each of S cells at once: value + b·L with
     b = Δ₁/ε (Dwork et al. 2006; Dwork & Roth 2014, Thm 3.6) and L the cells' standard draws
     (:func:`standard_laplace_rows`, each used once).
@@ -294,7 +294,13 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     ``sources[i]`` exactly the ``Spend`` ``laplace`` records for cell i (ε, the largest sensitivity and the
     smallest scale over its trials; one Spend object for all cells when they spend alike: it is frozen).
     ``standard`` must have ``value``'s shape exactly (ValueError otherwise, before anything is recorded): a
-    broadcast would reuse one draw for several released numbers."""
+    broadcast would reuse one draw for several released numbers.
+
+    ``scale``: (S,) or (S, T), draw with this b instead of Δ₁/ε, as ``laplace``'s ``scale=`` (to keep an existing
+    expression bit for bit, or a per-trial b): the ε it implies, max Δ₁/b per cell, must not exceed the cell's ε
+    (``PrivacyAccountingError``); a NaN b marks a trial that releases nothing (⊥: its number is NaN, as
+    ``fp_safe.add_laplace`` gives), and the Spend records, as ``laplace`` does, the largest Δ₁ and the smallest b
+    over the cell's trials with NaNs ignored (NaN where every trial is ⊥)."""
     v = np.asarray(value, dtype=float)
     standard = np.asarray(standard, dtype=float)
     if standard.shape != v.shape:   # a mis-sliced draw array would broadcast: one draw reused across trials/cells
@@ -310,16 +316,19 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
     if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
         raise UserError(f"epsilon must be > 0 and finite, got {epsilon}")
-    s_max = sens.max(axis=1)   # each cell's recorded Δ₁ (the worst trial's)
-    # every Δ₁ >= 0 and finite: the smallest >= 0 and the largest finite (a NaN fails both comparisons)
-    if not (float(sens.min()) >= 0.0 and float(s_max.max()) < math.inf):
-        raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
-    b = sens / eps[:, None]
+    if scale is None:
+        s_max = sens.max(axis=1)   # each cell's recorded Δ₁ (the worst trial's)
+        # every Δ₁ >= 0 and finite: the smallest >= 0 and the largest finite (a NaN fails both comparisons)
+        if not (float(sens.min()) >= 0.0 and float(s_max.max()) < math.inf):
+            raise UserError(f"sensitivity must be >= 0 and finite, got {sensitivity}")
+        b = sens / eps[:, None]
+        b_min = b.min(axis=1)
+    else:
+        sens, b, s_max, b_min = _given_row_scales(sens, scale, eps, S, label)
     secure = [is_secure(src) for src in sources]
     if any(secure):   # a secure cell's noise comes from OpenDP's floating-point-safe sampler, not from ``standard``
-        return _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label)
+        return _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label, b_min)
     out = v + b.reshape(b.shape + (1,) * (v.ndim - 2)) * standard
-    b_min = b.min(axis=1)
     if S > 1 and _one_value(eps) and _one_value(s_max) and _one_value(b_min):
         # every cell spends alike (e.g. one public bound for all): one Spend (frozen), recorded in each ledger
         spends = _laplace_spends(label, [float(eps[0])], [float(s_max[0])], [float(b_min[0])]) * S
@@ -329,7 +338,36 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     return out
 
 
-def _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label) -> np.ndarray:
+def _given_row_scales(sens: np.ndarray, scale: Any, eps: np.ndarray, S: int, label: str
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``laplace_rows``' ``scale=``: (Δ₁, b) broadcast to (S, T), each cell's recorded Δ₁ (largest) and b (smallest),
+    NaNs ignored — ``laplace``'s checks and record for a given scale, per cell: Δ₁ and b >= 0 and finite where not
+    NaN, and max Δ₁/b (0/0 = 0) at most the cell's ε (``PrivacyAccountingError``); a trial that releases (b not NaN)
+    needs a Δ₁ that is not NaN (``UserError``)."""
+    b = np.asarray(scale, dtype=float).reshape(S, -1)
+    if b.shape != sens.shape:
+        try:
+            sens, b = np.broadcast_arrays(sens, b)
+        except ValueError:
+            raise ValueError(f"laplace_rows {label!r}: scales of shape {np.shape(scale)} for {S} cells of "
+                             f"sensitivities of shape {sens.shape}") from None
+    for a, what in ((sens, "sensitivity"), (b, "scale")):
+        # >= 0 and finite where not NaN: the smallest non-NaN >= 0, the largest not +inf (all NaN: both NaN, passes)
+        if a.size and (np.fmin.reduce(a, axis=None) < 0 or np.fmax.reduce(a, axis=None) == math.inf):
+            raise UserError(f"{what} must be >= 0 and finite, got {a}")
+    if (np.isnan(sens) > np.isnan(b)).any():   # a number released without a sensitivity: never accounted
+        raise UserError(f"laplace_rows {label!r}: a NaN sensitivity for a trial that releases (finite scale)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        implied = np.fmax.reduce(np.where(sens == 0, 0.0, sens / b), axis=1)
+    over = implied > eps * (1 + _REL)
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise PrivacyAccountingError(f"laplace {label!r}: the scale drawn implies epsilon = {implied[i]:g} > the "
+                                     f"declared {eps[i]:g}")
+    return sens, b, np.fmax.reduce(sens, axis=1), np.fmin.reduce(b, axis=1)
+
+
+def _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label, b_min) -> np.ndarray:
     """``laplace_rows`` when some cells' sources are secure: those cells' noise from ``fp_safe`` (their standard draws
     unused) and their spends from its map; the others as ``laplace_rows`` draws them."""
     bb = b.reshape(b.shape + (1,) * (v.ndim - 2))
@@ -340,9 +378,9 @@ def _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, lab
             out[i] = fp_safe.add_laplace(v[i], bb[i])
             e = max(float(eps[i]), fp_safe.laplace_epsilon(sens[i], b[i]))
             spends.append(Spend(fp_safe.LAPLACE, "pure", epsilon=e, delta=0.0, sensitivity=float(s_max[i]),
-                                scale=float(b[i].min()), label=label))
+                                scale=float(b_min[i]), label=label))
         else:
-            spends += _laplace_spends(label, [float(eps[i])], [float(s_max[i])], [float(b[i].min())])
+            spends += _laplace_spends(label, [float(eps[i])], [float(s_max[i])], [float(b_min[i])])
     _record_rows(sources, spends)
     return out
 

@@ -15,6 +15,8 @@ import pytest
 from scipy import stats
 
 from dpexp.privacy import mechanisms as mech
+from dpexp.errors import UserError
+from dpexp.privacy.guarantee import PrivacyAccountingError
 from dpexp.privacy.ledger import PrivacyLedger
 
 N = 100_000
@@ -129,3 +131,42 @@ def test_scale_checks_catch_a_factor_two():
     idx = mech.exponential(u, 2.0, 2.4, g, size=N)                           # ε doubled
     p = np.exp(1.2 * u / 4.0)
     assert stats.chisquare(np.bincount(idx, minlength=4), p / p.sum() * N).pvalue < 1e-30
+
+
+def test_laplace_rows_with_given_scales_are_the_laplace_calls():
+    """``laplace_rows(scale=)`` (issue 31: NoisyStats over the splits of a call) against one ``laplace(scale=)`` per
+    cell: the same floats, spends and stream positions; a NaN scale is a ⊥ trial (NaN released, ignored by the
+    spend), a cell of ⊥ trials only records NaN sensitivity and scale as ``laplace`` does."""
+    from dpexp.privacy.mechanisms import laplace, laplace_rows, standard_laplace_rows
+
+    S, T, eps = 4, 5, 0.3
+    r = np.random.default_rng(2)
+    v0 = r.normal(size=S)   # one value per cell, released in T trials
+    val = np.repeat(v0[:, None], T, axis=1)
+    sens = r.uniform(0.1, 1.0, (S, T))
+    sens[1, [0, 3]] = np.nan
+    sens[2] = np.nan          # every trial ⊥
+    sc = 3.0 * sens / (3 * eps)
+    for s_arg, b_arg in ((sens, sc), (np.full(S, 0.5), np.full(S, 0.5 / eps))):
+        la = [PrivacyLedger(np.random.default_rng(20 + i)) for i in range(S)]
+        lb = [PrivacyLedger(np.random.default_rng(20 + i)) for i in range(S)]
+        got = laplace_rows(val, standard_laplace_rows(la, T), s_arg, eps, la, "x", scale=b_arg)
+        for i in range(S):
+            ref = laplace(float(v0[i]), s_arg[i], eps, lb[i], size=T, scale=b_arg[i], label="x")
+            assert got[i].tobytes() == ref.tobytes()
+            assert repr(la[i].spends) == repr(lb[i].spends)
+            assert la[i].noise.generator.random() == lb[i].noise.generator.random()
+        if s_arg is sens:
+            assert np.isnan(got[2]).all() and np.isnan(got[1, [0, 3]]).all() and np.isfinite(got[1, [1, 2, 4]]).all()
+            assert math.isnan(la[2].spends[0].sensitivity) and math.isnan(la[2].spends[0].scale)
+    la = [PrivacyLedger(np.random.default_rng(0)) for _ in range(S)]
+    with pytest.raises(PrivacyAccountingError):   # a scale below Δ/ε in one trial: refused before recording
+        bad = sc.copy()
+        bad[3, 1] *= 0.5
+        laplace_rows(val, standard_laplace_rows(la, T), sens, eps, la, "x", scale=bad)
+    assert all(not x.spends for x in la)
+    with pytest.raises(UserError):   # a release without a sensitivity
+        s2 = sens.copy()
+        s2[0, 0] = np.nan
+        laplace_rows(val, standard_laplace_rows(la, T), s2, eps, la, "x", scale=np.where(np.isnan(s2), 1.0, sc))
+    assert all(not x.spends for x in la)

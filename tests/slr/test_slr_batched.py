@@ -152,3 +152,101 @@ def test_exp_median_rows_in_blocks_draw_as_one_array():
         whole = exp_median_rows(Z, 0.7, -2, 2, np.random.default_rng(3), theta=theta, block=10 ** 6)
         rows = exp_median_rows(Z, 0.7, -2, 2, np.random.default_rng(3), theta=theta, block=1)
         assert whole.tobytes() == rows.tobytes()
+
+
+# ------------------------------------------- NoisyStats, NoisyIntercept, OLS over the splits of a call (issue 31)
+def _ref_noisy_stats(x, y, xs, eps, ledger, trials):
+    """The per-split form of Algorithm 1 before the batch (reference): numpy's sums on the split alone, three
+    ``laplace`` calls on its ledger."""
+    from dpexp.privacy.mechanisms import laplace
+
+    n = x.size
+    d = 1.0 - 1.0 / n
+    b = 3.0 * d / eps
+    xm, ym = x.mean(), y.mean()
+    nvar, ncov = float(np.sum((x - xm) ** 2)), float(np.sum((x - xm) * (y - ym)))
+    ncov_t = laplace(ncov, d, eps / 3.0, ledger, size=trials, scale=b, label="ncov")
+    den = laplace(nvar, d, eps / 3.0, ledger, size=trials, scale=b, label="nvar")
+    ok = den > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = np.where(ok, ncov_t / np.where(ok, den, 1.0), np.nan)
+    d3 = (1.0 + np.abs(alpha)) / n
+    beta = (ym - alpha * xm) + laplace(0.0, d3, eps / 3.0, ledger, size=trials, scale=3.0 * d3 / eps,
+                                       label="intercept")
+    pred = alpha[:, None] * xs[None, :] + beta[:, None]
+    pred[~ok] = np.nan
+    return pred, ~ok
+
+
+def _ref_noisy_intercept(y, xs, eps, ledger, trials):
+    from dpexp.privacy.mechanisms import laplace
+
+    n = y.size
+    yt = laplace(y.mean(), 1.0 / n, eps, ledger, size=trials, scale=1.0 / (eps * n), label="mean y")
+    return np.tile(yt[:, None], (1, xs.size))
+
+
+def _ref_ols(x, y, xs):
+    if x.size < 2:
+        return np.full(xs.size, np.nan)
+    xm, ym = x.mean(), y.mean()
+    nvar = float(np.sum((x - xm) ** 2))
+    if nvar <= 0:
+        return np.full(xs.size, np.nan)
+    a = float(np.sum((x - xm) * (y - ym))) / nvar
+    return a * xs + float(ym - a * xm)
+
+
+def _varied_splits():
+    """Splits as a chunk of tracts holds them: different n (one of 2 points, one of 3000), ties, a constant x."""
+    out = _splits() + [make_split(n=3000, seed=9), make_split(x=np.full(5, 0.3), y=np.linspace(0, 1, 5))]
+    return out
+
+
+@pytest.mark.parametrize("eps", [0.05, 1.0, 16.0])   # 0.05: most trials of the small splits fail (⊥)
+def test_noisy_stats_batch_is_the_per_split_reference_to_the_bit(eps):
+    splits = _varied_splits()
+    alg = get("algorithm", "noisy_stats")()
+    many = alg.run_many(splits, eps, 0.0, [PrivacyLedger(np.random.default_rng(i)) for i in range(len(splits))], 9)
+    for i, (s, m) in enumerate(zip(splits, many)):
+        L = PrivacyLedger(np.random.default_rng(i))
+        x, y = s.X_private[:, 0], s.y_private
+        pred, failed = _ref_noisy_stats(x, y, s.X_test[:, 0], eps, L, 9)
+        assert m.predictions.tobytes() == pred.tobytes()
+        assert m.extras["noisy_stats_failures"] == failed.sum()
+        assert m.guarantee == L.guarantee()
+        assert repr(m.guarantee) == repr(L.guarantee())
+
+
+def test_noisy_intercept_and_ols_batches_are_the_per_split_references_to_the_bit():
+    splits = _varied_splits()
+    ni = get("algorithm", "noisy_intercept")()
+    many = ni.run_many(splits, 0.7, 0.0, [PrivacyLedger(np.random.default_rng(i)) for i in range(len(splits))], 5)
+    for i, (s, m) in enumerate(zip(splits, many)):
+        L = PrivacyLedger(np.random.default_rng(i))
+        assert m.predictions.tobytes() == _ref_noisy_intercept(s.y_private, s.X_test[:, 0], 0.7, L, 5).tobytes()
+        assert m.guarantee == L.guarantee()
+    ols = get("algorithm", "ols")().run_many(splits, 1.0, 0.0, [np.random.default_rng(0)] * len(splits), 3)
+    for s, m in zip(splits, ols):
+        ref = _ref_ols(s.X_private[:, 0], s.y_private, s.X_test[:, 0])
+        assert m.predictions.tobytes() == np.tile(ref, (3, 1)).tobytes()
+
+
+def test_split_moments_are_each_splits_own_sums():
+    from dpexp.families.slr.moments import split_means, split_moments
+
+    r = np.random.default_rng(3)
+    lengths = (0, 1, 7, 128, 129, 1000, 4099)
+    xs = [r.random(n) for n in lengths]
+    ys = [r.random(n) for n in lengths]
+    xs[2][:] = 0.5   # nvar = 0 (and ncov = ±0: the sign kept)
+    n, xm, ym, nvar, ncov = split_moments(xs, ys)
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        assert n[i] == x.size
+        if not x.size:
+            assert np.isnan(xm[i]) and np.isnan(ym[i])
+            continue
+        a, b = x.mean(), y.mean()
+        for got, ref in ((xm[i], a), (ym[i], b), (nvar[i], np.sum((x - a) ** 2)), (ncov[i], np.sum((x - a) * (y - b)))):
+            assert np.float64(got).tobytes() == np.float64(ref).tobytes()
+    assert split_means(ys)[1][1:].tobytes() == np.array([y.mean() for y in ys[1:]]).tobytes()

@@ -13,24 +13,24 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from dpexp.components import Params, Reference
+from dpexp.components import BatchedAlgorithm, Params, Reference
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.matchings import all_pair_estimates, line_estimates, matching_lines, n_rounds
+from dpexp.families.slr.moments import split_moments
 from dpexp.privacy.ledger import as_ledger
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
 
 
-def ols_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(α̂, β̂) of OLS; NaNs when nvar(x) = 0 or n < 2."""
-    if x.size < 2:
-        return np.nan, np.nan
-    xm, ym = x.mean(), y.mean()
-    nvar = float(np.sum((x - xm) ** 2))
-    if nvar <= 0:
-        return np.nan, np.nan
-    a = float(np.sum((x - xm) * (y - ym))) / nvar
-    return a, float(ym - a * xm)
+def ols_lines(x: list[np.ndarray], y: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(α̂, β̂) of OLS (Eq. 2: α̂ = ncov(x, y)/nvar(x), β̂ = ȳ − α̂ x̄) for each of S splits at once, (S,) each, from
+    one pass over their flat rows (``moments.split_moments``: each split's floats as on it alone); NaN where
+    nvar(x) = 0 or n < 2."""
+    n, xm, ym, nvar, ncov = split_moments(x, y)
+    ok = (n >= 2) & (nvar > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(ok, ncov / np.where(ok, nvar, 1.0), np.nan)
+        return a, np.where(ok, ym - a * xm, np.nan)
 
 
 class _Deterministic(Reference):
@@ -49,15 +49,30 @@ class _Deterministic(Reference):
 
 
 @register_algorithm
-class OLS(_Deterministic):
-    """Ordinary least squares predictions at X_test (Eq. 2 of Alabi et al.); NaN if nvar(x) = 0."""
+class OLS(Reference, BatchedAlgorithm):
+    """Ordinary least squares predictions at X_test (Eq. 2 of Alabi et al.); NaN if nvar(x) = 0.  All splits of a
+    call at once (``ols_lines``); ``run`` is a batch of one."""
 
     name = "ols"
+    family = "slr"
     description = "non-private OLS predictions (p25, p75)"
 
-    def predict(self, x: np.ndarray, y: np.ndarray, xs: np.ndarray) -> np.ndarray:
-        a, b = ols_line(x, y)
-        return a * xs + b
+    def run_many(self, splits: list[Split], epsilon: float, delta: float, ledgers: list, trials: int = 1
+                 ) -> list[Output | Exception]:
+        out: list[Output | Exception | None] = [None] * len(splits)
+        good = []
+        for i, (split, ledger) in enumerate(zip(splits, ledgers)):
+            try:
+                ledger = as_ledger(ledger)
+                ledger.not_dp("non-private baseline")
+                good.append((i, ledger) + inputs(split, self.name)[:3])
+            except Exception as exc:  # recorded per cell
+                out[i] = exc
+        if good:
+            a, b = ols_lines([g[2] for g in good], [g[3] for g in good])
+            for (i, ledger, _, _, xs), a_i, b_i in zip(good, a, b):
+                out[i] = Output(predictions=np.tile(a_i * xs + b_i, (trials, 1)), guarantee=ledger.guarantee())
+        return out
 
 
 @register_algorithm
