@@ -35,6 +35,10 @@ T = TypeVar("T")
 PARTS = ("test", "public", "private")
 
 
+#: the runner's splits of a chunk's subsets at a size's prefix lengths, as (subset, split) pairs (``ChunkRows.others``)
+SplitsOf = Callable[[tuple[int, int, int]], Sequence[tuple[Hashable, Any]]]
+
+
 @dataclass(frozen=True)
 class ChunkRows:
     """The names of the rows of one ``run_many`` call's splits within their chunk, and the chunk's scratch (module
@@ -45,8 +49,7 @@ class ChunkRows:
     nested: bool = False
     scratch: dict = field(default_factory=dict, repr=False, compare=False)
     grid: tuple[tuple[int, int, int], ...] = ()
-    splits_of: Callable[[tuple[int, int, int]], Sequence[tuple[Hashable, Any]]] | None = field(
-        default=None, repr=False, compare=False)
+    splits_of: SplitsOf | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def alone(cls, splits: Sequence[Any]) -> "ChunkRows":
