@@ -590,7 +590,7 @@ def dca_floor(exp, k: int = 3) -> float:
         seen: list = []
         saved = runner._outputs
 
-        def record(exp_, av, splits, ledgers, epsilon, delta):
+        def record(exp_, av, splits, ledgers, epsilon, delta, *rest, **kw):   # runner._outputs' signature
             seen.append((av, splits))
             return [None] * len(splits)
         runner._outputs = record
@@ -602,6 +602,8 @@ def dca_floor(exp, k: int = 3) -> float:
                     pass
         finally:
             runner._outputs = saved
+        if not seen:   # the recorder was never called (e.g. runner._outputs changed): a floor of 0 would say nothing
+            raise RuntimeError(f"dca_floor: no splits recorded for dataset variant {di} ({dv.name})")
         cost, cells = 0.0, 0
         for av, splits in seen:
             for sp in splits:

@@ -65,3 +65,21 @@ def test_small_floors_print_their_digits(paper_scale):
                                      3.0, 0.0, 0.0)
     floor = lines[1].split()[4]
     assert float(floor) == pytest.approx(0.000231, rel=0.01), lines[1]
+
+
+class _Unit(dict):
+    """Every DCA unit of work at 1 ns (no timing in a test)."""
+
+    def get(self, key, default=None):
+        return 1e-9
+
+    def __getitem__(self, key):
+        return 1e-9
+
+
+def test_dca_floor_sees_the_splits(paper_scale, monkeypatch):
+    """dca_floor records the splits by standing in for ``runner._outputs``: when that function's signature changed,
+    every call failed inside a swallowed exception and the floor of every DCA config was 0."""
+    exp = _fast(paper_scale, _PATH.parents[1] / "configs" / "dca_scaling.yaml")
+    monkeypatch.setattr(paper_scale, "dca_unit_costs", lambda d: _Unit())
+    assert paper_scale.dca_floor(exp, k=1) > 0
