@@ -14,7 +14,11 @@ Prints:
    fmlr, fmlr_paper), ``narplr`` (the noise-aware posterior's Gaussian approximation, ``fit_gaussian``, with its
    design and precision priors; ``narplr/gibbs`` for ``inference: gibbs``: ``sample_posterior`` with the
    variant's draws) or ``adassp`` (the smallest eigenvalue of the private and of the public XᵀX, ``eigvalsh``, and
-   the ridge solve, ``models.adassp.estimate``) — at its number of coefficients d; the floor is Σ over (kind, d) of (number of such fits in
+   the ridge solve, ``models.adassp.estimate``), ``pymc`` (rplr with ``engine: pymc``: the authors' ADVI,
+   ``posterior_mean_pymc``, timed on 3 problems after one that compiles the model, so the sampler's own time per
+   fit; with ``cross_check: true`` each also counts two ``vb`` fits, without and with the ridge) — split_search's
+   cells are rplr's ``vb`` fits (its split search on auxiliary data is cached, like the tuning) — at its number of
+   coefficients d; the floor is Σ over (kind, d) of (number of such fits in
    the run) × (CPU time per fit of that kind batched 5,000 random GDSC-like problems per call, best of 3, one
    core, measured here: CPU time, so that other load on a shared machine does not inflate it).  So the floor is
    the run's arithmetic of fitting with every Python overhead removed: no data split, noise draw, metric, row or
@@ -88,8 +92,10 @@ def fit_kind(av, dv) -> tuple[str, int] | None:
     prior = getattr(p, "prior", None)
     if av.name in ("rplr", "lr", "rlr", "plr"):
         if prior == "gamma":
-            return ("vb", d) if getattr(p, "engine", "vb") == "vb" else None
+            return ("vb", d) if getattr(p, "engine", "vb") == "vb" else ("pymc", d)
         return (f"fixed/{p.solver}", d)
+    if av.name == "split_search":        # its cell is an rplr with the split's thresholds (Gamma priors, vb)
+        return ("vb", d)
     if av.name in ("lr_public", "plr_paper"):
         return ("vb", d) if prior == "gamma" else ("solve", d)
     if av.name == "oplr":
@@ -148,6 +154,8 @@ def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
                 other[av.label] = other.get(av.label, 0) + drugs * len(grid) * runs
             else:
                 add(kind, n)
+                if kind[0] == "pymc" and getattr(av.instance.params, "cross_check", False):
+                    add(("vb", d), 2 * n)    # the vb engine on the same statistics, without and with the ridge
     return fits, other
 
 
@@ -221,6 +229,12 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
         def f(): trimmed_minimiser(S, -2.0 * r, 10.0, 1e-8)
     elif kind.startswith("narplr"):
         f = _narplr_fit(kind, batch, d)
+    elif kind == "pymc":
+        from dpexp.models.pymc_backend import posterior_mean_pymc
+
+        posterior_mean_pymc(S[:1], r[:1], t[:1], n, np.random.default_rng(0))   # compiles the model: not a fit
+
+        def f(): posterior_mean_pymc(S, r, t, n, np.random.default_rng(1))
     elif kind == "adassp":
         P = S / 80.0                    # a public XᵀX: 10 of the 810 lines
         ridge = np.full(batch, 0.5)
@@ -285,7 +299,7 @@ def fit_floor(exp, once: bool = False) -> tuple[float, list[tuple[str, int, int,
     no fit of the kinds; ``once``: each (kind, d) timed once per process (the ``--configs`` run's many configs)."""
     fits, other = count_fits(exp)
     per_fit = _per_fit_once if once else per_fit_seconds
-    terms = [(k, d, n, per_fit(k, d, 200 if "gibbs" in k else 2_000 if d > 20 else 5_000))
+    terms = [(k, d, n, per_fit(k, d, 3 if k == "pymc" else 200 if "gibbs" in k else 2_000 if d > 20 else 5_000))
              for (k, d), n in sorted(fits.items())]
     return sum(n * t for _, _, n, t in terms), terms, other
 
@@ -613,7 +627,7 @@ def dca_floor(exp, k: int = 3) -> float:
         seen: list = []
         saved = runner._outputs
 
-        def record(exp_, av, splits, ledgers, epsilon, delta):
+        def record(exp_, av, splits, ledgers, epsilon, delta, *rest, **kw):   # runner._outputs' signature
             seen.append((av, splits))
             return [None] * len(splits)
         runner._outputs = record
@@ -625,6 +639,8 @@ def dca_floor(exp, k: int = 3) -> float:
                     pass
         finally:
             runner._outputs = saved
+        if not seen:   # the recorder was never called (e.g. runner._outputs changed): a floor of 0 would say nothing
+            raise RuntimeError(f"dca_floor: no splits recorded for dataset variant {di} ({dv.name})")
         cost, cells = 0.0, 0
         for av, splits in seen:
             for sp in splits:
@@ -685,6 +701,12 @@ def ranked(timings: list[ConfigTiming]) -> list[ConfigTiming]:
     return sorted(timings, key=lambda t: (-t.ratio, t.name))
 
 
+def seconds(x: float) -> str:
+    """A floor in seconds: two decimals, or three significant digits below 0.1 s (a small config's floor of a few
+    milliseconds is not printed as 0.00)."""
+    return f"{x:.2f}" if x >= 0.1 or x == 0 else f"{x:.3g}"
+
+
 def format_table(timings: list[ConfigTiming], total_wall: float, plots: float, report: float) -> list[str]:
     """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the totals."""
     lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
@@ -692,7 +714,7 @@ def format_table(timings: list[ConfigTiming], total_wall: float, plots: float, r
     for t in ranked(timings):
         rss = ", ".join(f"{name} {b / 2**20:.0f}" for name, b in sorted(t.peaks, key=lambda x: -x[1]))
         ratio = f"{t.ratio:9.1f}" if t.ratio != float("inf") else f"{'-':>9s}"
-        lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {t.floor:8.2f} {ratio} "
+        lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
                      f"{t.plot:7.1f} {rss}" + (f"  ({t.error})" if t.error else ""))
     runs = sum(t.wall for t in timings)
     lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + plots {plots:.1f} s + report {report:.1f} s"
@@ -742,7 +764,7 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
             t.plot = cli_step(["plot", str(res / name), "--out", str(figs / name)])
             plots += t.plot
         timings.append(t)
-        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {floor:7.2f} s ({kind}), plot "
+        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind}), plot "
               f"{t.plot:.1f} s", flush=True)
     report = cli_step(["report", str(res), "--figures", str(figs), "--out", str(work / "report")])
     for line in format_table(timings, time.perf_counter() - t_all, plots, report):

@@ -114,6 +114,15 @@ def read_results(results_dir: Path) -> pd.DataFrame:
     return df
 
 
+def map_unique(s: pd.Series, f: Any) -> pd.Series:
+    """``s.map(f)``, with ``f`` called once per distinct value: a results column repeats a few values over millions
+    of rows.  Same values and dtype as ``s.map(f)`` (the distinct values are mapped as a Series, then taken)."""
+    codes, uniques = pd.factorize(s, use_na_sentinel=False)
+    out = pd.Series(uniques, dtype=s.dtype).map(f).iloc[codes]
+    out.index, out.name = s.index, s.name
+    return out
+
+
 def read_manifest(results_dir: Path) -> dict[str, Any]:
     p = Path(results_dir) / "manifest.json"
     if not p.exists():

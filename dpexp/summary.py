@@ -55,7 +55,7 @@ def headline(df: pd.DataFrame, manifest: dict[str, Any]) -> str:
     plotted metric over the curves at the largest x (no judgement of which end is better)."""
     plots = (manifest.get("config") or {}).get("plots") or []
     metric = next((p.get("metric") for p in plots if isinstance(p, dict) and p.get("metric")), None)
-    metrics = list(dict.fromkeys(df["metric"]))
+    metrics = list(dict.fromkeys(df["metric"].unique()))
     metric = metric if metric in metrics else (metrics[0] if metrics else None)
     if metric is None:
         return ""
@@ -90,7 +90,7 @@ def one_line(results_dir: Path, manifest: dict[str, Any], df: pd.DataFrame | Non
     status = str(manifest.get("status") or "unknown")
     if df is None:
         return f"{name}: no results yet (status {status}) [{results_dir}]"
-    labels = list(dict.fromkeys(df["label"]))
+    labels = list(dict.fromkeys(df["label"].unique()))
     not_dp = sum(1 for lb in labels if lb in NotDP(df, manifest))
     failures = (manifest.get("failures") or {}).get("count", 0) if isinstance(manifest.get("failures"), dict) else 0
     bits = [status + (", --fast" if fast else "") + (f", --set {', '.join(user)}" if user else ""),

@@ -37,7 +37,7 @@ def _fmt(col: str, v: Any) -> str:
 
 
 def _order(df: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(df["label"]))
+    return list(dict.fromkeys(df["label"].unique()))
 
 
 class CoverageNominalOptions(PlotOptions):

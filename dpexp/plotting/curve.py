@@ -68,7 +68,7 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
     extra = varying_grid_columns(df[df["metric"] == metric], x)
     fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra).ngroups))
     multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
-    order = list(dict.fromkeys(df["label"]))
+    order = list(dict.fromkeys(df["label"].unique()))
     keys = ["dataset", "dataset_params", "label"] + extra
     for key, g in sorted(agg.groupby(keys, sort=False),
                          key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from dpexp.formatting import fmt
+from dpexp.results import map_unique
 from dpexp.privacy.guarantee import RELEASE_PREFIX, is_evaluation, release_kind
 
 DAGGER = "†"
@@ -67,6 +68,10 @@ def curve_privacy(df: pd.DataFrame | None, manifest: dict[str, Any]) -> list[Cur
     for a in algos:
         by_label.setdefault(str(a.get("label", a.get("name", ""))), []).append(a)
     rows_known = df is not None and "guarantee" in df.columns
+    if rows_known:
+        # only the distinct rows of the columns read below matter (sets, and values in the order first seen, which
+        # drop_duplicates keeps): millions of rows become a few hundred
+        df = df[[c for c in _PRIVACY_COLUMNS if c in df.columns]].drop_duplicates()
     out = []
     for label in order:
         entries = by_label.get(label, [])
@@ -80,6 +85,10 @@ def curve_privacy(df: pd.DataFrame | None, manifest: dict[str, Any]) -> list[Cur
     return out
 
 
+#: the columns ``curve_privacy`` reads from the rows
+_PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", *ROW_COLUMNS)
+
+
 def _from_rows(label: str, d: pd.DataFrame, neighbouring: str) -> CurvePrivacy:
     """A curve's guarantee from its rows: the release's rows; the rows of evaluation metrics (guarantee ``none``,
     "evaluation against private data") say what the release spent only in their notes, so a curve with no other
@@ -88,7 +97,7 @@ def _from_rows(label: str, d: pd.DataFrame, neighbouring: str) -> CurvePrivacy:
     d = d[d["error"].astype(str) == ""] if "error" in d.columns and (d["error"].astype(str) == "").any() else d
     evaluation = ""
     if "privacy_note" in d.columns:
-        ev = d["privacy_note"].astype(str).map(is_evaluation)
+        ev = map_unique(d["privacy_note"].astype(str), is_evaluation)
         if ev.any():
             evaluation = ", ".join(dict.fromkeys(str(m) for m in d.loc[ev, "metric"])) if "metric" in d else "yes"
             if not ev.all():

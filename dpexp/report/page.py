@@ -332,7 +332,7 @@ def _summaries(e: Experiment, not_dp: set[str]) -> Html:
     df = e.df
     assert df is not None
     plotted = {p.get("metric") for p in (e.manifest.get("config") or {}).get("plots") or []}
-    metrics = list(dict.fromkeys(df["metric"]))
+    metrics = list(dict.fromkeys(df["metric"].unique()))
     if not plotted & set(metrics):  # plots that pick their metric themselves: open the first
         plotted = {metrics[0]}
     blocks = []

@@ -167,7 +167,7 @@ def compute(df: pd.DataFrame, ours: Ours) -> Result:
 def _one(df: pd.DataFrame, ours: Ours, where: dict[str, Any]) -> Result:
     from dpexp.results import aggregate
 
-    if ours.metric not in set(df["metric"]):
+    if ours.metric not in set(df["metric"].unique()):
         return Result(None, problem=f"metric {ours.metric!r} is not in these results")
     d = select(df[df["metric"] == ours.metric], where)
     if d.empty:

@@ -37,7 +37,7 @@ from dpexp.plotting.heatmap import heat_figure
 from dpexp.plotting.looks import Looks
 from dpexp.plotting.titles import number
 from dpexp.registry import register_plot
-from dpexp.results import varying_grid_columns
+from dpexp.results import map_unique, varying_grid_columns
 
 # ----------------------------------------------------------------------------------------------------------------
 # requested sizes (rows of the metrics n_private_requested / n_public_requested, dpexp/metrics/requested.py)
@@ -54,9 +54,10 @@ def requested_sizes(df: pd.DataFrame) -> pd.DataFrame:
     table (the runner writes each cell's metric rows together).
     """
     if all(f"{col}_requested" in df.columns for col in _SIZE_METRICS.values()):
-        out = df[~df["metric"].isin(list(_SIZE_METRICS))].copy()
+        out = df[~df["metric"].isin(list(_SIZE_METRICS))]   # a new frame (copy-on-write): no second copy
         for col in _SIZE_METRICS.values():
-            req = pd.to_numeric(out[f"{col}_requested"], errors="coerce")
+            req = out[f"{col}_requested"]
+            req = req if pd.api.types.is_numeric_dtype(req) else pd.to_numeric(req, errors="coerce")
             out[col] = np.where(req.notna(), req, out[col]).astype(float).round().astype(int)
         return out
     present = [m for m in _SIZE_METRICS if (df["metric"] == m).any()]
@@ -83,7 +84,7 @@ def _params_columns(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     need = [k for k in keys if k not in df.columns]
     if not need:
         return df
-    parsed = df["params"].fillna("").map(lambda s: dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv))
+    parsed = map_unique(df["params"].fillna(""), lambda s: dict(kv.split("=", 1) for kv in s.split(",") if "=" in kv))
     df = df.copy()
     for k in need:
         vals = parsed.map(lambda p: p.get(k))
@@ -137,7 +138,7 @@ def mean_text(df: pd.DataFrame, error: str, repeats: int) -> str:
     n = int(df["subset"].nunique())
     if n <= 1:
         return spread_text("mean", error, repeats)
-    noun = "drugs" if set(df["dataset"]) == {"gdsc"} else "subsets"
+    noun = "drugs" if set(df["dataset"].unique()) == {"gdsc"} else "subsets"
     return f"mean over {n} {noun}, " + spread_text("mean", error, repeats).removeprefix("mean ")
 
 
@@ -204,7 +205,7 @@ def _draw_gdsc_panel(ax: Any, s: pd.DataFrame, df: pd.DataFrame, x: str, o: Gdsc
     """The curves of one panel of ``gdsc_curve`` (``s``: its summary rows).  ``panel``: the labels to draw, in
     its order, with its legend names; its references are drawn lighter and named "(as in (b))" after their home
     panel's letter (``home``: label -> letter)."""
-    order = panel.curves if panel is not None else list(dict.fromkeys(df["label"]))
+    order = panel.curves if panel is not None else list(dict.fromkeys(df["label"].unique()))
     refs = set(panel.references) if panel is not None else set()
     # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
     # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
@@ -237,7 +238,7 @@ def _panelled(df: pd.DataFrame, s: pd.DataFrame, facets: list[Any], extra: list[
     """``options.panels``: one figure at page width, a column per panel (a row per value of another varying grid
     column), one y axis, a legend under each panel; then each panel as its own column-width figure
     ``<stem>_<panel name>`` on the same y range (dpexp/plotting/facets.py)."""
-    present = [lb for lb in dict.fromkeys(df["label"]) if lb in set(s["label"])]
+    present = [lb for lb in dict.fromkeys(df["label"].unique()) if lb in set(s["label"])]
     groups = assign(present, o.panels)
     home = {lb: p.letter for p in groups for lb in p.labels}
     reasons = looks.not_dp.reasons
@@ -331,7 +332,7 @@ def _param_label(df: pd.DataFrame, algorithm: str | None, name: str) -> str:
     parameter (the description before any parenthesis, from the algorithm's Params)."""
     if name in df.columns or name in ("n_private", "n_public", "epsilon", "d"):
         return axis_label(name)
-    algos = [algorithm] if algorithm else list(dict.fromkeys(df["algorithm"]))
+    algos = [algorithm] if algorithm else list(dict.fromkeys(df["algorithm"].unique()))
     for a in algos:
         try:
             field = registry.get("algorithm", a).Params.model_fields.get(name)

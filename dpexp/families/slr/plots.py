@@ -41,7 +41,7 @@ from dpexp.plotting.ecdf import CLIP_NOTE, FAILED_NOTE, ecdf, mark_beyond
 from dpexp.plotting.looks import Looks
 from dpexp.plotting.titles import plural
 from dpexp.registry import register_plot
-from dpexp.results import parse_params
+from dpexp.results import map_unique, parse_params
 
 SLR_LABELS = {
     "error_bound": "Ĉ(68) of |p̃25 − p̂25|  (y units, y ∈ [0, 1])",
@@ -68,10 +68,10 @@ def _column(df: pd.DataFrame, x: str) -> pd.Series:
     if x in df.columns:
         return df[x]
     if x == "env":
-        s2 = df["dataset_params"].map(lambda s: parse_params(s).get("sigma_x2", np.nan))
+        s2 = map_unique(df["dataset_params"], lambda s: parse_params(s).get("sigma_x2", np.nan))
         return df["epsilon"].astype(float) * df["n_private"].astype(float) * s2.astype(float)
-    dp = df["dataset_params"].map(lambda s: parse_params(s).get(x, np.nan))
-    ap = df["params"].map(lambda s: parse_params(s).get(x, np.nan))
+    dp = map_unique(df["dataset_params"], lambda s: parse_params(s).get(x, np.nan))
+    ap = map_unique(df["params"], lambda s: parse_params(s).get(x, np.nan))
     col = dp.where(dp.notna(), ap)
     if col.isna().all():
         raise UserError(f"plot x/facet must be a results column or a dataset/algorithm parameter, got {x!r}")
@@ -120,7 +120,7 @@ def _auto_facet(d: pd.DataFrame) -> str | None:
 
 
 def _order(df: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(df["label"]))
+    return list(dict.fromkeys(df["label"].unique()))
 
 
 def _labels(d: pd.DataFrame, labels: list[str] | None) -> pd.DataFrame:
@@ -288,10 +288,10 @@ def slr_output_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
     opts = OutputEcdfOptions.model_validate(spec.options)
     if opts.source == "quantiles":
         pat = re.compile(rf"^{re.escape(opts.quantile_prefix)}(\d+(?:\.\d+)?)$")
-        d = df[df["metric"].map(lambda m: bool(pat.match(str(m))))].copy()
+        d = df[map_unique(df["metric"], lambda m: bool(pat.match(str(m))))].copy()
         if d.empty:
             raise UserError(f"slr_output_ecdf: no metrics labelled {opts.quantile_prefix}<level> in the results")
-        d["level"] = d["metric"].map(lambda m: float(pat.match(m).group(1)) / 100.0)
+        d["level"] = map_unique(d["metric"], lambda m: float(pat.match(m).group(1)) / 100.0)
     else:
         d = _metric_rows(df, spec.metric or "prediction").copy()
     d = _labels(_where(d, opts.where), opts.labels)
@@ -381,8 +381,8 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
         raise UserError(f"slr_curve: no {metric} rows left after options.labels/where")
     d["_x"] = pd.to_numeric(_column(d, spec.x), errors="coerce")
     d = d[d["_x"].notna()]
-    x_in_algo = d["params"].map(lambda s: spec.x in parse_params(s)).any()
-    d["_line"] = d["label"].map(lambda s: s.split("[")[0]) if x_in_algo else d["label"]
+    x_in_algo = map_unique(d["params"], lambda s: spec.x in parse_params(s)).any()
+    d["_line"] = map_unique(d["label"], lambda s: s.split("[")[0]) if x_in_algo else d["label"]
     line_label = d.groupby("_line", sort=False)["label"].first().to_dict()   # a label of the line, for its look
     fig, cells, _ = _facets(d, opts.facet, opts.size)
     looks = Looks(df, manifest)
