@@ -134,8 +134,8 @@ def _min(x: Any) -> float:
 def _ratio_max(num: Any, den: Any) -> float:
     """max over trials of num/den, NaN entries (failed trials) ignored, x/0 = inf for x > 0 and 0/0 = 0."""
     n, d = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(n == 0, 0.0, n / d)
+    with np.errstate(divide="ignore", invalid="ignore"):   # d == 0 covers -0.0, whose n/d would be -inf
+        r = np.where(n == 0, 0.0, np.where(d == 0, np.inf, n / d))
     return _max(r)
 
 
@@ -151,6 +151,8 @@ def _pure_scale(mechanism: str, sens: np.ndarray, epsilon: float | None, scale: 
             raise UserError(f"{mechanism} needs epsilon or scale")
         return np.asarray(sens / float(epsilon)), float(epsilon)
     b = _check_nonneg(scale, "scale")
+    if np.any(np.isnan(sens) & ~np.isnan(b)):   # a number released without a sensitivity: never accounted
+        raise UserError(f"{mechanism} {label!r}: a NaN sensitivity for a trial that releases (finite scale)")
     implied = _ratio_max(sens, b)
     if epsilon is not None and implied > float(epsilon) * (1 + _REL):
         raise PrivacyAccountingError(f"{mechanism} {label!r}: the scale drawn implies epsilon = {implied:g} > the "
@@ -312,7 +314,7 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     S = v.shape[0]
     if len(sources) != S:
         raise ValueError(f"laplace_rows {label!r}: {len(sources)} sources for {S} cells")
-    sens = np.asarray(sensitivity, dtype=float).reshape(S, -1)
+    sens = _row_values(sensitivity, v.shape[:2], "sensitivities", label)
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
     if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
         raise UserError(f"epsilon must be > 0 and finite, got {epsilon}")
@@ -324,7 +326,7 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
         b = sens / eps[:, None]
         b_min = b.min(axis=1)
     else:
-        sens, b, s_max, b_min = _given_row_scales(sens, scale, eps, S, label)
+        sens, b, s_max, b_min = _given_row_scales(sens, scale, eps, S, v.shape[1], label)
     secure = [is_secure(src) for src in sources]
     if any(secure):   # a secure cell's noise comes from OpenDP's floating-point-safe sampler, not from ``standard``
         return _fp_safe_laplace_rows(v, standard, b, sens, eps, s_max, sources, secure, label, b_min)
@@ -338,19 +340,28 @@ def laplace_rows(value: Any, standard: np.ndarray, sensitivity: Any, epsilon: An
     return out
 
 
-def _given_row_scales(sens: np.ndarray, scale: Any, eps: np.ndarray, S: int, label: str
+def _row_values(a: Any, shape: tuple[int, int], what: str, label: str) -> np.ndarray:
+    """``laplace_rows``' and ``gaussian_rows``' per-cell values (sensitivities, scales, σ) as (S, 1) (one per cell) or (S, T) (one per trial),
+    T the values' trial axis; any other shape is a ValueError before anything is recorded: a trial axis of another
+    length would broadcast one standard draw over several released numbers, each with its own b."""
+    S, T = shape
+    arr = np.asarray(a, dtype=float)
+    arr = np.full((S, 1), float(arr)) if arr.ndim == 0 else arr.reshape(S, -1) if arr.size % max(S, 1) == 0 else arr
+    if arr.ndim != 2 or arr.shape[0] != S or arr.shape[1] not in (1, T):
+        raise ValueError(f"release {label!r}: {what} of shape {np.shape(a)} for values of shape (S, T) = "
+                         f"{shape}; expected (S,), (S, 1) or (S, T)")
+    return arr
+
+
+def _given_row_scales(sens: np.ndarray, scale: Any, eps: np.ndarray, S: int, T: int, label: str
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``laplace_rows``' ``scale=``: (Δ₁, b) broadcast to (S, T), each cell's recorded Δ₁ (largest) and b (smallest),
     NaNs ignored — ``laplace``'s checks and record for a given scale, per cell: Δ₁ and b >= 0 and finite where not
     NaN, and max Δ₁/b (0/0 = 0) at most the cell's ε (``PrivacyAccountingError``); a trial that releases (b not NaN)
     needs a Δ₁ that is not NaN (``UserError``)."""
-    b = np.asarray(scale, dtype=float).reshape(S, -1)
-    if b.shape != sens.shape:
-        try:
-            sens, b = np.broadcast_arrays(sens, b)
-        except ValueError:
-            raise ValueError(f"laplace_rows {label!r}: scales of shape {np.shape(scale)} for {S} cells of "
-                             f"sensitivities of shape {sens.shape}") from None
+    b = _row_values(scale, (S, T), "scales", label)
+    if b.shape != sens.shape:   # (S, 1) against (S, T): one value for every trial of a cell
+        sens, b = np.broadcast_arrays(sens, b)
     for a, what in ((sens, "sensitivity"), (b, "scale")):
         # >= 0 and finite where not NaN: the smallest non-NaN >= 0, the largest not +inf (all NaN: both NaN, passes)
         if a.size and (np.fmin.reduce(a, axis=None) < 0 or np.fmax.reduce(a, axis=None) == math.inf):
@@ -358,7 +369,8 @@ def _given_row_scales(sens: np.ndarray, scale: Any, eps: np.ndarray, S: int, lab
     if (np.isnan(sens) > np.isnan(b)).any():   # a number released without a sensitivity: never accounted
         raise UserError(f"laplace_rows {label!r}: a NaN sensitivity for a trial that releases (finite scale)")
     with np.errstate(divide="ignore", invalid="ignore"):
-        implied = np.fmax.reduce(np.where(sens == 0, 0.0, sens / b), axis=1)
+        # Δ₁ = 0 implies 0; b = 0 (-0.0 too, whose Δ₁/b would be -inf) with Δ₁ > 0 implies inf
+        implied = np.fmax.reduce(np.where(sens == 0, 0.0, np.where(b == 0, np.inf, sens / b)), axis=1)
     over = implied > eps * (1 + _REL)
     if over.any():
         i = int(np.flatnonzero(over)[0])
@@ -663,8 +675,8 @@ def gaussian_rows(value: Any, standard: np.ndarray, sigma: Any, sensitivity: Any
     S = v.shape[0]
     if len(sources) != S:
         raise ValueError(f"gaussian_rows {label!r}: {len(sources)} sources for {S} cells")
-    sig = np.asarray(sigma, dtype=float).reshape(S, -1)
-    sens = np.asarray(sensitivity, dtype=float).reshape(S, -1)
+    sig = _row_values(sigma, v.shape[:2], "sigmas", label)
+    sens = _row_values(sensitivity, v.shape[:2], "sensitivities", label)
     if not (float(sig.min()) >= 0.0 and float(sig.max()) < math.inf):
         raise UserError(f"sigma must be >= 0 and finite, got {sigma}")
     eps = np.broadcast_to(np.asarray(epsilon, dtype=float), (S,))
@@ -808,6 +820,8 @@ def gamma_norm_rows(values: Any, sensitivities: Any, epsilon: float, sources: Se
         for s, x in ([] if xa is None else zip(sens, xa.tolist())):
             # drawn with as given; the ε it implies (``_ratio_max`` of one pair, in floats) checked per cell
             _check_nonneg(x, "scale")
+            if s != s and x == x:   # a number released without a sensitivity: never accounted (``_pure_scale``)
+                raise UserError(f"gamma_norm {label!r}: a NaN sensitivity for a trial that releases (finite scale)")
             implied = 0.0 if s == 0 else ((math.inf if s > 0 else math.nan) if x == 0 else s / x)
             if implied > eps * (1 + _REL):
                 raise PrivacyAccountingError(f"gamma_norm {label!r}: the scale drawn implies epsilon = {implied:g} > "

@@ -81,7 +81,8 @@ def test_gamma_norm_rows_no_cells():
     ([0.5, 1.0, 2.0], [0.25, 0.5, 1.0]),                 # every check passes: the one test for all cells
     ([0.5, 1.0, 2.0], [0.25, 0.4, 0.5]),                 # the second and third imply ε > 2: the second's error
     ([0.5, 0.0, 2.0], [0.25, 0.0, 1.0]),                 # Δ = b = 0: passes, checked cell by cell
-    ([0.5, float("nan"), 2.0], [0.25, 0.5, 1.0]),        # a NaN sensitivity passes as in gamma_norm
+    ([0.5, float("nan"), 2.0], [0.25, 0.5, 1.0]),        # a NaN sensitivity with a finite scale fails
+    ([0.5, float("nan"), 2.0], [0.25, float("nan"), 1.0]),  # ... and passes with a NaN one (⊥), as in gamma_norm
     ([0.5, 1.0, float("inf")], [0.25, 0.5, 1.0]),        # an infinite sensitivity fails
     ([0.5, 1.0, 2.0], [0.25, -0.5, 1.0]),                # a negative scale fails
     ([0.5, 1.0, 2.0], [0.25, float("inf"), 1.0]),        # an infinite scale fails

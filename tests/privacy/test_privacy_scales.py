@@ -170,3 +170,52 @@ def test_laplace_rows_with_given_scales_are_the_laplace_calls():
         s2[0, 0] = np.nan
         laplace_rows(val, standard_laplace_rows(la, T), s2, eps, la, "x", scale=np.where(np.isnan(s2), 1.0, sc))
     assert all(not x.spends for x in la)
+
+
+def _one_cell(k: int):
+    from dpexp.privacy.ledger import PrivacyLedger
+    from dpexp.privacy.mechanisms import standard_laplace_rows
+
+    led = [PrivacyLedger(np.random.default_rng(0))]
+    return led, standard_laplace_rows(led, k)
+
+
+@pytest.mark.parametrize("value, sens, scale", [
+    (np.full((1, 1), 0.7), [[1.0, 1.0]], [[1.0, 2.0]]),   # a trial axis of 2 for one trial
+    (np.full((1, 1), 0.7), [[1.0, 2.0]], None),
+    (np.array([[[0.3, 0.9]]]), [1.0], [[[1.0, 2.0]]]),    # one b per entry: not a trial's
+])
+def test_rows_refuse_a_trial_axis_that_would_reuse_a_draw(value, sens, scale):
+    """Sensitivities or scales with another trial axis than the values' would broadcast one standard draw over
+    several released numbers with different b (the value then solvable from two of them): refused before anything
+    is recorded, for ``laplace_rows`` and ``gaussian_rows``."""
+    from dpexp.privacy.mechanisms import gaussian_rows, laplace_rows
+
+    led, std = _one_cell(value.size)
+    with pytest.raises(ValueError, match="expected"):
+        laplace_rows(value, std.reshape(value.shape), sens, 1.0, led, "x", scale=scale)
+    with pytest.raises(ValueError, match="expected"):
+        gaussian_rows(value, std.reshape(value.shape), sens if scale is None else scale, sens, 1.0, 1e-6, led, label="x")
+    assert led[0].spends == []
+
+
+def test_a_negative_zero_scale_releases_nothing():
+    """b = -0.0 passes a ``>= 0`` check and Δ/b = -inf passes an ``<= ε`` one: it must imply ε = inf instead
+    (``laplace_rows``, ``gamma_norm``), so the value is never released without noise."""
+    led, std = _one_cell(3)
+    with pytest.raises(PrivacyAccountingError, match="inf"):
+        mech.laplace_rows(np.full((1, 3), 0.7), std, [1.0], 1.0, led, "x", scale=-0.0)
+    one = PrivacyLedger(np.random.default_rng(0))
+    with pytest.raises(PrivacyAccountingError, match="inf"):
+        mech.gamma_norm(np.array([0.3, 0.4]), 1.0, 1.0, one, scale=-0.0)
+    assert led[0].spends == [] and one.spends == []
+
+
+def test_laplace_refuses_a_nan_sensitivity_for_a_trial_that_releases():
+    """``laplace(scale=)`` with a NaN Δ and a finite b released the value under a spend that covers nothing
+    (its implied ε NaN, ignored); it is refused, as ``laplace_rows`` refuses it.  A NaN b (⊥) with it stays NaN."""
+    one = PrivacyLedger(np.random.default_rng(0))
+    with pytest.raises(UserError, match="NaN sensitivity"):
+        mech.laplace(0.7, float("nan"), 1.0, one, size=2, scale=1e-9)
+    assert one.spends == []
+    assert np.isnan(mech.laplace(0.7, float("nan"), 1.0, one, size=2, scale=float("nan"))).all()

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpexp.errors import UserError
 from dpexp.families.slr.algorithms.dp_gd import GradientBatch, dp_gradient_descent
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.registry import get
+from dpexp.types import Split
 from tests.slr.test_slr_algorithms import VARIANTS, make_split
 
 
@@ -250,3 +252,45 @@ def test_split_moments_are_each_splits_own_sums():
         for got, ref in ((xm[i], a), (ym[i], b), (nvar[i], np.sum((x - a) ** 2)), (ncov[i], np.sum((x - a) * (y - b)))):
             assert np.float64(got).tobytes() == np.float64(ref).tobytes()
     assert split_means(ys)[1][1:].tobytes() == np.array([y.mean() for y in ys[1:]]).tobytes()
+
+
+def _uniform_split(seed: int, n: int = 10) -> Split:
+    r = np.random.default_rng(seed)
+    x, y = r.uniform(size=n), r.uniform(size=n)
+    return Split(x[:, None], y, np.zeros((0, 1)), np.zeros(0), np.array([[0.5]]), np.array([0.5]), {})
+
+
+def test_noisy_stats_split_whose_intercept_scale_overflows_fails_alone():
+    """At ε = 1e-306 split 1's intercept scale 3Δ3/ε overflows in some trial (its ``laplace`` alone refuses it):
+    in a call with split 0, only split 1 fails, and split 0's output and spends are those of its call alone."""
+    alg = get("algorithm", "noisy_stats")()
+
+    def call(seeds):
+        ledgers = [PrivacyLedger(np.random.default_rng(100 + s)) for s in seeds]
+        return alg.run_many([_uniform_split(s) for s in seeds], 1e-306, 0.0, ledgers, 200), ledgers
+
+    (alone0,), (l0,) = call([0])
+    (alone1,), _ = call([1])
+    assert isinstance(alone1, UserError) and not isinstance(alone0, Exception)
+    (both0, both1), (m0, _) = call([0, 1])
+    assert isinstance(both1, UserError) and str(both1) == str(alone1)
+    np.testing.assert_array_equal(both0.predictions, alone0.predictions)
+    assert m0.spends == l0.spends
+
+
+def test_noisy_stats_intercept_is_released_by_the_mechanism_with_its_value(monkeypatch):
+    """The intercept ȳ − α̃x̄ goes into ``laplace_rows`` as its value (secure mode adds OpenDP's noise to the data
+    value itself, floating-point safe), not as noise drawn around 0 and added afterwards."""
+    from dpexp.families.slr.algorithms import noisy_stats as ns
+
+    seen = {}
+    real = ns.laplace_rows
+
+    def spy(value, standard, sensitivity, epsilon, sources, label="", **kw):
+        seen[label] = np.array(value)
+        return real(value, standard, sensitivity, epsilon, sources, label, **kw)
+
+    monkeypatch.setattr(ns, "laplace_rows", spy)
+    sp = _uniform_split(3, n=50)
+    out = get("algorithm", "noisy_stats")().run_many([sp], 1.0, 0.0, [PrivacyLedger(np.random.default_rng(0))], 5)[0]
+    assert np.isfinite(out.predictions).any() and np.all(seen["intercept"] != 0.0)

@@ -21,6 +21,7 @@ import numpy as np
 
 from dpexp.audit.plan import AuditPlan
 from dpexp.components import BatchedAlgorithm
+from dpexp.errors import UserError
 from dpexp.families.slr.audit import noisy_stats_view, unit_square
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.moments import split_means, split_moments
@@ -38,9 +39,9 @@ def noisy_stats_scales(n, epsilon: float):
 
 def noisy_stats_many(x: list[np.ndarray], y: list[np.ndarray], xs: list[np.ndarray], epsilon: float,
                      ledgers: list, trials: int, releases: list[dict] | None = None
-                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+                     ) -> list[tuple[np.ndarray, np.ndarray] | UserError]:
     """Algorithm 1 for ``trials`` runs on each of S splits (n >= 2 each) at once: per split (predictions
-    (trials, len(xs[i])), failed (trials,)).
+    (trials, len(xs[i])), failed (trials,)), or the ``UserError`` of a split whose intercept scale overflows.
 
     The sufficient statistics of all splits come from one pass over their flat rows (``moments.split_moments``:
     each split's floats are those of its own ``np.sum``/``mean``).  Split i's three Laplace mechanisms draw from and
@@ -66,17 +67,29 @@ def noisy_stats_many(x: list[np.ndarray], y: list[np.ndarray], xs: list[np.ndarr
     with np.errstate(divide="ignore", invalid="ignore"):
         alpha = np.where(ok, ncov_t / np.where(ok, den, 1.0), np.nan)
     d3 = (1.0 + np.abs(alpha)) / n[:, None]   # NaN for a failed trial (⊥: its scale NaN, nothing is released there)
-    noise3 = laplace_rows(np.zeros((S, T)), L[:, 2 * T:], d3, e3, ledgers, "intercept", scale=3.0 * d3 / epsilon)
-    beta = (ym[:, None] - alpha * xm[:, None]) + noise3
+    with np.errstate(over="ignore"):   # an overflow is the failure handled below
+        b3 = 3.0 * d3 / epsilon
+    # a split whose intercept scale overflows (a tiny ε) fails alone, as its own ``laplace`` call would: the others
+    # of the call release theirs
+    bad = np.isinf(b3).any(axis=1)
+    live = np.flatnonzero(~bad)
+    beta = np.full((S, T), np.nan)
+    if live.size:   # the data value goes into the mechanism (secure mode adds its noise to it, floating-point safe)
+        value = np.where(ok[live], ym[live, None] - alpha[live] * xm[live, None], 0.0)
+        beta[live] = laplace_rows(value, L[live, 2 * T:], d3[live], e3, [ledgers[i] for i in live], "intercept",
+                                  scale=b3[live])
+        beta[live] = np.where(ok[live], beta[live], np.nan)
     # predictions of every split at its x_new, (columns of all splits, trials): α̃ x + β̃, ⊥ rows NaN
     cols = np.array([np.size(v) for v in xs], dtype=np.int64)
     owner = np.repeat(np.arange(S), cols)
     flat_xs = np.concatenate([np.asarray(v, dtype=float) for v in xs]) if S else np.zeros(0)
     pred = alpha[owner] * flat_xs[:, None] + beta[owner]
     pred[~ok[owner]] = np.nan
-    out, at = [], 0
+    out: list = []
+    at = 0
     for i in range(S):
-        out.append((np.ascontiguousarray(pred[at:at + cols[i]].T), ~ok[i]))
+        out.append(UserError(f"intercept scale must be >= 0 and finite, got {b3[i]}") if bad[i] else
+                   (np.ascontiguousarray(pred[at:at + cols[i]].T), ~ok[i]))
         at += cols[i]
         if releases is not None:
             releases[i].update(ncov=ncov_t[i], nvar=den[i], intercept=beta[i])
@@ -86,7 +99,10 @@ def noisy_stats_many(x: list[np.ndarray], y: list[np.ndarray], xs: list[np.ndarr
 def noisy_stats_predict(x: np.ndarray, y: np.ndarray, xs: np.ndarray, epsilon: float, ledger,
                         trials: int, release: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1 on one split: ``noisy_stats_many`` on a batch of one (the audit's view calls it)."""
-    return noisy_stats_many([x], [y], [xs], epsilon, [ledger], trials, None if release is None else [release])[0]
+    got = noisy_stats_many([x], [y], [xs], epsilon, [ledger], trials, None if release is None else [release])[0]
+    if isinstance(got, Exception):
+        raise got
+    return got
 
 
 class _NoisyStatistic(BatchedAlgorithm):
@@ -123,7 +139,11 @@ class NoisyStats(_NoisyStatistic):
         if batch:
             done = noisy_stats_many([b[2] for b in batch], [b[3] for b in batch], [b[4] for b in batch],
                                     batch[0][5], [b[1] for b in batch], trials)
-            for (i, ledger, *_), (pred, failed) in zip(batch, done):
+            for (i, ledger, *_), got in zip(batch, done):
+                if isinstance(got, Exception):
+                    out[i] = got
+                    continue
+                pred, failed = got
                 out[i] = Output(predictions=pred, extras={"noisy_stats_failures": float(failed.sum())},
                                 guarantee=ledger.guarantee())
         return out
