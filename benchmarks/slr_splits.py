@@ -11,11 +11,12 @@ only calls the registry's algorithms.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import time
 
 import numpy as np
 
-import dpexp
+from dpexp import registry
 from dpexp.privacy.ledger import PrivacyLedger
 from dpexp.registry import get, load_all
 from dpexp.types import Split
@@ -40,7 +41,7 @@ def main() -> None:
     a = ap.parse_args()
     load_all()
     splits = tracts(a.splits)
-    print(f"dpexp from {dpexp.__file__}; {a.splits} splits (n 20..400), {a.trials} trials, best of {a.rounds}")
+    print(f"dpexp from {Path(registry.__file__).parent}; {a.splits} splits (n 20..400), {a.trials} trials, best of {a.rounds}")
     for name in ("noisy_stats", "noisy_intercept", "ols"):
         alg = get("algorithm", name)()
         best = float("inf")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
-__all__ = ["Results", "estimators", "load", "run"]
+from dpexp.version import __version__
+
+__all__ = ["Results", "__version__", "estimators", "load", "run"]
 
 
 def __getattr__(name: str) -> Any:

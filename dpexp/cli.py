@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from dpexp import __version__
+from dpexp.version import __version__
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell convention

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from dpexp import __version__, cache
+from dpexp import cache
+from dpexp.version import __version__
 from dpexp.spec import ResolvedExperiment
 
 FILE = "manifest.json"

@@ -638,7 +638,7 @@ _RESOLVE_LOCK = threading.Lock()  # a Dask worker may run several chunks in thre
 def chunk_task(payload: Payload, chunk: Chunk) -> ChunkDone | WorkerProblem:
     """A chunk in a worker process: the experiment is rebuilt once per process from ``payload`` (memo keyed by the
     fingerprint and seed); a worker whose data or code differ from the driver's returns a ``WorkerProblem``."""
-    from dpexp import __version__
+    from dpexp.version import __version__
 
     if payload.version != __version__:
         return WorkerProblem(worker_name(), f"runs dpexp {__version__}, the driver {payload.version}")
@@ -700,7 +700,7 @@ def run_experiment(exp: ResolvedExperiment, raw: dict[str, Any], out: Path, jobs
     the executor (``dpexp.executors``: ``jobs``, or the Dask ``cluster``), write the starting manifest, compute the
     missing chunks, merge them into the results file, finish the manifest.
     """
-    from dpexp import __version__
+    from dpexp.version import __version__
     from dpexp.executors import make_executor
 
     start = time.time()

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from urllib.parse import quote
 
 
-from dpexp import __version__
+from dpexp.version import __version__
 from dpexp.formatting import fmt, signed
 from dpexp.plotting.privacy import DAGGER, CurvePrivacy, curve_privacy
 from dpexp.plotting.titles import fill
