@@ -649,9 +649,9 @@ class ChunkRecords:
         (``col``: it, its columns, their text, ...): the guarantee columns replaced by ``evaluation_columns``, as
         ``mark_evaluation`` makes them; the part before the sizes made once per chunk per variant, target and
         guarantee."""
-        key = ("evaluation", variant, e, d, id(col[0]))
+        key = ("evaluation", variant, e, d, col[1])   # by the guarantee's columns' values: all the heads depend on
         got = self._guaranteed.get(key)
-        if got is None:   # ``_by_guarantee`` holds the guarantee while the chunk's rows are made
+        if got is None:
             ecol = evaluation_columns(col[1])
             befores, bt = self._before(variant, e, d)
             etext = head_text(ecol)

@@ -194,6 +194,6 @@ def _checked_inputs(name: str, splits: list[Split], epsilon: float, ledgers: lis
     for i, (split, ledger) in enumerate(zip(splits, ledgers)):
         try:
             good.append((i, (as_ledger(ledger),) + inputs(split, name, epsilon, unit_box=True)))
-        except Exception as exc:  # recorded per cell
+        except UserError as exc:  # a split that fails the checks: recorded per cell
             out[i] = exc
     return out, good

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from dpexp.components import BatchedAlgorithm, Params, Reference
+from dpexp.errors import UserError
 from dpexp.families.slr.checks import inputs
 from dpexp.families.slr.matchings import all_pair_estimates, line_estimates, matching_lines, n_rounds
 from dpexp.families.slr.moments import split_moments
@@ -66,7 +67,7 @@ class OLS(Reference, BatchedAlgorithm):
                 ledger = as_ledger(ledger)
                 ledger.not_dp("non-private baseline")
                 good.append((i, ledger) + inputs(split, self.name)[:3])
-            except Exception as exc:  # recorded per cell
+            except UserError as exc:  # a split that fails the checks: recorded per cell
                 out[i] = exc
         if good:
             a, b = ols_lines([g[2] for g in good], [g[3] for g in good])
