@@ -155,6 +155,7 @@ class DaskCluster:
         self.cluster = None
         self.owns_client = True
         self._futures: list[Any] = []
+        self._quiet: _QuietLogger | None = None
         if isinstance(address, Client):  # from Python: a client the caller made (Coiled, Dask Gateway, jobqueue)
             self.client, self.owns_client = address, False
             self.describe = f"dask {address.scheduler.address}"
@@ -163,11 +164,21 @@ class DaskCluster:
             # quiet: worker logs (also the shutdown races of heartbeats) would interleave with the progress bar; a
             # failing task comes back to this process as a value or an exception anyway
             # the scheduler's HTTP routes on a free port (the default 8787 may be taken: a warning), no dashboard
-            with _workers_ignore_sigint():
-                self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                            dashboard_address=None, silence_logs=logging.CRITICAL,
-                                            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
-            self.client = Client(self.cluster)
+            # the scheduler and nannies run in this process: their loggers stay quiet until ``close`` has stopped
+            # them. ``silence_logs`` alone lowers the handlers only until the cluster's own close begins, and a
+            # worker killed with the process group (scancel, SIGTERM) then raced a 'Batched Comm Closed' traceback
+            # onto stderr while the scheduler shut down
+            self._quiet = _QuietLogger("distributed")
+            try:
+                with _workers_ignore_sigint():
+                    self.cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                                dashboard_address=None, silence_logs=logging.CRITICAL,
+                                                scheduler_kwargs={"dashboard": False,
+                                                                  "dashboard_address": "127.0.0.1:0"})
+                self.client = Client(self.cluster)
+            except BaseException:
+                self._quiet.restore()
+                raise
             self.describe = f"dask LocalCluster, {n} processes"
         else:
             try:
@@ -230,8 +241,24 @@ class DaskCluster:
             if self.owns_client:
                 self.client.close(timeout=10)
         finally:
-            if self.cluster is not None:
-                self.cluster.close(timeout=10)
+            try:
+                if self.cluster is not None:
+                    self.cluster.close(timeout=10)
+            finally:
+                if self._quiet is not None:
+                    self._quiet.restore()
+
+
+class _QuietLogger:
+    """Raise one logger's level to CRITICAL until ``restore`` (its previous level back)."""
+
+    def __init__(self, name: str) -> None:
+        self.logger = logging.getLogger(name)
+        self.level = self.logger.level
+        self.logger.setLevel(logging.CRITICAL)
+
+    def restore(self) -> None:
+        self.logger.setLevel(self.level)
 
 
 @contextlib.contextmanager
