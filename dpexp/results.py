@@ -184,15 +184,59 @@ def aggregate(df: pd.DataFrame, x: str, metric: str | None = None) -> pd.DataFra
         raise UserError(f"metric must be one of the results' metrics ({have}), got {metric!r}")
     keys = GROUP_COLUMNS + varying_grid_columns(d, x) + [x]
     per_repeat = d.groupby(keys + ["repeat"], sort=True, dropna=False)["value"].mean().reset_index()
-    g = per_repeat.groupby(keys, sort=True, dropna=False)["value"]
-    out = g.agg(mean="mean", std="std", median="median",
-                q25=lambda v: np.nanquantile(v, 0.25) if v.notna().any() else np.nan,
-                q75=lambda v: np.nanquantile(v, 0.75) if v.notna().any() else np.nan,
-                repeats="count").reset_index()
+    grouped = per_repeat.groupby(keys, sort=True, dropna=False)
+    g = grouped["value"]
+    out = g.agg(mean="mean", std="std", median="median", repeats="count").reset_index()
+    codes = grouped.ngroup().to_numpy()
+    q25, q75 = group_nanquantiles(codes, per_repeat["value"].to_numpy(dtype=float), len(out), (0.25, 0.75))
+    out.insert(out.columns.get_loc("repeats"), "q25", q25)
+    out.insert(out.columns.get_loc("repeats"), "q75", q75)
     out["iqr"] = out["q75"] - out["q25"]
     failed = d[d["value"].isna()].groupby(keys, dropna=False).size().rename("failed_rows")
     out = out.merge(failed.reset_index(), on=keys, how="left")
     out["failed_rows"] = out["failed_rows"].fillna(0).astype(int)
+    return out
+
+
+def group_nanquantiles(codes: np.ndarray, values: np.ndarray, n_groups: int,
+                       qs: tuple[float, ...]) -> list[np.ndarray]:
+    """``np.nanquantile(values[codes == g], q)`` (method 'linear') for every group ``g`` in ``range(n_groups)`` and
+    every ``q``, NaN for a group without a finite value, in one sort instead of one call per group.
+
+    It repeats numpy's own steps (``numpy/lib/_function_base_impl.py``: the virtual index ``(n - 1) q``, the
+    neighbours ``floor`` and ``floor + 1`` clamped to the last value, and ``_lerp``'s two-sided interpolation), so
+    its values are numpy's to the bit; ``tests/core/test_aggregate.py`` holds it to ``np.nanquantile`` on groups of
+    every size with NaNs, ties and signed zeros, and fails if numpy changes those steps.
+    """
+    keep = ~np.isnan(values)
+    c, v = codes[keep], values[keep]
+    order = np.lexsort((v, c))
+    ordered = v[order]
+    n = np.bincount(c, minlength=n_groups)
+    start = np.cumsum(n) - n
+    empty = n == 0
+    out = []
+    for q in qs:
+        virtual = (n - 1) * q
+        below = np.floor(virtual)
+        above = below + 1
+        at_top = virtual >= n - 1           # numpy takes the last value for both neighbours (index -1)
+        below[at_top] = -1
+        above[at_top] = -1
+        below[virtual < 0] = 0
+        above[virtual < 0] = 0
+        gamma = virtual - below             # numpy's gamma, computed from the clamped index as numpy does
+        lo = np.where(below < 0, n + below, below).astype(np.intp)
+        hi = np.where(above < 0, n + above, above).astype(np.intp)
+        where_lo = np.where(empty, 0, start + lo)
+        where_hi = np.where(empty, 0, start + hi)
+        a = ordered[where_lo] if ordered.size else np.full(n_groups, np.nan)
+        b = ordered[where_hi] if ordered.size else np.full(n_groups, np.nan)
+        diff = b - a
+        value = a + diff * gamma
+        value = np.where(gamma >= 0.5, b - diff * (1 - gamma), value)
+        value[empty] = np.nan
+        out.append(value)
     return out
 
 
