@@ -16,7 +16,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -43,7 +43,10 @@ class Experiment:
     slug: str                               # unique within the report; used for anchors and the figure folder
     results_dir: Path
     manifest: dict[str, Any]
-    df: pd.DataFrame | None                 # None when the run has no results yet
+    #: the results table while the page renders this experiment's section (``tables``), else None: the report
+    #: holds one experiment's table at a time, so its memory is that of the largest table, not of all of them
+    df: pd.DataFrame | None
+    has_results: bool = False               # False when the run has no results table yet
     problems: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     figure_source: str = ""                 # where the figures came from, in words
@@ -55,8 +58,9 @@ class Experiment:
 
 def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | None,
                      warn: Callable[[str], None], shown_as: Path | None = None) -> list[Experiment]:
-    """Read every manifest and results table, find (or draw) the figures and copy them into ``report_dir``
-    (a temporary folder that becomes ``shown_as``, the name used in messages)."""
+    """Read every manifest, find (or draw) the figures and copy them into ``report_dir`` (a temporary folder that
+    becomes ``shown_as``, the name used in messages).  The results tables are read later, one at a time
+    (``tables``)."""
     from dpexp import results
 
     exps = []
@@ -69,14 +73,28 @@ def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | No
             raise UserError(f"{d / 'manifest.json'}: not a dpexp manifest (expected a JSON object)")
         exp = Experiment(slug, d, manifest, None)
         try:
-            exp.df = results.read_results(d)
+            results.results_file(d)
+            exp.has_results = True
         except UserError:
             exp.problems.append(f"no results table yet (run status: {manifest.get('status', 'unknown')})")
         exps.append(exp)
     for exp in exps:
-        if exp.df is not None:
+        if exp.has_results:
             _figures(exp, report_dir, figures_root, warn, shown_as or report_dir)
     return exps
+
+
+def tables(experiments: list[Experiment]) -> Iterator[Experiment]:
+    """Each experiment with its results table in ``df`` (None without one), one at a time: the table is dropped
+    before the next is read."""
+    from dpexp import results
+
+    for exp in experiments:
+        exp.df = results.read_results(exp.results_dir) if exp.has_results else None
+        try:
+            yield exp
+        finally:
+            exp.df = None
 
 
 def _slugs(dirs: list[Path]) -> list[str]:

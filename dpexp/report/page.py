@@ -18,7 +18,7 @@ from dpexp.version import __version__
 from dpexp.formatting import fmt, signed
 from dpexp.plotting.privacy import DAGGER, CurvePrivacy, curve_privacy
 from dpexp.plotting.titles import fill
-from dpexp.report.collect import Experiment
+from dpexp.report.collect import Experiment, tables
 from dpexp.report.paper import Entry, PaperValues, check_holds, compute, params_match
 
 EVALUATION_NOTE = ("Evaluation metrics read the private rows (e.g. the error against the non-private OLS of the "
@@ -89,8 +89,12 @@ def url(path: str) -> str:
 
 
 def render(experiments: list[Experiment], refs: PaperValues | None, title: str, inputs: list[Path]) -> str:
-    privacy = {e.slug: curve_privacy(e.df, e.manifest) for e in experiments}
     entries = {e.slug: (refs.experiments.get(e.name) if refs else None) for e in experiments}
+    privacy: dict[str, list[CurvePrivacy]] = {}
+    sections = []
+    for e in tables(experiments):  # one results table in memory at a time; the index needs only what it keeps
+        privacy[e.slug] = curve_privacy(e.df, e.manifest)
+        sections.append(_section(e, privacy[e.slug], entries[e.slug], refs))
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -110,8 +114,7 @@ def render(experiments: list[Experiment], refs: PaperValues | None, title: str, 
                        "provenance of each run."]), class_="muted"),
         _index(experiments, privacy, entries),
     ]
-    for e in experiments:
-        parts.append(_section(e, privacy[e.slug], entries[e.slug], refs))
+    parts += sections
     parts += [tag("footer", tag("p", DAGGER_NOTE, class_="muted")), "</body>", "</html>", ""]
     return "\n".join(parts)
 

@@ -129,6 +129,31 @@ def test_same_inputs_same_bytes(runs, tmp_path):
     assert all((a / f).read_bytes() == (b / f).read_bytes() for f in files_a)
 
 
+def test_one_results_table_in_memory_at_a_time(runs, tmp_path, monkeypatch):
+    """The report reads each experiment's table while it renders that section and drops it before the next one:
+    its memory is the largest table's, not the sum of all (make figures at full scale: millions of rows each)."""
+    import gc
+    import weakref
+
+    from dpexp import results
+
+    real, alive, seen = results.read_results, [], []
+
+    def read(d):
+        gc.collect()
+        seen.append(sum(r() is not None for r in alive))
+        df = real(d)
+        alive.append(weakref.ref(df))
+        return df
+
+    monkeypatch.setattr(results, "read_results", read)
+    figures = tmp_path / "figs"   # both experiments' figures drawn there first, so drawing reads its own tables
+    assert report([str(runs.root / "results"), "--figures", str(figures), "--out", str(tmp_path / "a")])[0] == 0
+    alive.clear(), seen.clear()
+    assert report([str(runs.root / "results"), "--figures", str(figures), "--out", str(tmp_path / "b")])[0] == 0
+    assert seen == [0, 0], seen   # two experiments, each read once, none alive when the next is read
+
+
 def test_rerun_replaces_a_previous_report_only(runs, tmp_path):
     out = tmp_path / "rep"
     assert report([str(runs.root / "results"), "--out", str(out)])[0] == 0
