@@ -44,15 +44,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
-## figures: run every config into results/<name> and plot into figures/<name>; FAST=1 applies each config's
-## `fast:` section (2 repeats by default) and writes to results/fast, figures/fast; ends with the HTML report
-## of all of them in $(REPORT)/index.html
+## figures: run every config into results/<name>, then plot every experiment of results/ into figures/<name> in
+## one process (one start and import, not one per config); FAST=1 applies each config's `fast:` section
+## (2 repeats by default) and writes to results/fast, figures/fast; ends with the HTML report of all of them in
+## $(REPORT)/index.html
 figures: $(STAMP)
 	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
 	  echo "== $$n"; \
 	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
-	  $(BIN)/dpexp plot $(OUTROOT)/$$n --out $(FIGROOT)/$$n || failed="$$failed $$n(plot)"; \
 	done; \
+	echo "== plot"; \
+	$(BIN)/dpexp plot $(OUTROOT) --out $(FIGROOT) || failed="$$failed plot"; \
 	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 

@@ -99,15 +99,36 @@ def results_file(results_dir: Path) -> Path:
     raise UserError(f"{results_dir}: no results.csv or results.csv.gz (run `dpexp run CONFIG --out {results_dir}`)")
 
 
-def read_results(results_dir: Path) -> pd.DataFrame:
-    """The tidy results table with typed columns (``value`` NaN for failed cells)."""
+#: string columns whose few distinct values repeat over millions of rows: ``read_results(compact=True)`` holds them
+#: as categoricals (an int8/int16 code per row) instead of a Python string object per row
+REPEATED_COLUMNS = ("experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params",
+                    "guarantee", "privacy_note", "metric", "error")
+
+
+def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
+    """The tidy results table with typed columns (``value`` NaN for failed cells).
+
+    ``compact`` (what ``dpexp plot`` reads): the ``REPEATED_COLUMNS`` as categoricals whose categories are the
+    distinct values sorted (so a sort or a ``groupby(sort=True)`` gives the order of the strings; group with
+    ``observed=True``), ``n_private_requested`` parsed once per distinct value, and no ``seed_key`` (a near-unique
+    string per cell that no plot reads): about a tenth of the memory, and faster to read and group."""
     path = results_file(results_dir)
     spent = [c for c in ("epsilon_spent", "delta_spent", "rho_spent")]
-    df = pd.read_csv(path, dtype={"dataset_params": str, "params": str, "subset": str, "error": str,
-                                  "label": str, "n_private_requested": str, "guarantee": str, "privacy_note": str},
+    text = {"dataset_params": str, "params": str, "subset": str, "error": str, "label": str,
+            "n_private_requested": str, "guarantee": str, "privacy_note": str}
+    usecols = None
+    if compact:
+        text = {**text, **{c: "category" for c in (*REPEATED_COLUMNS, "n_private_requested")}}
+        usecols = lambda c: c != "seed_key"   # noqa: E731
+    df = pd.read_csv(path, dtype=text, usecols=usecols,
                      keep_default_na=False, na_values={c: [""] for c in ["value", *spent]})
-    if not (df["n_private_requested"] == "all").any():
-        df["n_private_requested"] = pd.to_numeric(df["n_private_requested"])
+    req = df["n_private_requested"]
+    if isinstance(req.dtype, pd.CategoricalDtype):
+        if "all" not in req.cat.categories:   # the numbers, parsed once per distinct value
+            cats = pd.to_numeric(pd.Series(req.cat.categories))
+            df["n_private_requested"] = cats.iloc[req.cat.codes.to_numpy()].to_numpy()
+    elif not (req == "all").any():
+        df["n_private_requested"] = pd.to_numeric(req)
     for c in ["value", *spent]:
         if c in df.columns:   # results written before the guarantee columns (schema 1) have none
             df[c] = pd.to_numeric(df[c], errors="coerce")
@@ -116,7 +137,18 @@ def read_results(results_dir: Path) -> pd.DataFrame:
 
 def map_unique(s: pd.Series, f: Any) -> pd.Series:
     """``s.map(f)``, with ``f`` called once per distinct value: a results column repeats a few values over millions
-    of rows.  Same values and dtype as ``s.map(f)`` (the distinct values are mapped as a Series, then taken)."""
+    of rows.  Same values and dtype as ``s.map(f)`` of the column read as strings (the distinct values are mapped as
+    a Series, then taken); a categorical ``s`` (``read_results(compact=True)``) maps the categories it holds, as
+    strings, so the result is never categorical."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        codes = s.cat.codes.to_numpy()
+        if (codes < 0).any():   # a missing value: map it as the string column would hold it
+            s = s.astype(s.cat.categories.dtype)
+        else:
+            k, held = pd.factorize(codes)
+            out = pd.Series(s.cat.categories.take(held)).map(f).iloc[k]
+            out.index, out.name = s.index, s.name
+            return out
     codes, uniques = pd.factorize(s, use_na_sentinel=False)
     out = pd.Series(uniques, dtype=s.dtype).map(f).iloc[codes]
     out.index, out.name = s.index, s.name

@@ -59,10 +59,10 @@ def coverage_nominal(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
     d["nominal"] = d["metric"].str.rsplit("_", n=1).str[1].astype(float) / 100
     d = d.dropna(subset=["value"])
     facets = [c for c in GRID_COLUMNS if d[c].nunique() > 1]
-    per_rep = d.groupby(["label", *facets, "nominal", "repeat"], dropna=False)["value"].mean().reset_index()
-    agg = per_rep.groupby(["label", *facets, "nominal"], dropna=False)["value"].agg(["mean", "std", "count"])
+    per_rep = d.groupby(["label", *facets, "nominal", "repeat"], dropna=False, observed=True)["value"].mean().reset_index()
+    agg = per_rep.groupby(["label", *facets, "nominal"], dropna=False, observed=True)["value"].agg(["mean", "std", "count"])
     agg = agg.reset_index()
-    groups = list(agg.groupby(facets, sort=True)) if facets else [((), agg)]
+    groups = list(agg.groupby(facets, sort=True, observed=True)) if facets else [((), agg)]
     fig, axes = panels(len(groups), width="column" if len(groups) == 1 else "page")
     looks = Looks(df, manifest)   # the methods' shared colours and markers, a dagger on non-DP curves
     order = _order(df)
@@ -103,7 +103,7 @@ def interval_width(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_st
     x = spec.x or default_x(df[df["metric"] == wm])
     W, C = aggregate(df, x, wm), aggregate(df, x, cm)
     facets = varying_grid_columns(df[df["metric"] == wm], x)
-    keys = sorted(W.groupby(facets).groups) if facets else [()]
+    keys = sorted(W.groupby(facets, observed=True).groups) if facets else [()]
     style.apply()   # the Agg back-end before pyplot
     import matplotlib.pyplot as plt
 

@@ -66,11 +66,11 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
     agg = aggregate(df, x, metric)
     looks = Looks(df, manifest)
     extra = varying_grid_columns(df[df["metric"] == metric], x)
-    fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra).ngroups))
+    fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra, observed=True).ngroups))
     multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
     order = list(dict.fromkeys(df["label"].unique()))
     keys = ["dataset", "dataset_params", "label"] + extra
-    for key, g in sorted(agg.groupby(keys, sort=False),
+    for key, g in sorted(agg.groupby(keys, sort=False, observed=True),
                          key=lambda kv: (order.index(kv[0][2]) if kv[0][2] in order else 0, kv[0][3:])):
         dataset, dparams, label = key[:3]
         g = g.sort_values(x)

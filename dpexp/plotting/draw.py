@@ -72,7 +72,7 @@ def draw_experiment(results_dir: Path, fig_dir: Path, formats: list[str]) -> lis
     from dpexp.spec import PlotSpec
 
     manifest = results.read_manifest(Path(results_dir))
-    df = results.read_results(Path(results_dir))
+    df = results.read_results(Path(results_dir), compact=True)
     plots = [PlotSpec.model_validate(p) for p in manifest.get("config", {}).get("plots") or []] or [PlotSpec()]
     written: list[Path] = []
     for i, p in enumerate(plots):

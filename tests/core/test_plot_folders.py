@@ -145,3 +145,48 @@ def test_plot_and_summarize_errors(tmp_path):
     assert "no dpexp results directories" in r.output and "manifest.json" in r.output
     r = invoke(["summarize", tmp_path / "missing"], code=2)
     assert "no such directory" in r.output
+
+
+def test_plot_a_folder_in_one_process_draws_what_one_process_each_draws(runs, tmp_path):
+    """`make figures` plots every experiment of results/ in one process (`dpexp plot results --out figures`):
+    each experiment's figures land in OUT/<name>, byte for byte those of plotting it alone (nothing drawn for
+    one experiment leaks into the next)."""
+    together = tmp_path / "together"
+    r = invoke(["plot", runs / "results", "--out", together])
+    assert [ln.split(":")[0] for ln in r.output.strip().splitlines()] == ["demo", "other"]
+    for name in ("other", "demo"):                           # alone, and in the other order
+        alone = tmp_path / "alone" / name
+        invoke(["plot", runs / "results" / name, "--out", alone])
+        files = sorted(p.name for p in alone.iterdir() if not p.name.startswith("."))
+        assert files == ["demo_spearman.pdf", "demo_spearman.png"]
+        assert sorted(p.name for p in (together / name).iterdir() if not p.name.startswith(".")) == files
+        for f in files:
+            assert (together / name / f).read_bytes() == (alone / f).read_bytes(), (name, f)
+        assert json.loads((together / name / SOURCE).read_text())["results"] == str((runs / "results" / name)
+                                                                                     .resolve())
+
+
+def test_compact_read_holds_the_same_table(runs):
+    """`dpexp plot` reads the repeated string columns as categoricals (sorted categories) and no seed_key; every
+    value, and every numeric dtype, is that of the plain read; `map_unique` gives the same column for both."""
+    import pandas as pd
+
+    from dpexp.results import REPEATED_COLUMNS, map_unique, read_results
+
+    plain = read_results(runs / "results" / "demo")
+    compact = read_results(runs / "results" / "demo", compact=True)
+    assert list(compact.columns) == [c for c in plain.columns if c != "seed_key"]
+    for c in compact.columns:
+        if c in REPEATED_COLUMNS:
+            assert isinstance(compact[c].dtype, pd.CategoricalDtype), c
+            cats = list(compact[c].cat.categories)
+            assert cats == sorted(cats), c
+            assert compact[c].astype(plain[c].dtype).equals(plain[c]), c
+        else:
+            assert compact[c].dtype == plain[c].dtype and compact[c].equals(plain[c]), c
+    for c, f in (("label", lambda s: s.split(" (")[0]), ("metric", lambda m: m == "spearman"),
+                 ("params", lambda p: len(p) / 2)):
+        a, b = map_unique(plain[c], f), map_unique(compact[c], f)
+        assert not isinstance(b.dtype, pd.CategoricalDtype) and b.dtype == a.dtype and b.equals(a), c
+    sub = compact[compact["metric"] == "spearman"]           # categories the rows no longer hold are not mapped
+    assert map_unique(sub["metric"], lambda m: {"spearman": 1}[m]).eq(1).all()

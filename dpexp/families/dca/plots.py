@@ -56,7 +56,7 @@ class TableOptions(PlotOptions):
 def table1_frame(df: pd.DataFrame, metric: str = "seconds") -> pd.DataFrame:
     """Mean of ``metric`` over repeats per (label, N = n_private, d): long frame with columns label, N, d, value."""
     d = df[df["metric"] == metric]
-    g = d.groupby(["label", "n_private", "d"], sort=True)["value"].mean().reset_index()
+    g = d.groupby(["label", "n_private", "d"], sort=True, observed=True)["value"].mean().reset_index()
     return g.rename(columns={"n_private": "N"})
 
 
@@ -69,7 +69,7 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     t = table1_frame(df, metric)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     blocks = []
-    for label, g in t.groupby("label", sort=False):
+    for label, g in t.groupby("label", sort=False, observed=True):
         wide = g.pivot(index="d", columns="N", values="value").sort_index()
         wide.columns = [f"N={int(c)}" for c in wide.columns]
         wide = wide.reset_index()
@@ -89,7 +89,7 @@ def dca_table(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     col = {dd: style.PALETTE[i % len(style.PALETTE)] for i, dd in enumerate(ds)}
     styles = [("-", "o"), (":", "s"), ("-.", "^"), ("--", "v")]
     labels = list(dict.fromkeys(t["label"]))
-    for (label, dd), g in t.groupby(["label", "d"], sort=False):
+    for (label, dd), g in t.groupby(["label", "d"], sort=False, observed=True):
         g = g.sort_values("N")
         ls, mk = styles[labels.index(label) % len(styles)]
         ax.plot(g["N"], g["value"], linestyle=ls, marker=mk, color=col[int(dd)])

@@ -65,7 +65,7 @@ def requested_sizes(df: pd.DataFrame) -> pd.DataFrame:
         return df
     ident = [c for c in df.columns if c not in ("metric", "value", "error", *_SIZE_METRICS.values())]
     d = df.copy()
-    d["_k"] = d.groupby(ident + ["metric"], sort=False, dropna=False).cumcount()
+    d["_k"] = d.groupby(ident + ["metric"], sort=False, dropna=False, observed=True).cumcount()
     out = d[~d["metric"].isin(list(_SIZE_METRICS))].copy()
     for m in present:
         col = _SIZE_METRICS[m]
@@ -99,13 +99,13 @@ def repeat_means(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.DataFrame
     if d.empty:
         have = ", ".join(sorted(df["metric"].unique()))
         raise UserError(f"metric must be one of the results' metrics ({have}), got {metric!r}")
-    return d.groupby(keys + ["repeat"], sort=True, dropna=False)["value"].mean().reset_index()
+    return d.groupby(keys + ["repeat"], sort=True, dropna=False, observed=True)["value"].mean().reset_index()
 
 
 def summary(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.DataFrame:
     """mean, std (over repeats) and repeat count per ``keys``."""
     r = repeat_means(df, metric, keys)
-    return r.groupby(keys, sort=True, dropna=False)["value"].agg(mean="mean", std="std", repeats="count").reset_index()
+    return r.groupby(keys, sort=True, dropna=False, observed=True)["value"].agg(mean="mean", std="std", repeats="count").reset_index()
 
 
 class BaselineSpec(PlotOptions):
@@ -124,7 +124,7 @@ def baseline_level(df: pd.DataFrame, metric: str, b: BaselineSpec) -> tuple[floa
     if d.empty:
         raise UserError(f"plot baseline: no rows of algorithm {b.algorithm!r} with n_public={b.n_public} and metric "
                         f"{metric!r} in the results")
-    per = d.groupby(["label", "dataset_params"], dropna=False)["value"].mean()
+    per = d.groupby(["label", "dataset_params"], dropna=False, observed=True)["value"].mean()
     if b.select == "max":
         (label, dparams), level = per.idxmax(), float(per.max())
         shared = (per.index.get_level_values(0) == label).sum() > 1
@@ -176,13 +176,13 @@ def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     extra = varying_grid_columns(df[df["metric"] == metric], x)
     s = summary(df, metric, ["label", "dataset_params", *extra, x])
     looks = Looks(df, manifest)
-    facets = list(s.groupby(extra, sort=True)) if extra else [((), s)]
+    facets = list(s.groupby(extra, sort=True, observed=True)) if extra else [((), s)]
     if o.panels:
         return _panelled(df, s, facets, extra, spec, manifest, out_stem, formats, o, looks, metric, x)
     if extra:
         fig, axes = panels(len(facets))
     else:
-        fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"]).ngroups))
+        fig, ax = new_figure(o.size or auto_width(s.groupby(["label", "dataset_params"], observed=True).ngroups))
         axes = [ax]
     for ax, (key, sf) in zip(axes, facets):
         key = key if isinstance(key, tuple) else (key,)
@@ -209,9 +209,9 @@ def _draw_gdsc_panel(ax: Any, s: pd.DataFrame, df: pd.DataFrame, x: str, o: Gdsc
     refs = set(panel.references) if panel is not None else set()
     # a label drawn on several dataset variants names them; one that runs on one dataset (algorithms[].datasets,
     # e.g. the paper-protocol and our curves of Fig. 2) says which in its label
-    multi = s.groupby("label")["dataset_params"].nunique()
+    multi = s.groupby("label", observed=True)["dataset_params"].nunique()
     # colours by algorithm, line styles by variant (the paper-protocol and our curves of one method): Looks
-    for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False),
+    for (label, dparams), g in sorted(s.groupby(["label", "dataset_params"], sort=False, observed=True),
                                       key=lambda kv: order.index(kv[0][0]) if kv[0][0] in order else 0):
         if panel is not None and label not in order:
             continue
@@ -412,7 +412,7 @@ def gdsc_thresholds(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_s
         s = summary(d, m, ["label", x] + (["epsilon"] if by_eps else []))
         reps = max(reps, int(s["repeats"].max()))
         labels = list(dict.fromkeys(s["label"]))
-        for key, g in s.groupby(["label", "epsilon"] if by_eps else "label", sort=False):
+        for key, g in s.groupby(["label", "epsilon"] if by_eps else "label", sort=False, observed=True):
             label, e = key if by_eps else (key, None)
             g = g.sort_values(x)
             kw = looks.look(label)
@@ -447,7 +447,7 @@ def threshold_table(df: pd.DataFrame, metrics: list[str], x: str = "n_private") 
     if d.empty or any(not (d["metric"] == m).any() for m in metrics):
         return ""
     keys = ["label"] + (["epsilon"] if "epsilon" in d and x != "epsilon" else [])
-    means = d.groupby(keys + [x, "metric"], sort=True, dropna=False)["value"].mean()   # non-private: ε NaN
+    means = d.groupby(keys + [x, "metric"], sort=True, dropna=False, observed=True)["value"].mean()   # non-private: ε NaN
     xs = sorted(d[x].dropna().unique().tolist())
     head = " / ".join({"omega_x": "ω_x", "omega_y": "ω_y"}.get(m, m) for m in metrics)
     lines = [f"| method{', ε' if len(keys) > 1 else ''} ({head}) | " + " | ".join(f"{v:g}" for v in xs) + " |",

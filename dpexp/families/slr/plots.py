@@ -164,7 +164,7 @@ def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Pa
     order = _order(d)
     clipped = failed = hidden = False
     for ax, ptitle, pd_ in cells:
-        per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
+        per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False, observed=True)["value"].mean().reset_index()
         drawn = []
         for label in order:
             g = per_subset[per_subset["label"] == label]
@@ -240,7 +240,7 @@ def _output_curves(d: pd.DataFrame, opts: OutputEcdfOptions) -> list[tuple[str, 
     for label in _order(d):
         g = d[d["label"] == label]
         if opts.source == "quantiles":
-            g = g.groupby("level")["value"].mean().reset_index().sort_values("level")
+            g = g.groupby("level", observed=True)["value"].mean().reset_index().sort_values("level")
             xs, ys = g["value"].to_numpy(float), g["level"].to_numpy(float)
         else:
             xs, ys = ecdf(g["value"].to_numpy(float))
@@ -383,15 +383,15 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     d = d[d["_x"].notna()]
     x_in_algo = map_unique(d["params"], lambda s: spec.x in parse_params(s)).any()
     d["_line"] = map_unique(d["label"], lambda s: s.split("[")[0]) if x_in_algo else d["label"]
-    line_label = d.groupby("_line", sort=False)["label"].first().to_dict()   # a label of the line, for its look
+    line_label = d.groupby("_line", sort=False, observed=True)["label"].first().to_dict()   # a label of the line, for its look
     fig, cells, _ = _facets(d, opts.facet, opts.size)
     looks = Looks(df, manifest)
     reps = 0
     for ax, ptitle, pd_ in cells:
-        per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False)["value"].mean().reset_index()
+        per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False, observed=True)["value"].mean().reset_index()
         for line in dict.fromkeys(pd_["_line"]):
             g = per_rep[per_rep["_line"] == line]
-            s = g.groupby("_x")["value"].agg(["mean", "std", "count"]).reset_index().sort_values("_x")
+            s = g.groupby("_x", observed=True)["value"].agg(["mean", "std", "count"]).reset_index().sort_values("_x")
             sem = (s["std"] / np.sqrt(s["count"].clip(lower=1))).fillna(0)
             ax.errorbar(s["_x"], s["mean"], yerr=sem, label=looks.name(line_label.get(line, line)) if not x_in_algo
                         else line, **looks.look(line_label.get(line, line)))
@@ -424,17 +424,18 @@ def slr_sorted(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: 
     opts = SortedOptions.model_validate(spec.options)
     metric = spec.metric or "error_bound"
     d = _labels(_metric_rows(df, metric), opts.labels)
-    key = _metric_rows(df, opts.sort_by).groupby("subset")["value"].mean().sort_values()
+    key = _metric_rows(df, opts.sort_by).groupby("subset", observed=True)["value"].mean().sort_values()
     rank = {s: i for i, s in enumerate(key.index)}
     fig, cells, _ = _facets(d, opts.facet, opts.size)
     looks = Looks(df, manifest)
     for ax, ptitle, pd_ in cells:
-        per = pd_.groupby(["label", "algorithm", "subset"], sort=False)["value"].mean().reset_index()
+        per = pd_.groupby(["label", "algorithm", "subset"], sort=False, observed=True)["value"].mean().reset_index()
         for label in _order(pd_):
             g = per[per["label"] == label]
             kw = looks.look(label)
             kw["linestyle"] = "none"
-            ax.plot(g["subset"].map(rank), g["value"], markersize=2.5, label=looks.name(label), **kw)
+            ax.plot(map_unique(g["subset"], lambda v: rank.get(v, np.nan)), g["value"], markersize=2.5,
+                    label=looks.name(label), **kw)
         ax.plot(np.arange(len(key)), key.to_numpy(float), "k-", linewidth=1, label=_label(opts.sort_by))
         if opts.logy:
             ax.set_yscale("log")
@@ -459,8 +460,8 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
     opts = FailureOptions.model_validate(spec.options)
     fr = _metric_rows(df, spec.metric or "failure_rate")
     fr = _labels(fr, opts.labels)
-    nvar = _metric_rows(df, "n_var_x").groupby(["dataset_params", "subset"])["value"].mean()
-    groups = list(fr.groupby("dataset_params", sort=False))
+    nvar = _metric_rows(df, "n_var_x").groupby(["dataset_params", "subset"], observed=True)["value"].mean()
+    groups = list(fr.groupby("dataset_params", sort=False, observed=True))
     n_panels = len(groups) * (2 if opts.mode == "epsilon" else 1)
     fig, axes = panels(n_panels, width=opts.size or "page") if n_panels > 1 else \
         (lambda f: (f[0], [f[1]]))(new_figure(opts.size or "column"))
@@ -477,7 +478,7 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
                 ai += 1
                 gs = g[g["subset"] == s]
                 for label in _order(gs):
-                    r = gs[gs["label"] == label].groupby("epsilon")["value"].mean()
+                    r = gs[gs["label"] == label].groupby("epsilon", observed=True)["value"].mean()
                     ax.plot(r.index, r.to_numpy(float), label=looks.name(label), **looks.look(label))
                 ax.set_xscale("log", base=2)
                 ax.set_ylim(-0.02, 1.02)
@@ -487,10 +488,10 @@ def slr_failure(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem:
         else:
             ax = axes[ai]
             ai += 1
-            for (label, eps), ge in g.groupby(["label", "epsilon"], sort=True):
+            for (label, eps), ge in g.groupby(["label", "epsilon"], sort=True, observed=True):
                 if opts.epsilons and not np.isclose(opts.epsilons, eps).any():
                     continue
-                r = ge.groupby("subset")["value"].mean()
+                r = ge.groupby("subset", observed=True)["value"].mean()
                 env = eps * nv.reindex(r.index).to_numpy(float)
                 o = np.argsort(env)
                 k = eps_colours.setdefault(float(eps), len(eps_colours))
