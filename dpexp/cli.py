@@ -356,12 +356,12 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
     for d in dirs:
         manifest = results.read_manifest(d)
         if single:
-            tab, note = summary.table(results.read_results(d), manifest, x, metric)
+            tab, note = summary.table(results.read_results(d, compact=True), manifest, x, metric)
             tables.append(tab)
             blocks.append(summary.markdown(tab, note))
             continue
         try:
-            df = results.read_results(d)
+            df = results.read_results(d, compact=True)
         except UserError:
             df = None
         click.echo(summary.one_line(d, manifest, df))
@@ -382,7 +382,7 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
         Path(md_path).parent.mkdir(parents=True, exist_ok=True)
         Path(md_path).write_text("\n".join(blocks))
     if single and brief:
-        click.echo(summary.one_line(root, results.read_manifest(root), results.read_results(root)))
+        click.echo(summary.one_line(root, results.read_manifest(root), results.read_results(root, compact=True)))
         written = [p for p in (md_path, csv_path) if p]
         click.echo(f"full table: {', '.join(written)}" if written else "full table: dpexp summarize " + str(root))
     elif single:

@@ -215,8 +215,8 @@ def aggregate(df: pd.DataFrame, x: str, metric: str | None = None) -> pd.DataFra
         have = ", ".join(sorted(df["metric"].unique()))
         raise UserError(f"metric must be one of the results' metrics ({have}), got {metric!r}")
     keys = GROUP_COLUMNS + varying_grid_columns(d, x) + [x]
-    per_repeat = d.groupby(keys + ["repeat"], sort=True, dropna=False)["value"].mean().reset_index()
-    grouped = per_repeat.groupby(keys, sort=True, dropna=False)
+    per_repeat = d.groupby(keys + ["repeat"], sort=True, dropna=False, observed=True)["value"].mean().reset_index()
+    grouped = per_repeat.groupby(keys, sort=True, dropna=False, observed=True)
     g = grouped["value"]
     out = g.agg(mean="mean", std="std", median="median", repeats="count").reset_index()
     codes = grouped.ngroup().to_numpy()
@@ -224,9 +224,14 @@ def aggregate(df: pd.DataFrame, x: str, metric: str | None = None) -> pd.DataFra
     out.insert(out.columns.get_loc("repeats"), "q25", q25)
     out.insert(out.columns.get_loc("repeats"), "q75", q75)
     out["iqr"] = out["q75"] - out["q25"]
-    failed = d[d["value"].isna()].groupby(keys, dropna=False).size().rename("failed_rows")
+    failed = d[d["value"].isna()].groupby(keys, dropna=False, observed=True).size().rename("failed_rows")
     out = out.merge(failed.reset_index(), on=keys, how="left")
     out["failed_rows"] = out["failed_rows"].fillna(0).astype(int)
+    # the compact table's categoricals as plain strings: the summary is small, and a categorical's ``map`` would
+    # call its function once per category in category order, not per row in row order (the footnotes' order)
+    for c in out.columns:
+        if isinstance(out[c].dtype, pd.CategoricalDtype):
+            out[c] = out[c].astype(object)
     return out
 
 

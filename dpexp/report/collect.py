@@ -90,7 +90,7 @@ def tables(experiments: list[Experiment]) -> Iterator[Experiment]:
     from dpexp import results
 
     for exp in experiments:
-        exp.df = results.read_results(exp.results_dir) if exp.has_results else None
+        exp.df = results.read_results(exp.results_dir, compact=True) if exp.has_results else None
         try:
             yield exp
         finally:

@@ -175,7 +175,7 @@ def _one(df: pd.DataFrame, ours: Ours, where: dict[str, Any]) -> Result:
     if ours.subsets is not None:
         d = _subset_selection(df, d, where, ours.subsets)
     if ours.stat == "argmax_params":
-        means = d.groupby("params", sort=True)["value"].mean().dropna()
+        means = d.groupby("params", sort=True, observed=True)["value"].mean().dropna()
         if means.empty:
             return Result(None, problem="no finite values")
         return Result(str(means.idxmax()))
@@ -188,7 +188,7 @@ def _one(df: pd.DataFrame, ours: Ours, where: dict[str, Any]) -> Result:
     if ours.stat == "n_subsets":
         return Result(float(d[["dataset_params", "subset"]].drop_duplicates().shape[0]))
     if ours.stat.startswith("subset_"):
-        per_subset = d.groupby(["dataset_params", "subset"], sort=True)[ours.field].mean().dropna()
+        per_subset = d.groupby(["dataset_params", "subset"], sort=True, observed=True)[ours.field].mean().dropna()
         if per_subset.empty:
             return Result(None, problem="no finite values")
         fn = ours.stat.removeprefix("subset_")
@@ -232,7 +232,7 @@ def _column(d: pd.DataFrame, key: str) -> pd.Series | None:
 def _subset_selection(df: pd.DataFrame, d: pd.DataFrame, where: dict[str, Any], sel: SubsetSelect) -> pd.DataFrame:
     """Keep the subsets whose mean ``sel.by`` is among the lowest/highest fraction (of those in ``d``)."""
     by_where = {k: v for k, v in where.items() if k not in ("metric",)}
-    order = select(df[df["metric"] == sel.by], by_where).groupby(["dataset_params", "subset"])["value"].mean()
+    order = select(df[df["metric"] == sel.by], by_where).groupby(["dataset_params", "subset"], observed=True)["value"].mean()
     order = order.reindex(pd.MultiIndex.from_frame(d[["dataset_params", "subset"]].drop_duplicates())).dropna()
     k = max(1, int(round(len(order) * (sel.lowest or sel.highest))))
     chosen = order.nsmallest(k) if sel.lowest is not None else order.nlargest(k)
