@@ -616,7 +616,9 @@ def dca_cell_work(name: str, params, N: int, d: int, trials: int, M: int = 10) -
 def dca_floor(exp, k: int = 3) -> float:
     """The DCA family's floor: Σ over the run's cells of their arithmetic (``dca_cell_work``) at its measured unit
     costs (``dca_unit_costs``).  The cells' client counts N and dimensions come from ``k`` chunks per dataset
-    variant whose splits are made in this process (the algorithms are not run), scaled by cells."""
+    variant whose splits are made in this process (the algorithms are not run: every group of cells gets a
+    ``FloorOnly`` failure in place of its outputs, so that the chunk goes on to its next algorithm and budget), and
+    the work of those chunks is scaled by cells (all cells / the cells of the chunks seen)."""
     from dpexp import runner
 
     chunks = runner.plan_chunks(exp)
@@ -629,19 +631,16 @@ def dca_floor(exp, k: int = 3) -> float:
 
         def record(exp_, av, splits, ledgers, epsilon, delta, *rest, **kw):   # runner._outputs' signature
             seen.append((av, splits))
-            return [None] * len(splits)
+            return [FloorOnly(av.name)] * len(splits)
         runner._outputs = record
         try:
             for c in pick:
-                try:
-                    runner.compute_chunk(exp, c, exp.spec.seed)
-                except Exception:   # outputs of None make no rows: only the splits are wanted here
-                    pass
+                runner.compute_chunk(exp, c, exp.spec.seed)
         finally:
             runner._outputs = saved
         if not seen:   # the recorder was never called (e.g. runner._outputs changed): a floor of 0 would say nothing
             raise RuntimeError(f"dca_floor: no splits recorded for dataset variant {di} ({dv.name})")
-        cost, cells = 0.0, 0
+        cost = 0.0
         for av, splits in seen:
             for sp in splits:
                 if not hasattr(sp, "X_private"):
@@ -656,10 +655,14 @@ def dca_floor(exp, k: int = 3) -> float:
                 cost += sum(units.get(key, units.get("solve/10", 0.0)) * v for key, v in work.items()
                             if not key.startswith("solve")) + sum(
                     dca_unit_costs(int(key.split("/")[1]))[key] * v for key, v in work.items() if key.startswith("solve"))
-                cells += 1
+        cells_seen = sum(runner._chunk_cells(exp, c) for c in pick)
         all_cells = sum(runner._chunk_cells(exp, c) for c in cs)
-        total += cost / max(cells, 1) * all_cells
+        total += cost / max(cells_seen, 1) * all_cells
     return total
+
+
+class FloorOnly(RuntimeError):
+    """The output ``dca_floor``'s recorder gives every cell: the floor wants the splits, not the algorithms' work."""
 
 
 def config_family(exp) -> str:

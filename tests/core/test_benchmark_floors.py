@@ -83,3 +83,23 @@ def test_dca_floor_sees_the_splits(paper_scale, monkeypatch):
     exp = _fast(paper_scale, _PATH.parents[1] / "configs" / "dca_scaling.yaml")
     monkeypatch.setattr(paper_scale, "dca_unit_costs", lambda d: _Unit())
     assert paper_scale.dca_floor(exp, k=1) > 0
+
+
+@pytest.mark.parametrize("name", ["dca_uci_redwine", "dca_gdsc"])
+def test_dca_floor_counts_every_algorithm(paper_scale, monkeypatch, name):
+    """Every group of cells of the chunks seen is counted, not only the first: the recorder's outputs must let the
+    chunk go on (outputs of None stopped it after its first group, the non-private ``np``, so that the floor of
+    dca_gdsc was its ``np`` cells’ work × all cells — a quarter of the arithmetic its releases do)."""
+    exp = _fast(paper_scale, _PATH.parents[1] / "configs" / f"{name}.yaml")
+    monkeypatch.setattr(paper_scale, "dca_unit_costs", lambda d: _Unit())
+    counted: dict[str, int] = {}
+    work = paper_scale.dca_cell_work
+
+    def counting(name, *a, **kw):
+        counted[name] = counted.get(name, 0) + 1
+        return work(name, *a, **kw)
+    monkeypatch.setattr(paper_scale, "dca_cell_work", counting)
+    paper_scale.dca_floor(exp, k=1)
+    assert set(counted) == {av.name for av in exp.algorithms}, counted
+    per_split = {n: c for n, c in counted.items() if n != "np"}      # the private variants: once per budget
+    assert len(set(per_split.values())) == 1, counted

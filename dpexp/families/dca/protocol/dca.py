@@ -117,16 +117,16 @@ class SeededRandomness:
 
     def masks_into(self, chunk: int, out: np.ndarray) -> None:
         """Fill the uint64 array ``out`` with uniform ring elements."""
-        self.mask_filler(chunk)(out)
+        out.reshape(-1)[:] = self.mask_stream(chunk)((out.size,))
 
-    def mask_filler(self, chunk: int):
-        """A function that fills uint64 arrays with the successive words of chunk ``chunk``'s mask stream (the
-        first call's words are those of ``masks_into``)."""
+    def mask_stream(self, chunk: int):
+        """A function ``shape -> uint64 array`` giving the successive words of chunk ``chunk``'s mask stream (the
+        first call's words are those of ``masks_into``), each call's words in a new array (no copy)."""
         raw = self._gen(chunk, 1).bit_generator.random_raw
 
-        def fill(out: np.ndarray) -> None:
-            out.reshape(-1)[:] = raw(out.size)
-        return fill
+        def draw(shape: tuple[int, ...]) -> np.ndarray:
+            return raw(math.prod(shape)).reshape(shape)
+        return draw
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
         """The clients' share of the distributed Gaussian noise (Alg. 1, step 1) for chunk ``chunk``."""
@@ -157,8 +157,8 @@ class SecureRandomness:
         flat = out.reshape(-1)
         flat[:] = np.frombuffer(os.urandom(8 * flat.size), dtype=np.uint64)
 
-    def mask_filler(self, chunk: int):
-        return lambda out: self.masks_into(chunk, out)
+    def mask_stream(self, chunk: int):
+        return lambda shape: np.frombuffer(os.urandom(8 * math.prod(shape)), dtype=np.uint64).reshape(shape)
 
     def normal(self, chunk: int, shape: tuple[int, ...]) -> np.ndarray:
         """The clients' noise from the OS CSPRNG (``SecureNoise``: inverse CDF of 52-bit uniforms)."""
@@ -410,7 +410,7 @@ class DCA:
                 normals = [r.normal_stream(j) for r in rand]                          # one per trial
                 # the masks cancel exactly in the ring, so one stream per block (the block's first trial's mask
                 # stream) serves all its trials without changing any total
-                fill = rand[0].mask_filler(j)
+                masks = rand[0].mask_stream(j)
                 for i0 in range(j0, j1, sub):
                     i1 = min(j1, i0 + sub)
                     shape = (i1 - i0, d)
@@ -418,12 +418,14 @@ class DCA:
                     noise *= sig[t0:t1, None, None]
                     noise += Zb[..., i0:i1, :]                                        # z_i + η_i (Alg. 1 step 1)
                     enc = self.fp.encode(noise, n_terms=N)
-                    # m_{i,k} (step 2): M − 1 uniform masks per client and trial, the last share makes them sum to 0
-                    msgs = np.empty((M, B, i1 - i0, d), dtype=np.uint64)
-                    fill(msgs[: M - 1])
-                    np.negative(ring_sum(msgs[: M - 1], axis=0), out=msgs[M - 1])
-                    msgs[0] += enc
-                    acc += ring_sum(msgs, axis=2)                                     # Compute sums (step 3)
+                    # m_{i,k} (step 2): M − 1 uniform masks r_{i,1..M−1} per client and trial (the stream's words,
+                    # not copied), m_{i,1} = enc + r_{i,1}, m_{i,k} = r_{i,k}, and m_{i,M} = −Σ_{k<M} r_{i,k}
+                    r = masks((M - 1, B, i1 - i0, d))
+                    first = np.add(r[0], enc, out=enc)
+                    last = np.negative(ring_sum(r, axis=0))
+                    acc[0] += ring_sum(first, axis=1)                                 # Compute sums (step 3)
+                    acc[1:M - 1] += ring_sum(r[1:], axis=2)
+                    acc[M - 1] += ring_sum(last, axis=1)
             out[t0:t1] = self.fp.decode(ring_sum(acc, axis=0))                        # aggregator
         return out
 
