@@ -119,7 +119,10 @@ def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
     A fit is counted where the run performs it: once per split for a non-private algorithm (its rows are repeated
     per budget), and once for problems the run solves once for several cells —
     * ``lr_public`` with the fixed prior: its weights depend on the public rows only, memoised per drug, repeat and
-      n_public (``baselines``), so once per distinct n_public of the grid, not per size;
+      n_public (``baselines``), so once per distinct n_public of the grid, not per size; at n_public = 0 every
+      drug's problem is the same (no rows: the memo key of empty rows, ``_public_key``), solved once for the run
+      (a chunk's drugs are then one batched solve of equal problems before the memo holds it: at most a chunk's
+      drugs per process, a few hundred fits of the whole run's thousands) — counted as one fit;
     * narplr and AdaSSP at n_private = 0 release nothing and take the public-only posterior (``public_posterior``, a
       one-problem ``vb`` fit memoised by the public rows): one ``vb`` fit per drug, repeat and n_public for the two;
     * rlr with the Gamma prior at n_private = 0 clips nothing and reuses the fit of ``lr`` with the Gamma prior on
@@ -128,7 +131,8 @@ def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
     other: dict[str, int] = {}
     grid, trials, repeats = exp.size_grid, exp.spec.trials, exp.spec.repeats
     budgets = len(exp.epsilons) * len(exp.deltas)
-    n_public = len({npub for _, npub, _ in grid})
+    n_public = len({npub for _, npub, _ in grid if npub != 0})   # lr_public's public fits; n_public = 0: one fit
+    empty_public = any(npub == 0 for _, npub, _ in grid)
     public_only = len({npub for _, npub, npriv in grid if npriv == 0})   # grid points without private rows
 
     def add(kind, n):
@@ -150,6 +154,8 @@ def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
             elif av.name == "lr_public" and kind and kind[0] == "solve":
                 sizes = n_public
             n = drugs * sizes * runs
+            if av.name == "lr_public" and kind and kind[0] == "solve" and empty_public:
+                n += 1   # the one problem of no public rows (every drug, repeat and trial alike)
             if kind is None:
                 other[av.label] = other.get(av.label, 0) + drugs * len(grid) * runs
             else:

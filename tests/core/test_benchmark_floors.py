@@ -59,6 +59,18 @@ def test_pymc_fits_and_their_cross_checks_are_counted(paper_scale):
     assert fits[("vb", d)] == per_entry + 2 * fits[("pymc", d)]
 
 
+def test_lr_public_fits_once_per_public_set_and_once_without_public_rows(paper_scale):
+    # gdsc_tradeoff_public --fast: 20 drugs, 2 repeats, n_public 0, 10, 30 at every n_private.  lr_public's weights
+    # are memoised by its public rows (``baselines._public_key``): one fit per drug, repeat and n_public > 0, and
+    # one for the run at n_public = 0, where every drug's problem is the same empty one
+    exp = _fast(paper_scale, _PATH.parents[1] / "configs" / "gdsc_tradeoff_public.yaml")
+    fits, _ = paper_scale.count_fits(exp)
+    (dv,) = exp.datasets
+    per_set = len(dv.subsets) * exp.spec.repeats * exp.spec.trials
+    assert sorted(exp.n_public) == [0, 10, 30]
+    assert fits[("solve", 40)] == 2 * per_set + 1
+
+
 def test_small_floors_print_their_digits(paper_scale):
     T = paper_scale.ConfigTiming
     lines = paper_scale.format_table([T("synthetic_eps", "gdsc", 3.0, 2.9, 0.000231, "batched fits", [])],

@@ -87,7 +87,7 @@ def _same(a, b):
 
 def _fresh_memos():
     for ns in ("gdsc.permutation", "gdsc.drug_rows", "gdsc.protocol_drug", "gdsc.fold_sequences",
-               "gdsc.protocol_sets", "gdsc.raw_y_ranges", "gdsc.raw_x", "gdsc.matlab_centred_y",
+               "gdsc.protocol_sets", "gdsc.protocol_set", "gdsc.raw_y_ranges", "gdsc.raw_x", "gdsc.matlab_centred_y",
                "gdsc.centred_rows"):
         cache.clear(ns)
 

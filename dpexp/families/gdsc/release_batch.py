@@ -75,10 +75,10 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
     S, T = len(Xs), int(trials)
     m = d * (d + 1) // 2
     per_trial = sigma[0] == "dp"
-    # σ̂ released: the rows and their σ sums shared with the other methods of these splits (rplr ours and fixed,
-    # narplr, AdaSSP, plr); with the data σ (the paper protocol: no other method lays these rows out) a layout of
-    # this call only, not held after it
-    rows = shared_rows(Xs, ys, chunk, names) if per_trial else RowBlocks(Xs, ys)
+    # the rows (and with σ̂ their σ sums) shared with the other calls of these splits in the chunk: the other
+    # methods (rplr ours and fixed, narplr, AdaSSP, plr) and the other budgets of a grid of ε (a layout is a pure
+    # function of the rows: laid out once for every ε of a size, not once per ε)
+    rows = shared_rows(Xs, ys, chunk, names)
     if per_trial:
         _, bx, by, eps_s = sigma
         sums = rows.sigma_sums(bx, by)

@@ -364,6 +364,8 @@ class RobustPrivateLR(BatchedAlgorithm):
         out: list[Release | Exception] = [UserError("not run")] * len(splits)
         groups: dict[int, list[tuple[Any, ...]]] = {}
         empty: list[tuple[Any, ...]] = []   # the splits without private rows
+        ready: list[tuple[Any, ...]] = []   # the splits with private rows, to release
+        data_sigmas: list[tuple[float, float, float, float]] = []   # sigma: data: (σ_x, σ_y, ω_x, ω_y) of ``ready``
         # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call
         choices: dict[tuple[int, int], tuple[tuple[float, float, float], float, float]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
@@ -380,11 +382,20 @@ class RobustPrivateLR(BatchedAlgorithm):
                 if not (min(sp) > 0 and all(math.isfinite(v) and v > 0 for v in (*sp, wx, wy))):
                     raise UserError(f"{self.name}: the budget split {sp} and thresholds omega_x = {wx}, omega_y = "
                                     f"{wy} must be positive finite numbers")
-                if p.sigma == "data":
-                    self._check_data_bounds(s, d, wx, wy)
-                groups.setdefault(d, []).append((k, s, ledger, sp, wx, wy))
+                if p.sigma == "data":   # checked below, all splits of the call at once
+                    data_sigmas.append((float(s.meta["sigma_x"]), float(s.meta["sigma_y"]), wx, wy))
+                ready.append((k, s, ledger, sp, wx, wy))
             except Exception as exc:  # recorded per cell (nothing drawn for it)
                 out[k] = exc
+        if data_sigmas:
+            bad = self._data_bounds_fail(np.array(data_sigmas), [it[1].d for it in ready])
+            for i in np.flatnonzero(bad).tolist():
+                sx, sy = data_sigmas[i][:2]
+                out[ready[i][0]] = UserError(f"{self.name} (sigma: data): sigma_x = {sx}, sigma_y = {sy} must be >= 0 "
+                                             "and give clipping bounds whose sensitivities are finite")
+            ready = [it for it, b in zip(ready, bad.tolist()) if not b]
+        for it in ready:
+            groups.setdefault(it[1].d, []).append(it)
         if empty:
             self._public_only_many(empty, eps, trials, out, chunk)
         for items in groups.values():
@@ -409,17 +420,18 @@ class RobustPrivateLR(BatchedAlgorithm):
             out[k] = Release(np.zeros((T, d, d)), np.zeros((T, d)), np.zeros(T), pub,
                              {"p1": sp[0], "p2": sp[1], "p3": sp[2]}, sp, eps, None, None, None, None)
 
-    def _check_data_bounds(self, split: Split, d: int, wx: float, wy: float) -> None:
-        """``sigma: data``: the data σ of ``split.meta`` must be finite and ≥ 0 (σ = 0 clips every row to 0: the
-        paper protocol's leak, docs/privacy.md) and the sensitivities at B = ω·σ finite (known before any draw):
-        else the split fails with this message."""
-        sx, sy = float(split.meta["sigma_x"]), float(split.meta["sigma_y"])
-        with np.errstate(over="ignore"):
-            sens = sensitivities(d, np.float64(wx * sx), np.float64(wy * sy), self.params.sensitivity)
-        if not (math.isfinite(sx) and math.isfinite(sy) and sx >= 0 and sy >= 0
-                and all(math.isfinite(float(v)) for v in sens)):
-            raise UserError(f"{self.name} (sigma: data): sigma_x = {sx}, sigma_y = {sy} must be >= 0 and give "
-                            "clipping bounds whose sensitivities are finite")
+    def _data_bounds_fail(self, sw: np.ndarray, ds: list[int]) -> np.ndarray:
+        """``sigma: data``: (S,) bool, True where a split must fail before any draw — its data σ of ``split.meta``
+        not finite or negative (σ = 0 clips every row to 0: the paper protocol's leak, docs/privacy.md), or the
+        sensitivities at B = ω·σ not finite; ``sw`` (S, 4) the splits' (σ_x, σ_y, ω_x, ω_y), ``ds`` their d.
+        All splits of a call in one pass (``stats.sensitivities`` on arrays: the products of each split's own)."""
+        sx, sy, wx, wy = sw.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            sens = sensitivities(np.array(ds), wx * sx, wy * sy, self.params.sensitivity)
+            finite = np.isfinite(sx) & np.isfinite(sy) & (sx >= 0) & (sy >= 0)
+            for v in sens:
+                finite &= np.isfinite(v)
+        return ~finite
 
     def _release_group(self, items: list[tuple[Any, ...]], epsilon: float, eps: float, trials: int,
                        out: list, public_stats: bool = True, chunk: ChunkRows | None = None) -> None:

@@ -164,18 +164,34 @@ def protocol_sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.nda
 def _sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int,
           n_public: int, n_private: int, test_pool: int, public_start: int, max_public: int, dig: str) -> ProtocolSets:
     idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public, dig)
-    if protocol == "python":
-        sets = [normalise_set(X_raw[i], Y_raw[i]) for i in idx]
-        Xs, Ys = [s[0] for s in sets], [s[1] for s in sets]
-    else:   # matlab: responses centred over all training lines (the same for every size of a fold), x per set
-        Yc = matlab_centred_y(Y_raw, perm, test_pool, dig, source)
-        Xs = [normalise_set(X_raw[i], None)[0] for i in idx]
-        Ys = [Yc[i] for i in idx]
-    Xp, Yp = Xs[2], Ys[2]
-    # ddof = 1, as the authors' code (diffpri.py:450-451; issue 28, fact 4); nan with fewer than two values
-    sx = float(Xp.std(ddof=1)) if Xp.size > 1 else float("nan")
-    sy = float(np.nanstd(Yp, ddof=1)) if np.isfinite(Yp).sum() > 1 else float("nan")
+    # each set is normalised on its own lines, so its arrays depend on (fold, which set, its length) alone: memoised
+    # per set, every size of a fold with that set reuses them (a grid of n_public x n_private asks each public set
+    # at every n_private: its test set once, each public and private set once, instead of three sets per size)
+    fold = (protocol, source, X_raw.shape, dig, test_pool, public_start, max_public)
+    parts = [cache.memo("gdsc.protocol_set", (*fold, at, len(i)),
+                        lambda i=i, at=at: _one_set(protocol, X_raw, Y_raw, perm, i, test_pool, dig, source, at == 2),
+                        maxsize=64)
+             for at, i in enumerate(idx)]
+    Xs, Ys = [q[0] for q in parts], [q[1] for q in parts]
+    sx, sy = parts[2][2]
     return ProtocolSets(tuple(idx), tuple(Xs), tuple(Ys), sx, sy)      # type: ignore[arg-type]
+
+
+def _one_set(protocol: str, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, i: np.ndarray, test_pool: int,
+             dig: str, source: tuple, scales: bool) -> tuple[np.ndarray, np.ndarray, tuple[float, float] | None]:
+    """One set of a fold (lines ``i``) as the path normalises it: (x, responses, with ``scales`` (the private set)
+    its clipping scales (σ_x, σ_y), else None).  python: x and responses centred on the set's lines; matlab: x per
+    set, the responses centred over all training lines (the same for every size of a fold)."""
+    if protocol == "python":
+        X, Y = normalise_set(X_raw[i], Y_raw[i])
+    else:
+        X, Y = normalise_set(X_raw[i], None)[0], matlab_centred_y(Y_raw, perm, test_pool, dig, source)[i]
+    if not scales:
+        return X, Y, None
+    # ddof = 1, as the authors' code (diffpri.py:450-451; issue 28, fact 4); nan with fewer than two values
+    sx = float(X.std(ddof=1)) if X.size > 1 else float("nan")
+    sy = float(np.nanstd(Y, ddof=1)) if np.isfinite(Y).sum() > 1 else float("nan")
+    return X, Y, (sx, sy)
 
 
 def matlab_centred_y(Y_raw: np.ndarray, perm: np.ndarray, test_pool: int, perm_digest: str,
