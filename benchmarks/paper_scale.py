@@ -38,12 +38,13 @@ Prints:
    spent inside its algorithms (CPU time, measured in process on 5 chunks per dataset variant after a warm-up
    chunk, scaled by cells; the SLR algorithms are not batched model fits);
 6. with ``--configs all`` (or names; ``NAME:R`` runs R repeats): ``make figures`` as one measured run — every
-   config run (``dpexp run``, ``--jobs J``) into a temporary folder and plotted, then the HTML report; per config
+   config run (``dpexp run``, ``--jobs J``) into a temporary folder, then all plotted in one ``dpexp plot`` of the
+   folder and the HTML report made (as the Makefile's ``figures``); per config
    its wall, the CPU of all its processes (the run and its workers), its own floor by family (``config_floor``:
    gdsc the batched-fit floor of part 1, dca the arithmetic of its releases and solves ``dca_floor``, slr the CPU
    inside its algorithms ``algorithm_floor``; docs/performance.md), the CPU ratio to the floor, the peak RSS of
-   every process and its plot time, ranked with the slowest relative to its floor first; then the total wall and
-   the plotting and report time.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
+   every process, ranked with the slowest relative to its floor first; then the plot's and the report's wall, CPU
+   and peak RSS, and the total wall.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
    cheap check of the harness.
 
 The results of every run go to a temporary folder; nothing under results/ is touched.
@@ -692,12 +693,12 @@ def config_floor(exp) -> tuple[float, str]:
 
 class ConfigTiming:
     """One config of the ``--configs`` run: its family, wall and CPU seconds (all its processes), floor, the peak
-    RSS of each of its processes (name, bytes), and the wall of its plot."""
+    RSS of each of its processes (name, bytes)."""
 
     def __init__(self, name: str, family: str, wall: float, cpu: float, floor: float, floor_kind: str,
-                 peaks: list[tuple[str, int]], plot: float = 0.0, error: str = "") -> None:
+                 peaks: list[tuple[str, int]], error: str = "") -> None:
         self.name, self.family, self.wall, self.cpu, self.floor = name, family, wall, cpu, floor
-        self.floor_kind, self.peaks, self.plot, self.error = floor_kind, peaks, plot, error
+        self.floor_kind, self.peaks, self.error = floor_kind, peaks, error
 
     @property
     def ratio(self) -> float:
@@ -716,31 +717,50 @@ def seconds(x: float) -> str:
     return f"{x:.2f}" if x >= 0.1 or x == 0 else f"{x:.3g}"
 
 
-def format_table(timings: list[ConfigTiming], total_wall: float, plots: float, report: float) -> list[str]:
-    """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the totals."""
+class Step:
+    """One ``dpexp`` command after the runs (the plot of every experiment, the report): wall, CPU, peak RSS."""
+
+    def __init__(self, wall: float = 0.0, cpu: float = 0.0, peak: int = 0) -> None:
+        self.wall, self.cpu, self.peak = wall, cpu, peak
+
+    def words(self) -> str:
+        return f"{self.wall:.1f} s wall, {self.cpu:.1f} CPU-s, peak RSS {self.peak / 2**20:.0f} MiB"
+
+
+def format_table(timings: list[ConfigTiming], total_wall: float, plot: Step, report: Step) -> list[str]:
+    """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the plot and report steps and
+    the totals."""
     lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
-             f"{'plot s':>7s} {'peak RSS MiB (each process)':s}"]
+             f"{'peak RSS MiB (each process)':s}"]
     for t in ranked(timings):
         rss = ", ".join(f"{name} {b / 2**20:.0f}" for name, b in sorted(t.peaks, key=lambda x: -x[1]))
         ratio = f"{t.ratio:9.1f}" if t.ratio != float("inf") else f"{'-':>9s}"
         lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
-                     f"{t.plot:7.1f} {rss}" + (f"  ({t.error})" if t.error else ""))
+                     f"{rss}" + (f"  ({t.error})" if t.error else ""))
     runs = sum(t.wall for t in timings)
-    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + plots {plots:.1f} s + report {report:.1f} s"
-                 f" (+ {max(total_wall - runs - plots - report, 0.0):.1f} s of floors and set-up, not part of "
-                 f"`make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; largest process "
-                 f"{max((b for t in timings for _, b in t.peaks), default=0) / 2**20:.0f} MiB")
+    lines.append(f"plot (every experiment, one process): {plot.words()}")
+    lines.append(f"report: {report.words()}")
+    largest = max([b for t in timings for _, b in t.peaks] + [plot.peak, report.peak])
+    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + plots {plot.wall:.1f} s + report "
+                 f"{report.wall:.1f} s (+ {max(total_wall - runs - plot.wall - report.wall, 0.0):.1f} s of floors "
+                 f"and set-up, not part of `make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; "
+                 f"largest process {largest / 2**20:.0f} MiB")
     return lines
 
 
-def cli_step(args: list[str]) -> float:
-    """Wall seconds of one ``dpexp`` command (plot, report) run quietly; raises SystemExit if it fails."""
+def cli_step(args: list[str]) -> Step:
+    """One ``dpexp`` command (plot, report) run quietly: its wall, CPU and peak RSS (``PeakMemory``, polled);
+    raises SystemExit if it fails."""
     t0 = time.perf_counter()
-    r = subprocess.run(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"dpexp {args[0]} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
-    return time.perf_counter() - t0
+    proc = subprocess.Popen(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    mem = PeakMemory(proc.pid)
+    _, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    peaks = mem.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"dpexp {args[0]} failed ({proc.returncode}): {err.strip()[-500:]}")
+    return Step(wall, sum(mem.cpu.values()), max((b for _, b in peaks.values()), default=0))
 
 
 def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, timeout: float | None) -> None:
@@ -751,7 +771,6 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
     t_all = time.perf_counter()
     res, figs = work / "results", work / "figures"
     timings: list[ConfigTiming] = []
-    plots = 0.0
     for item in names:
         name, _, r = item.partition(":")          # NAME:R: R repeats instead of the config's (or its fast ones)
         cfg = REPO / "configs" / f"{name}.yaml"
@@ -769,14 +788,12 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
         t = ConfigTiming(name, config_family(exp), wall, cpu, floor, kind, [(n, b) for n, b in pk.values()])
         if wall == float("inf"):
             t.error = f"stopped after {timeout:.0f} s"
-        else:
-            t.plot = cli_step(["plot", str(res / name), "--out", str(figs / name)])
-            plots += t.plot
         timings.append(t)
-        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind}), plot "
-              f"{t.plot:.1f} s", flush=True)
+        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind})", flush=True)
+    plot = cli_step(["plot", str(res), "--out", str(figs)])     # as make figures: every experiment, one process
+    print(f"  plot: {plot.words()}", flush=True)
     report = cli_step(["report", str(res), "--figures", str(figs), "--out", str(work / "report")])
-    for line in format_table(timings, time.perf_counter() - t_all, plots, report):
+    for line in format_table(timings, time.perf_counter() - t_all, plot, report):
         print(line)
 
 
