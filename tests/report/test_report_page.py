@@ -139,10 +139,10 @@ def test_one_results_table_in_memory_at_a_time(runs, tmp_path, monkeypatch):
 
     real, alive, seen = results.read_results, [], []
 
-    def read(d):
+    def read(d, **kw):
         gc.collect()
         seen.append(sum(r() is not None for r in alive))
-        df = real(d)
+        df = real(d, **kw)
         alive.append(weakref.ref(df))
         return df
 
