@@ -18,6 +18,7 @@ def sample_data(reps: int, n: int, d: int, rng: np.random.Generator, lam: float 
     y | x ~ N(xᵀβ, 1/λ) — Honkela et al. 2018 Eq. (10), Heikkilä et al. 2017 eqs. (4)–(6): the public auxiliary
     data on which both papers choose their clipping thresholds.  Returns X (reps, n, d) and y (reps, n), drawn in
     the order X, β, noise."""
+    # not privacy noise: synthetic public data drawn from the model (no private row is read), so no mechanism
     X = rng.standard_normal((reps, n, d))
     beta = rng.normal(0.0, 1.0 / math.sqrt(lam0), size=(reps, d))
     y = np.einsum("rnd,rd->rn", X, beta) + rng.normal(0.0, 1.0 / math.sqrt(lam), size=(reps, n))

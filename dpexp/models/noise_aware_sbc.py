@@ -32,7 +32,9 @@ class Simulated:
 
 
 def _sym_laplace(rng: np.random.Generator, b: np.ndarray, size: int, d: int) -> np.ndarray:
-    """Laplace(b) noise on the unique entries, mirrored (the release of rplr)."""
+    """Laplace(b) noise on the unique entries, mirrored (the release of rplr).  Not privacy noise: it simulates a
+    release of data drawn from the model's prior, for simulation-based calibration of the posterior; no private row
+    is read and no results row carries it, so it is not drawn through ``dpexp.privacy``."""
     iu = np.triu_indices(d)
     N = np.zeros((size, d, d))
     N[:, iu[0], iu[1]] = rng.laplace(0.0, 1.0, size=(size, iu[0].size)) * b[:, None]
@@ -59,6 +61,7 @@ def simulate(size: int, n: int, d: int, b_xx: float, b_xy: float, b_yy: float, g
     c = np.einsum("sij,sj->si", A, w) + np.einsum("sij,sj->si", L, rng.standard_normal((size, d))) / np.sqrt(lam)[:, None]
     R = rng.gamma(0.5 * (n - d), 2.0 / lam)
     t = np.einsum("si,si->s", c, np.linalg.solve(K, c[..., None])[..., 0]) + R
+    # the simulated release of the simulated statistics (not privacy noise: see _sym_laplace)
     zxy = c + rng.laplace(0.0, 1.0, (size, d)) * b_xy
     zyy = t + rng.laplace(0.0, 1.0, size) * b_yy
     Xp = rng.standard_normal((size, n_public, d))

@@ -59,8 +59,10 @@ def coverage_nominal(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_
     d["nominal"] = d["metric"].str.rsplit("_", n=1).str[1].astype(float) / 100
     d = d.dropna(subset=["value"])
     facets = [c for c in GRID_COLUMNS if d[c].nunique() > 1]
-    per_rep = d.groupby(["label", *facets, "nominal", "repeat"], dropna=False, observed=True)["value"].mean().reset_index()
-    agg = per_rep.groupby(["label", *facets, "nominal"], dropna=False, observed=True)["value"].agg(["mean", "std", "count"])
+    per_rep = d.groupby(["label", *facets, "nominal", "repeat"], dropna=False,
+                        observed=True)["value"].mean().reset_index()
+    agg = per_rep.groupby(["label", *facets, "nominal"], dropna=False,
+                          observed=True)["value"].agg(["mean", "std", "count"])
     agg = agg.reset_index()
     groups = list(agg.groupby(facets, sort=True, observed=True)) if facets else [((), agg)]
     fig, axes = panels(len(groups), width="column" if len(groups) == 1 else "page")

@@ -66,7 +66,8 @@ def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
     agg = aggregate(df, x, metric)
     looks = Looks(df, manifest)
     extra = varying_grid_columns(df[df["metric"] == metric], x)
-    fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra, observed=True).ngroups))
+    fig, ax = new_figure(opts.size or auto_width(agg.groupby(["dataset", "dataset_params", "label"] + extra,
+                                                             observed=True).ngroups))
     multi_ds = agg[["dataset", "dataset_params"]].drop_duplicates().shape[0] > 1
     order = list(dict.fromkeys(df["label"].unique()))
     keys = ["dataset", "dataset_params", "label"] + extra

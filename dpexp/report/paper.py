@@ -232,7 +232,8 @@ def _column(d: pd.DataFrame, key: str) -> pd.Series | None:
 def _subset_selection(df: pd.DataFrame, d: pd.DataFrame, where: dict[str, Any], sel: SubsetSelect) -> pd.DataFrame:
     """Keep the subsets whose mean ``sel.by`` is among the lowest/highest fraction (of those in ``d``)."""
     by_where = {k: v for k, v in where.items() if k not in ("metric",)}
-    order = select(df[df["metric"] == sel.by], by_where).groupby(["dataset_params", "subset"], observed=True)["value"].mean()
+    order = select(df[df["metric"] == sel.by], by_where).groupby(["dataset_params", "subset"],
+                                                                 observed=True)["value"].mean()
     order = order.reindex(pd.MultiIndex.from_frame(d[["dataset_params", "subset"]].drop_duplicates())).dropna()
     k = max(1, int(round(len(order) * (sel.lowest or sel.highest))))
     chosen = order.nsmallest(k) if sel.lowest is not None else order.nlargest(k)

@@ -1,5 +1,6 @@
-"""``results.group_nanquantiles`` against ``np.nanquantile`` group by group (to the bit), and ``aggregate``'s
-quartiles against the per-group call it replaced."""
+"""``results.group_nanquantiles`` against ``np.nanquantile`` group by group, and ``aggregate``'s quartiles against
+the per-group call it replaced: two code paths, so compared at a stated tolerance (rtol 1e-14, atol 1e-15 for values of order 1: the same few
+floating-point steps; a different method or neighbour would be off by far more), never by bits."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,7 +26,7 @@ def _groups(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_group_nanquantiles_is_numpy_to_the_bit(seed):
+def test_group_nanquantiles_is_numpys_linear_method(seed):
     codes, values, n_groups = _groups(np.random.default_rng(seed))
     qs = (0.0, 0.25, 0.5, 0.75, 1.0, 0.1)
     got = group_nanquantiles(codes, values, n_groups, qs)
@@ -33,9 +34,7 @@ def test_group_nanquantiles_is_numpy_to_the_bit(seed):
         for g in range(n_groups):
             v = values[codes == g]
             want = np.nanquantile(v, q) if np.isfinite(v).any() else np.nan
-            assert np.array_equal(np.array(got[qi][g]), np.array(want), equal_nan=True), (q, g, v)
-            if want == 0:
-                assert np.signbit(got[qi][g]) == np.signbit(want), (q, g, v)
+            np.testing.assert_allclose(got[qi][g], want, rtol=1e-14, atol=1e-15, equal_nan=True, err_msg=f"{q} {g} {v}")
 
 
 def test_group_nanquantiles_with_no_finite_value_at_all():
@@ -69,6 +68,6 @@ def test_aggregate_quartiles_are_the_per_group_nanquantile():
         v = per_repeat.loc[(rec.label, rec.n_private)].to_numpy()
         for q, got in ((0.25, rec.q25), (0.75, rec.q75)):
             want = np.nanquantile(v, q) if np.isfinite(v).any() else np.nan
-            assert np.array_equal(got, want, equal_nan=True)
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15, equal_nan=True)
     assert list(out.columns).index("q25") == list(out.columns).index("median") + 1
     assert list(out.columns)[list(out.columns).index("q75") + 1] == "repeats"

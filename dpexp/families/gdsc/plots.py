@@ -105,7 +105,8 @@ def repeat_means(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.DataFrame
 def summary(df: pd.DataFrame, metric: str, keys: list[str]) -> pd.DataFrame:
     """mean, std (over repeats) and repeat count per ``keys``."""
     r = repeat_means(df, metric, keys)
-    return r.groupby(keys, sort=True, dropna=False, observed=True)["value"].agg(mean="mean", std="std", repeats="count").reset_index()
+    return r.groupby(keys, sort=True, dropna=False,
+                     observed=True)["value"].agg(mean="mean", std="std", repeats="count").reset_index()
 
 
 class BaselineSpec(PlotOptions):
@@ -447,7 +448,8 @@ def threshold_table(df: pd.DataFrame, metrics: list[str], x: str = "n_private") 
     if d.empty or any(not (d["metric"] == m).any() for m in metrics):
         return ""
     keys = ["label"] + (["epsilon"] if "epsilon" in d and x != "epsilon" else [])
-    means = d.groupby(keys + [x, "metric"], sort=True, dropna=False, observed=True)["value"].mean()   # non-private: ε NaN
+    means = d.groupby(keys + [x, "metric"], sort=True, dropna=False,
+                      observed=True)["value"].mean()   # non-private: ε NaN
     xs = sorted(d[x].dropna().unique().tolist())
     head = " / ".join({"omega_x": "ω_x", "omega_y": "ω_y"}.get(m, m) for m in metrics)
     lines = [f"| method{', ε' if len(keys) > 1 else ''} ({head}) | " + " | ".join(f"{v:g}" for v in xs) + " |",

@@ -164,7 +164,8 @@ def slr_ecdf(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Pa
     order = _order(d)
     clipped = failed = hidden = False
     for ax, ptitle, pd_ in cells:
-        per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False, observed=True)["value"].mean().reset_index()
+        per_subset = pd_.groupby(["label", "algorithm", "subset"], sort=False,
+                                 observed=True)["value"].mean().reset_index()
         drawn = []
         for label in order:
             g = per_subset[per_subset["label"] == label]
@@ -383,12 +384,14 @@ def slr_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: P
     d = d[d["_x"].notna()]
     x_in_algo = map_unique(d["params"], lambda s: spec.x in parse_params(s)).any()
     d["_line"] = map_unique(d["label"], lambda s: s.split("[")[0]) if x_in_algo else d["label"]
-    line_label = d.groupby("_line", sort=False, observed=True)["label"].first().to_dict()   # a label of the line, for its look
+    line_label = d.groupby("_line", sort=False,
+                           observed=True)["label"].first().to_dict()   # a label of the line, for its look
     fig, cells, _ = _facets(d, opts.facet, opts.size)
     looks = Looks(df, manifest)
     reps = 0
     for ax, ptitle, pd_ in cells:
-        per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False, observed=True)["value"].mean().reset_index()
+        per_rep = pd_.groupby(["_line", "algorithm", "_x", "repeat"], sort=False,
+                              observed=True)["value"].mean().reset_index()
         for line in dict.fromkeys(pd_["_line"]):
             g = per_rep[per_rep["_line"] == line]
             s = g.groupby("_x", observed=True)["value"].agg(["mean", "std", "count"]).reset_index().sort_values("_x")

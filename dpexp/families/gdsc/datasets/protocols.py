@@ -164,11 +164,12 @@ def protocol_sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.nda
 def _sets(protocol: str, source: tuple, X_raw: np.ndarray, Y_raw: np.ndarray, perm: np.ndarray, n_test: int,
           n_public: int, n_private: int, test_pool: int, public_start: int, max_public: int, dig: str) -> ProtocolSets:
     idx = set_indices(protocol, perm, n_test, n_public, n_private, test_pool, public_start, max_public, dig)
-    # each set is normalised on its own lines, so its arrays depend on (fold, which set, its length) alone: memoised
-    # per set, every size of a fold with that set reuses them (a grid of n_public x n_private asks each public set
-    # at every n_private: its test set once, each public and private set once, instead of three sets per size)
+    # each set is normalised on its own lines, so its arrays depend on (fold, which set, its lines) alone: memoised
+    # per set, keyed by the lines themselves, every size of a fold with that set reuses them (a grid of n_public x
+    # n_private asks each public set at every n_private: its test set once, each public and private set once,
+    # instead of three sets per size)
     fold = (protocol, source, X_raw.shape, dig, test_pool, public_start, max_public)
-    parts = [cache.memo("gdsc.protocol_set", (*fold, at, len(i)),
+    parts = [cache.memo("gdsc.protocol_set", (*fold, at, np.asarray(i).tobytes()),
                         lambda i=i, at=at: _one_set(protocol, X_raw, Y_raw, perm, i, test_pool, dig, source, at == 2),
                         maxsize=64)
              for at, i in enumerate(idx)]
