@@ -33,6 +33,8 @@ PLUGIN_GROUP = "dpexp.plugins"
 _REGISTRIES: dict[str, dict[str, Any]] = {"algorithm": {}, "dataset": {}, "metric": {}, "plot": {}}
 #: plot kind -> its pydantic options model (``register_plot(options=...)``), validated by ``spec`` before a run
 _PLOT_OPTIONS: dict[str, Any] = {}
+#: plot kind -> ``reads(spec, columns)``, the metrics its figure reads (``register_plot(reads=...)``)
+_PLOT_READS: dict[str, Callable[[Any, list[str]], Any]] = {}
 #: kind -> name -> the plugin (entry point "dist:name") that registered it; built-in components are not listed
 _PLUGIN_OF: dict[str, dict[str, str]] = {k: {} for k in _REGISTRIES}
 _loading_plugin: str | None = None
@@ -65,19 +67,34 @@ register_metric = _register("metric")
 _register_plot_fn = _register("plot")
 
 
-def register_plot(fn: T | None = None, *, options: Any = None) -> Any:
+def register_plot(fn: T | None = None, *, options: Any = None,
+                  reads: Callable[[Any, list[str]], Any] | None = None) -> Any:
     """Register a plot kind ``fn(df, spec, manifest, out_stem, formats) -> list[Path]`` under its function name.
 
     ``options`` is the kind's pydantic model of ``plots[i].options``; ``spec`` validates a config's options through
-    ``plot_options(kind)`` before any work.  Use as ``@register_plot`` or ``@register_plot(options=Model)``.
+    ``plot_options(kind)`` before any work.  ``reads(spec, columns)``: the metrics whose rows the figure reads,
+    given the table's columns (None: every metric).  The kind then gets only those metrics' rows, plus the first
+    row of every distinct privacy tuple (``dpexp.results_table``), so its labels, looks and privacy marks are those
+    of the whole table.  Use as ``@register_plot`` or ``@register_plot(options=Model, reads=fn)``.
     """
     def deco(f: T) -> T:
         _register_plot_fn(f)
+        name = getattr(f, "name", None) or f.__name__  # type: ignore[attr-defined]
         if options is not None:
-            _PLOT_OPTIONS[getattr(f, "name", None) or f.__name__] = options  # type: ignore[attr-defined]
+            _PLOT_OPTIONS[name] = options
+        if reads is not None:
+            _PLOT_READS[name] = reads
         return f
 
     return deco if fn is None else deco(fn)
+
+
+def plot_reads(kind: str, spec: Any, columns: list[str]) -> list[str] | None:
+    """The metrics plot kind ``kind`` reads for ``spec`` (None: every metric; see ``register_plot``)."""
+    get("plot", kind)
+    reads = _PLOT_READS.get(kind)
+    metrics = reads(spec, columns) if reads is not None else None
+    return None if metrics is None else list(metrics)
 
 
 def plot_options(kind: str) -> Any:

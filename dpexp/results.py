@@ -108,26 +108,22 @@ REPEATED_COLUMNS = ("experiment", "dataset", "dataset_params", "subset", "algori
 def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
     """The tidy results table with typed columns (``value`` NaN for failed cells).
 
-    ``compact`` (what ``dpexp plot`` reads): the ``REPEATED_COLUMNS`` as categoricals whose categories are the
-    distinct values sorted (so a sort or a ``groupby(sort=True)`` gives the order of the strings; group with
-    ``observed=True``), ``n_private_requested`` parsed once per distinct value, and no ``seed_key`` (a near-unique
-    string per cell that no plot reads): about a tenth of the memory, and faster to read and group."""
+    ``compact`` (what ``dpexp plot``, ``summarize`` and ``report`` read): the ``REPEATED_COLUMNS`` as categoricals
+    whose categories are the distinct values sorted (so a sort or a ``groupby(sort=True)`` gives the order of the
+    strings; group with ``observed=True``), ``n_private_requested`` parsed once per distinct value, and no
+    ``seed_key`` (a near-unique string per cell that no plot reads): about a tenth of the memory, read in chunks
+    (``results_table.ResultsTable``; a reader of a few metrics takes ``ResultsTable.frame(metrics)`` instead)."""
+    if compact:
+        from dpexp.results_table import ResultsTable
+
+        return ResultsTable.read(results_dir).frame()
     path = results_file(results_dir)
     spent = [c for c in ("epsilon_spent", "delta_spent", "rho_spent")]
     text = {"dataset_params": str, "params": str, "subset": str, "error": str, "label": str,
             "n_private_requested": str, "guarantee": str, "privacy_note": str}
-    usecols = None
-    if compact:
-        text = {**text, **{c: "category" for c in (*REPEATED_COLUMNS, "n_private_requested")}}
-        usecols = lambda c: c != "seed_key"   # noqa: E731
-    df = pd.read_csv(path, dtype=text, usecols=usecols,
-                     keep_default_na=False, na_values={c: [""] for c in ["value", *spent]})
+    df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in ["value", *spent]})
     req = df["n_private_requested"]
-    if isinstance(req.dtype, pd.CategoricalDtype):
-        if "all" not in req.cat.categories:   # the numbers, parsed once per distinct value
-            cats = pd.to_numeric(pd.Series(req.cat.categories))
-            df["n_private_requested"] = cats.iloc[req.cat.codes.to_numpy()].to_numpy()
-    elif not (req == "all").any():
+    if not (req == "all").any():
         df["n_private_requested"] = pd.to_numeric(req)
     for c in ["value", *spent]:
         if c in df.columns:   # results written before the guarantee columns (schema 1) have none

@@ -54,7 +54,12 @@ def spread_text(center: str, error: str, repeats: int) -> str:
     return f"{center}{' ' + words if words else ''} over {plural(repeats, 'repeat')}"
 
 
-@register_plot(options=CurveOptions)
+def reads_metric(spec: Any, columns: list[str]) -> list[str] | None:
+    """A curve reads the rows of its metric (``register_plot(reads=...)``); without one, of the table's first."""
+    return [spec.metric] if spec.metric else None
+
+
+@register_plot(options=CurveOptions, reads=reads_metric)
 def curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path, formats: list[str]) -> list[Path]:
     """Metric against x (n_private, epsilon, ...), one line per algorithm label, centre ± spread over repeats
     (values averaged over subsets within a repeat first).  Labels in ``options.baselines`` are drawn as horizontal

@@ -69,15 +69,18 @@ def draw_experiment(results_dir: Path, fig_dir: Path, formats: list[str]) -> lis
     """Draw the plots the experiment's config lists (one default curve when it lists none) into ``fig_dir`` and
     record there which results they show (``SOURCE``)."""
     from dpexp import registry, results
+    from dpexp.results_table import ResultsTable
     from dpexp.spec import PlotSpec
 
     manifest = results.read_manifest(Path(results_dir))
-    df = results.read_results(Path(results_dir), compact=True)
+    table = ResultsTable.read(Path(results_dir))
     plots = [PlotSpec.model_validate(p) for p in manifest.get("config", {}).get("plots") or []] or [PlotSpec()]
     written: list[Path] = []
     for i, p in enumerate(plots):
         fn = registry.get("plot", p.kind)
+        df = table.frame(registry.plot_reads(p.kind, p, table.columns))   # only the rows this figure reads
         written += fn(df, p, manifest, Path(fig_dir) / figure_stem(manifest, i, len(plots), p.name), formats)
+        del df
     Path(fig_dir).mkdir(parents=True, exist_ok=True)
     record = {"results": str(Path(results_dir).resolve()), **{k: manifest.get(k) for k in RUN_KEYS}}
     (Path(fig_dir) / SOURCE).write_text(json.dumps(record) + "\n", encoding="utf-8")

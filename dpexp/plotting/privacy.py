@@ -25,6 +25,7 @@ import pandas as pd
 
 from dpexp.formatting import fmt
 from dpexp.results import map_unique
+from dpexp.results_table import PRIVACY_COLUMNS
 from dpexp.privacy.guarantee import RELEASE_PREFIX, is_evaluation, release_kind
 
 DAGGER = "†"
@@ -85,8 +86,9 @@ def curve_privacy(df: pd.DataFrame | None, manifest: dict[str, Any]) -> list[Cur
     return out
 
 
-#: the columns ``curve_privacy`` reads from the rows
-_PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", *ROW_COLUMNS)
+#: the columns ``curve_privacy`` reads from the rows (a ``ResultsTable`` frame holds every distinct row of them)
+_PRIVACY_COLUMNS = PRIVACY_COLUMNS
+assert set(ROW_COLUMNS) <= set(PRIVACY_COLUMNS)
 
 
 def _from_rows(label: str, d: pd.DataFrame, neighbouring: str) -> CurvePrivacy:

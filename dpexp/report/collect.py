@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import pandas as pd
-
 from dpexp.errors import UserError
+from dpexp.results_table import ResultsTable
 
 IMAGE_SUFFIXES = (".png", ".svg")          # shown in the page (PNG preferred)
 LINK_SUFFIXES = (".pdf", ".svg", ".csv", ".md")  # linked beside the image when a file of the same stem exists
@@ -44,8 +43,9 @@ class Experiment:
     results_dir: Path
     manifest: dict[str, Any]
     #: the results table while the page renders this experiment's section (``tables``), else None: the report
-    #: holds one experiment's table at a time, so its memory is that of the largest table, not of all of them
-    df: pd.DataFrame | None
+    #: holds one experiment's table at a time, held per metric (``ResultsTable``), so its memory is that of the
+    #: largest table at about 40 bytes a row, and of one metric's rows at their full width
+    table: ResultsTable | None
     has_results: bool = False               # False when the run has no results table yet
     problems: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
@@ -85,16 +85,14 @@ def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | No
 
 
 def tables(experiments: list[Experiment]) -> Iterator[Experiment]:
-    """Each experiment with its results table in ``df`` (None without one), one at a time: the table is dropped
+    """Each experiment with its results table in ``table`` (None without one), one at a time: the table is dropped
     before the next is read."""
-    from dpexp import results
-
     for exp in experiments:
-        exp.df = results.read_results(exp.results_dir, compact=True) if exp.has_results else None
+        exp.table = ResultsTable.read(exp.results_dir) if exp.has_results else None
         try:
             yield exp
         finally:
-            exp.df = None
+            exp.table = None
 
 
 def _slugs(dirs: list[Path]) -> list[str]:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
+import pandas as pd
+
 
 from dpexp.version import __version__
 from dpexp.formatting import fmt, signed
@@ -93,7 +95,7 @@ def render(experiments: list[Experiment], refs: PaperValues | None, title: str, 
     privacy: dict[str, list[CurvePrivacy]] = {}
     sections = []
     for e in tables(experiments):  # one results table in memory at a time; the index needs only what it keeps
-        privacy[e.slug] = curve_privacy(e.df, e.manifest)
+        privacy[e.slug] = curve_privacy(e.table.frame([]) if e.table is not None else None, e.manifest)
         sections.append(_section(e, privacy[e.slug], entries[e.slug], refs))
     parts = [
         "<!DOCTYPE html>",
@@ -158,7 +160,7 @@ def _section(e: Experiment, privacy: list[CurvePrivacy], refs: Any, all_refs: Pa
     out.append(_repeated_table(m))
     if refs is not None:
         out.append(_paper_table(e, refs, all_refs))
-    if e.df is not None:
+    if e.table is not None:
         out.append(_summaries(e, not_dp))
     out.append(_provenance(e))
     out.append("</section>")
@@ -285,10 +287,10 @@ def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None) -> lis
     paper = all_refs.papers[entry.paper].citation if all_refs else entry.paper
     source = f"{paper}, {entry.source}"
     quote_ = f"“{entry.as_written}”"
-    if entry.ours is None or e.df is None:
+    if entry.ours is None or e.table is None:
         why = "not computed from our results" if entry.ours is None else "no results"
         return [entry.quantity, quote_, source, tag("span", why, class_="muted"), "", "", entry.note]
-    r = compute(e.df, entry.ours)
+    r = compute(e.table.frame(entry.ours.metrics), entry.ours)
     if r.problem:
         return [entry.quantity, quote_, source, tag("span", f"not in this run: {r.problem}", class_="muted"), "",
                 "", entry.note]
@@ -319,30 +321,30 @@ def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None) -> lis
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def _plot_x(e: Experiment, metric: str) -> str:
+def _plot_x(e: Experiment, metric: str, rows: pd.DataFrame) -> str:
     from dpexp.results import X_CHOICES, default_x
 
     for p in (e.manifest.get("config") or {}).get("plots") or []:
         if p.get("metric") == metric and p.get("x") in X_CHOICES:
             return str(p["x"])
-    return default_x(e.df[e.df["metric"] == metric])
+    return default_x(rows[rows["metric"] == metric])
 
 
 def _summaries(e: Experiment, not_dp: set[str]) -> Html:
     """Per metric, the table of ``dpexp summarize`` (dpexp.results.aggregate); the plotted metrics open."""
     from dpexp.results import GRID_COLUMNS, aggregate
 
-    df = e.df
-    assert df is not None
+    assert e.table is not None
     plotted = {p.get("metric") for p in (e.manifest.get("config") or {}).get("plots") or []}
-    metrics = list(dict.fromkeys(df["metric"].unique()))
+    metrics = e.table.metrics
     if not plotted & set(metrics):  # plots that pick their metric themselves: open the first
         plotted = {metrics[0]}
     blocks = []
     for metric in metrics:
-        x = _plot_x(e, metric)
+        rows = e.table.frame([metric])   # one metric's rows at a time
+        x = _plot_x(e, metric, rows)
         try:
-            agg = aggregate(df, x, metric)
+            agg = aggregate(rows, x, metric)
         except Exception as exc:  # a metric that cannot be summarised must not hide the others
             blocks.append(tag("p", f"{metric}: {exc}", class_="problem"))
             continue

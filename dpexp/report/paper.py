@@ -66,6 +66,11 @@ class Ours(_Strict):
     subsets: SubsetSelect | None = None
     minus: dict[str, Any] | None = None
 
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics whose rows ``compute`` reads."""
+        return [self.metric, *([self.subsets.by] if self.subsets is not None else [])]
+
 
 class Check(_Strict):
     op: Literal["<", "<=", ">", ">=", "=="]

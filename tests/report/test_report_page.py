@@ -135,18 +135,18 @@ def test_one_results_table_in_memory_at_a_time(runs, tmp_path, monkeypatch):
     import gc
     import weakref
 
-    from dpexp import results
+    from dpexp.results_table import ResultsTable
 
-    real, alive, seen = results.read_results, [], []
+    real, alive, seen = ResultsTable.read.__func__, [], []
 
-    def read(d, **kw):
+    def read(cls, d):
         gc.collect()
         seen.append(sum(r() is not None for r in alive))
-        df = real(d, **kw)
-        alive.append(weakref.ref(df))
-        return df
+        table = real(cls, d)
+        alive.append(weakref.ref(table))
+        return table
 
-    monkeypatch.setattr(results, "read_results", read)
+    monkeypatch.setattr(ResultsTable, "read", classmethod(read))
     figures = tmp_path / "figs"   # both experiments' figures drawn there first, so drawing reads its own tables
     assert report([str(runs.root / "results"), "--figures", str(figures), "--out", str(tmp_path / "a")])[0] == 0
     alive.clear(), seen.clear()

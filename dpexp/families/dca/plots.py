@@ -20,7 +20,7 @@ from pydantic import Field
 
 from dpexp.plotting import style
 from dpexp.plotting.base import PlotOptions, finish_plot, new_figure, title_of
-from dpexp.plotting.curve import CurveOptions, curve
+from dpexp.plotting.curve import CurveOptions, curve, reads_metric
 from dpexp.plotting.looks import Looks
 from dpexp.registry import register_plot
 from dpexp.results import to_markdown
@@ -40,7 +40,7 @@ class AccuracyOptions(CurveOptions):
     logx: bool = True
 
 
-@register_plot(options=AccuracyOptions)
+@register_plot(options=AccuracyOptions, reads=reads_metric)
 def dca_accuracy(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                  formats: list[str]) -> list[Path]:
     """Fig. 2/3: metric vs ε (log axis), median ± IQR by default (see module docstring)."""

@@ -45,6 +45,13 @@ from dpexp.results import map_unique, varying_grid_columns
 _SIZE_METRICS = {"n_private_requested": "n_private", "n_public_requested": "n_public"}
 
 
+def reads_metric(spec: Any, columns: list[str]) -> list[str]:
+    """What a GDSC figure of one metric reads (``register_plot(reads=...)``): that metric (spearman by default),
+    and the requested-size metric rows when the table predates the ``*_requested`` columns (``requested_sizes``)."""
+    sizes = [] if all(f"{c}_requested" in columns for c in _SIZE_METRICS.values()) else list(_SIZE_METRICS)
+    return [spec.metric or "spearman", *sizes]
+
+
 def requested_sizes(df: pd.DataFrame) -> pd.DataFrame:
     """Replace ``n_private``/``n_public`` by the requested sizes and drop the ``*_requested`` metric rows.
 
@@ -164,7 +171,7 @@ class GdscCurveOptions(PlotOptions):
         return self
 
 
-@register_plot(options=GdscCurveOptions)
+@register_plot(options=GdscCurveOptions, reads=reads_metric)
 def gdsc_curve(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                formats: list[str]) -> list[Path]:
     """Metric vs x (requested n_private by default) per label, mean ± std over repeats of the drug averages;
@@ -295,7 +302,7 @@ def _method_label(df: pd.DataFrame, algorithm: str) -> str:
     return f"“{labels[0]}”" if len(labels) == 1 else algorithm
 
 
-@register_plot(options=TradeoffOptions)
+@register_plot(options=TradeoffOptions, reads=reads_metric)
 def gdsc_tradeoff(df: pd.DataFrame, spec: Any, manifest: dict[str, Any], out_stem: Path,
                   formats: list[str]) -> list[Path]:
     """Fig. 3: improvement of ``algorithm`` over the best baseline, heat map over (x, y); relative only when the

@@ -1,0 +1,179 @@
+"""A results table read in bounded memory and held per metric: what ``dpexp plot``, ``summarize`` and ``report`` read.
+
+A full-scale GDSC table has about 12 million rows (18 metrics per cell, 200 MB gzipped).  Parsed whole with pandas it
+took 3.3 GiB while parsing and 1.6 GiB after, and a figure then copied the rows it drew.  Every reader here needs
+the rows of one metric or a few at a time, plus, for the privacy marks, the distinct rows of the privacy columns
+(``PRIVACY_COLUMNS``).  So ``ResultsTable.read`` parses the file in chunks of ``CHUNK_ROWS`` rows and keeps:
+
+* each chunk's rows split by metric, with every column but ``value`` held as a categorical (a repeated value costs
+  an int8/int16 code per row instead of 8 bytes; the string columns of ``REPEATED_COLUMNS`` already are): about
+  40 bytes a row instead of 130;
+* the first row of every distinct tuple of ``PRIVACY_COLUMNS`` in the table, whole.  Every label, algorithm and
+  metric appears first in such a row, so a frame that holds them sees the labels, metrics and guarantees in the
+  order of the full table.
+
+``frame(metrics)`` gives the rows of ``metrics`` plus those first rows, in the table's order, with the types of
+``read_results(compact=True)`` and the table's row numbers as index: exactly ``full[mask]`` of the full table read
+at once (``tests/core/test_results_table.py`` holds it to that).  Its peak memory is the held table plus that
+frame, not the whole table at its parsed width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import union_categoricals
+
+#: rows parsed at a time: a chunk's parse costs ≈ 150 MB at the widest table
+CHUNK_ROWS = 500_000
+#: the columns whose distinct rows say what a curve spent (``dpexp.plotting.privacy.curve_privacy`` reads them)
+PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", "guarantee", "epsilon_spent", "delta_spent",
+                   "rho_spent", "privacy_note")
+#: numeric columns kept as they are (``value`` rarely repeats)
+_PLAIN = ("value",)
+
+
+@dataclass
+class _Piece:
+    """Rows of one chunk (and one metric): the categorical frame, the table's row numbers, and the dtype each
+    numeric column is restored to (its categoricals' categories keep the exact values)."""
+
+    frame: pd.DataFrame
+    rows: np.ndarray
+    dtypes: dict[str, np.dtype]
+
+    @staticmethod
+    def of(frame: pd.DataFrame, categorical: set[str]) -> "_Piece":
+        dtypes = {}
+        out = {}
+        for c in frame.columns:
+            col = frame[c]
+            if c in categorical or c in _PLAIN or col.dtype == object:
+                out[c] = col.to_numpy() if c in _PLAIN or col.dtype == object else col.array
+                continue
+            dtypes[c] = col.dtype
+            out[c] = pd.Categorical(col.to_numpy())
+        return _Piece(pd.DataFrame(out, copy=False), frame.index.to_numpy(dtype=np.int64).astype(np.int32
+                      if len(frame) and frame.index.max() < 2**31 else np.int64), dtypes)
+
+    def column(self, c: str) -> np.ndarray:
+        """Column ``c`` (not one of the string categoricals) with its parsed values and dtype."""
+        values = self.frame[c]
+        if c in self.dtypes:
+            return np.asarray(values.array).astype(self.dtypes[c], copy=False)
+        return values.to_numpy()
+
+
+class ResultsTable:
+    """One results table, held per metric (module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        from dpexp.results import REPEATED_COLUMNS
+
+        self.path = path
+        self.categorical = {*REPEATED_COLUMNS, "n_private_requested"}
+        self.by_metric: dict[str, list[_Piece]] = {}
+        self.first: list[_Piece] = []
+        self.columns: list[str] = []
+        self.rows = 0
+        self.any_all = False       # "all" among the requested private sizes (whole datasets): the column stays text
+
+    @classmethod
+    def read(cls, results_dir: Path) -> "ResultsTable":
+        from dpexp.results import results_file
+
+        table = cls(results_file(results_dir))
+        seen: set[tuple] = set()
+        for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
+                                 keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
+                                 chunksize=CHUNK_ROWS):
+            table._add(chunk, seen)
+        return table
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics in the order first seen."""
+        return list(self.by_metric)
+
+    def frame(self, metrics: Iterable[str] | None = None) -> pd.DataFrame:
+        """The rows of ``metrics`` (every metric when None) and the first row of every distinct privacy tuple, in
+        the table's order, typed as ``read_results(compact=True)``, indexed by row number.
+
+        Built column by column from the held pieces, in the table's order: the peak is the held table, the frame
+        and one column, never the pieces at their full width."""
+        want = self.metrics if metrics is None else [m for m in dict.fromkeys(metrics) if m in self.by_metric]
+        pieces = [p for m in want for p in self.by_metric[m]]
+        wanted = set(want)
+        for p in self.first:   # the first rows of the other metrics (those of ``metrics`` are in their pieces)
+            keep = ~p.frame["metric"].isin(wanted).to_numpy()
+            if keep.any():
+                pieces.append(_Piece(p.frame[keep], p.rows[keep], p.dtypes))
+        if not pieces:
+            return self._typed(pd.DataFrame({c: pd.Series(dtype=object) for c in self.columns}))
+        rows = np.concatenate([p.rows for p in pieces]).astype(np.int64)
+        order = np.argsort(rows, kind="stable")
+        out: dict[str, object] = {}
+        for c in self.columns:
+            if c in self.categorical:
+                cat = union_categoricals([p.frame[c].array for p in pieces], sort_categories=True)
+                out[c] = pd.Categorical.from_codes(cat.codes[order], dtype=cat.dtype)
+            else:
+                out[c] = np.concatenate([p.column(c) for p in pieces])[order]
+        index = pd.RangeIndex(len(rows)) if metrics is None else pd.Index(rows[order])
+        return self._typed(pd.DataFrame(out, index=index, copy=False))
+
+    # ------------------------------------------------------------------------------------------------------------
+
+    def _dtypes(self) -> dict[str, type]:
+        # parsed as text, then made categorical per chunk (``_add``): pandas' own "category" parse infers the
+        # categories' type per chunk (a chunk whose requested sizes are all numbers would get int categories)
+        return {c: str for c in self.categorical}
+
+    def _add(self, chunk: pd.DataFrame, seen: set[tuple]) -> None:
+        if not self.columns:
+            self.columns = list(chunk.columns)
+        self.rows += len(chunk)
+        for c in self.categorical & set(chunk.columns):
+            chunk[c] = pd.Categorical(chunk[c])
+        req = chunk.get("n_private_requested")
+        if req is not None and "all" in set(req.cat.categories):
+            self.any_all = True
+        # the first row of every distinct privacy tuple (NaN spent as None, so that equal tuples compare equal)
+        cols = [c for c in PRIVACY_COLUMNS if c in chunk.columns]
+        distinct = chunk[cols].drop_duplicates()
+        new = []
+        for i, tup in zip(distinct.index, distinct.itertuples(index=False)):
+            key = tuple(None if isinstance(v, float) and v != v else v for v in tup)
+            if key not in seen:
+                seen.add(key)
+                new.append(i)
+        if new:
+            self.first.append(_Piece.of(chunk.loc[new], self.categorical))
+        codes = chunk["metric"].cat.codes.to_numpy()
+        names = chunk["metric"].cat.categories
+        # metrics in the order first seen in this chunk (a new metric's first row is also a first row above)
+        for k in pd.unique(codes):
+            piece = chunk[codes == k]
+            self.by_metric.setdefault(str(names[k]), []).append(_Piece.of(piece, self.categorical))
+
+    def _typed(self, df: pd.DataFrame) -> pd.DataFrame:
+        """``read_results``' typing after the parse: the requested private sizes as numbers unless a whole dataset
+        ("all") appears anywhere in the table; the spent and value columns as numbers."""
+        if "n_private_requested" in df.columns and not self.any_all:
+            req = df["n_private_requested"]
+            if isinstance(req.dtype, pd.CategoricalDtype):
+                cats = pd.to_numeric(pd.Series(req.cat.categories))
+                df["n_private_requested"] = cats.iloc[req.cat.codes.to_numpy()].to_numpy()
+            else:
+                df["n_private_requested"] = pd.to_numeric(req)
+        for c in ["value", *_SPENT]:
+            if c in df.columns:
+                df[c] = pd.to_numeric(df[c], errors="coerce")
+        return df
+
+
+_SPENT = ("epsilon_spent", "delta_spent", "rho_spent")
