@@ -44,18 +44,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
-## figures: run every config into results/<name>, then plot every experiment of results/ into figures/<name> in
-## one process (one start and import, not one per config); FAST=1 applies each config's `fast:` section
-## (2 repeats by default) and writes to results/fast, figures/fast; ends with the HTML report of all of them in
-## $(REPORT)/index.html
+## figures: run every config into results/<name>, then draw every experiment of results/ into figures/<name> and
+## write the HTML report of all of them in $(REPORT)/index.html, in one process that reads each table once
+## (`dpexp report --redraw`); FAST=1 applies each config's `fast:` section (2 repeats by default) and writes to
+## results/fast, figures/fast
 figures: $(STAMP)
 	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
 	  echo "== $$n"; \
 	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
 	done; \
-	echo "== plot"; \
-	$(BIN)/dpexp plot $(OUTROOT) --out $(FIGROOT) || failed="$$failed plot"; \
-	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --out $(REPORT) || failed="$$failed report"; \
+	echo "== figures and report"; \
+	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --redraw --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 ## figures-bench: `make figures` as one measured run in a temporary folder (benchmarks/paper_scale.py --configs all):

@@ -38,13 +38,13 @@ Prints:
    spent inside its algorithms (CPU time, measured in process on 5 chunks per dataset variant after a warm-up
    chunk, scaled by cells; the SLR algorithms are not batched model fits);
 6. with ``--configs all`` (or names; ``NAME:R`` runs R repeats): ``make figures`` as one measured run — every
-   config run (``dpexp run``, ``--jobs J``) into a temporary folder, then all plotted in one ``dpexp plot`` of the
-   folder and the HTML report made (as the Makefile's ``figures``); per config
+   config run (``dpexp run``, ``--jobs J``) into a temporary folder, then every figure drawn and the HTML report
+   made in one ``dpexp report --redraw`` of the folder (as the Makefile's ``figures``); per config
    its wall, the CPU of all its processes (the run and its workers), its own floor by family (``config_floor``:
    gdsc the batched-fit floor of part 1, dca the arithmetic of its releases and solves ``dca_floor``, slr the CPU
    inside its algorithms ``algorithm_floor``; docs/performance.md), the CPU ratio to the floor, the peak RSS of
-   every process, ranked with the slowest relative to its floor first; then the plot's and the report's wall, CPU
-   and peak RSS, and the total wall.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
+   every process, ranked with the slowest relative to its floor first; then the figures-and-report step's wall,
+   CPU and peak RSS, and the total wall.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
    cheap check of the harness.
 
 The results of every run go to a temporary folder; nothing under results/ is touched.
@@ -718,7 +718,7 @@ def seconds(x: float) -> str:
 
 
 class Step:
-    """One ``dpexp`` command after the runs (the plot of every experiment, the report): wall, CPU, peak RSS."""
+    """The ``dpexp`` command after the runs (every figure and the report): wall, CPU, peak RSS."""
 
     def __init__(self, wall: float = 0.0, cpu: float = 0.0, peak: int = 0) -> None:
         self.wall, self.cpu, self.peak = wall, cpu, peak
@@ -727,8 +727,8 @@ class Step:
         return f"{self.wall:.1f} s wall, {self.cpu:.1f} CPU-s, peak RSS {self.peak / 2**20:.0f} MiB"
 
 
-def format_table(timings: list[ConfigTiming], total_wall: float, plot: Step, report: Step) -> list[str]:
-    """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the plot and report steps and
+def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step) -> list[str]:
+    """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the figures-and-report step and
     the totals."""
     lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
              f"{'peak RSS MiB (each process)':s}"]
@@ -738,18 +738,17 @@ def format_table(timings: list[ConfigTiming], total_wall: float, plot: Step, rep
         lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
                      f"{rss}" + (f"  ({t.error})" if t.error else ""))
     runs = sum(t.wall for t in timings)
-    lines.append(f"plot (every experiment, one process): {plot.words()}")
-    lines.append(f"report: {report.words()}")
-    largest = max([b for t in timings for _, b in t.peaks] + [plot.peak, report.peak])
-    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + plots {plot.wall:.1f} s + report "
-                 f"{report.wall:.1f} s (+ {max(total_wall - runs - plot.wall - report.wall, 0.0):.1f} s of floors "
-                 f"and set-up, not part of `make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; "
+    lines.append(f"figures and report (`dpexp report --redraw`, one process): {figures.words()}")
+    largest = max([b for t in timings for _, b in t.peaks] + [figures.peak])
+    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + figures and report {figures.wall:.1f} s "
+                 f"(+ {max(total_wall - runs - figures.wall, 0.0):.1f} s of floors and set-up, not part of "
+                 f"`make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; "
                  f"largest process {largest / 2**20:.0f} MiB")
     return lines
 
 
 def cli_step(args: list[str]) -> Step:
-    """One ``dpexp`` command (plot, report) run quietly: its wall, CPU and peak RSS (``PeakMemory``, polled);
+    """One ``dpexp`` command run quietly: its wall, CPU and peak RSS (``PeakMemory``, polled);
     raises SystemExit if it fails."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -764,10 +763,10 @@ def cli_step(args: list[str]) -> Step:
 
 
 def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, timeout: float | None) -> None:
-    """``make figures`` as one measured run (``--configs all``): every config run into work/results/<name> and
-    plotted into work/figures/<name>, then the report; per config its wall, the CPU of all its processes, its
-    floor (``config_floor``, measured in this process before the run), the ratio, the peak RSS of each process and
-    the plot time, ranked by ratio (``format_table``)."""
+    """``make figures`` as one measured run (``--configs all``): every config run into work/results/<name>, then
+    every figure drawn into work/figures/<name> and the report made (``dpexp report --redraw``); per config its
+    wall, the CPU of all its processes, its floor (``config_floor``, measured in this process before the run), the
+    ratio and the peak RSS of each process, ranked by ratio, then the figures-and-report step (``format_table``)."""
     t_all = time.perf_counter()
     res, figs = work / "results", work / "figures"
     timings: list[ConfigTiming] = []
@@ -790,10 +789,9 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
             t.error = f"stopped after {timeout:.0f} s"
         timings.append(t)
         print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind})", flush=True)
-    plot = cli_step(["plot", str(res), "--out", str(figs)])     # as make figures: every experiment, one process
-    print(f"  plot: {plot.words()}", flush=True)
-    report = cli_step(["report", str(res), "--figures", str(figs), "--out", str(work / "report")])
-    for line in format_table(timings, time.perf_counter() - t_all, plot, report):
+    # as make figures: every figure and the report in one process, each table read once
+    figures = cli_step(["report", str(res), "--figures", str(figs), "--redraw", "--out", str(work / "report")])
+    for line in format_table(timings, time.perf_counter() - t_all, figures):
         print(line)
 
 

@@ -399,8 +399,11 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
 @click.option("--paper-values", "paper_values", type=click.Path(dir_okay=False), default=None,
               help="Reference values quoted from the papers (default docs/paper_values.yaml).")
 @click.option("--title", default=None, help="Page title (default 'dpexp report').")
+@click.option("--redraw", is_flag=True, default=False,
+              help="Draw every experiment's figures (into --figures) from the table the report reads, instead of "
+                   "looking for up-to-date ones: `dpexp plot` and the report in one read of each table.")
 def report(results: tuple[str, ...], out: str, figures: str | None, paper_values: str | None,
-           title: str | None) -> None:
+           title: str | None, redraw: bool) -> None:
     """Write one static HTML page (OUT/index.html) for RESULTS: results directories or folders of them.
 
     Shows every figure, the privacy guarantee of every curve, the papers' values next to ours, the summary tables
@@ -408,10 +411,15 @@ def report(results: tuple[str, ...], out: str, figures: str | None, paper_values
     """
     from dpexp.report import build_report
 
+    failed: list[str] = []
     index = build_report([Path(r) for r in results], Path(out), Path(figures) if figures else None,
                          Path(paper_values) if paper_values else None, title,
-                         warn=lambda msg: click.echo(f"warning: {msg}", err=True))
+                         warn=lambda msg: click.echo(f"warning: {msg}", err=True), redraw=redraw,
+                         note=lambda msg: click.echo(msg, err=True), failed=failed)
     click.echo(str(index))
+    if failed and redraw:   # the page shows why; as `dpexp plot` of a folder: exit 1
+        click.echo(f"the figures of {len(failed)} experiment(s) could not be drawn: {', '.join(failed)}", err=True)
+        sys.exit(1)
 
 
 @main.group()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 FORMATS = ("png", "pdf", "svg")
 SOURCE = ".dpexp-figures.json"   # in a figure folder: the results directory its figures were drawn from
@@ -65,15 +66,16 @@ def other_run(fig_dir: Path, manifest: dict, results_dir: Path | None = None) ->
     return str(rec.get("results") or "another run")
 
 
-def draw_experiment(results_dir: Path, fig_dir: Path, formats: list[str]) -> list[Path]:
+def draw_experiment(results_dir: Path, fig_dir: Path, formats: list[str], table: Any = None) -> list[Path]:
     """Draw the plots the experiment's config lists (one default curve when it lists none) into ``fig_dir`` and
-    record there which results they show (``SOURCE``)."""
+    record there which results they show (``SOURCE``).  ``table``: the experiment's ``ResultsTable`` when the
+    caller has read it (``dpexp report``), else it is read here."""
     from dpexp import registry, results
     from dpexp.results_table import ResultsTable
     from dpexp.spec import PlotSpec
 
     manifest = results.read_manifest(Path(results_dir))
-    table = ResultsTable.read(Path(results_dir))
+    table = table if table is not None else ResultsTable.read(Path(results_dir))
     plots = [PlotSpec.model_validate(p) for p in manifest.get("config", {}).get("plots") or []] or [PlotSpec()]
     written: list[Path] = []
     for i, p in enumerate(plots):

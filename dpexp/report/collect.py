@@ -50,6 +50,9 @@ class Experiment:
     problems: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     figure_source: str = ""                 # where the figures came from, in words
+    #: the figures still to draw, from the table once it is read (``tables``): drawing and the page share one read
+    pending: Callable[["ResultsTable"], None] | None = None
+    draw_error: str = ""                    # why its figures could not be drawn (none drawn)
 
     @property
     def name(self) -> str:
@@ -57,10 +60,12 @@ class Experiment:
 
 
 def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | None,
-                     warn: Callable[[str], None], shown_as: Path | None = None) -> list[Experiment]:
-    """Read every manifest, find (or draw) the figures and copy them into ``report_dir`` (a temporary folder that
-    becomes ``shown_as``, the name used in messages).  The results tables are read later, one at a time
-    (``tables``)."""
+                     warn: Callable[[str], None], shown_as: Path | None = None, redraw: bool = False,
+                     note: Callable[[str], None] | None = None) -> list[Experiment]:
+    """Read every manifest, find the figures (or plan to draw them) and copy them into ``report_dir`` (a temporary
+    folder that becomes ``shown_as``, the name used in messages).  The results tables are read later, one at a time
+    (``tables``), and missing figures are drawn from them then.  ``redraw``: draw every experiment's figures
+    (into ``figures_root``), as ``make figures`` does, saying so through ``note``, instead of looking for them."""
     from dpexp import results
 
     exps = []
@@ -80,7 +85,7 @@ def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | No
         exps.append(exp)
     for exp in exps:
         if exp.has_results:
-            _figures(exp, report_dir, figures_root, warn, shown_as or report_dir)
+            _figures(exp, report_dir, figures_root, warn, shown_as or report_dir, redraw, note or warn)
     return exps
 
 
@@ -90,6 +95,9 @@ def tables(experiments: list[Experiment]) -> Iterator[Experiment]:
     for exp in experiments:
         exp.table = ResultsTable.read(exp.results_dir) if exp.has_results else None
         try:
+            if exp.pending is not None and exp.table is not None:
+                pending, exp.pending = exp.pending, None
+                pending(exp.table)
             yield exp
         finally:
             exp.table = None
@@ -139,14 +147,15 @@ def _images(folder: Path) -> dict[str, Path]:
 
 
 def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn: Callable[[str], None],
-             shown_as: Path) -> None:
+             shown_as: Path, redraw: bool, note: Callable[[str], None]) -> None:
+    """Find the experiment's up-to-date figures and take them (``_take``), or plan to draw them (``exp.pending``)."""
     from dpexp.plotting.draw import other_run
     from dpexp.results import results_file
 
     stems = expected_stems(exp.manifest)
     newest_result = results_file(exp.results_dir).stat().st_mtime
     folder, images, why = None, {}, ""
-    for cand in figure_candidates(exp.results_dir, exp.name, figures_root):
+    for cand in [] if redraw else figure_candidates(exp.results_dir, exp.name, figures_root):
         imgs = _images(cand)
         if not imgs:
             continue
@@ -167,19 +176,32 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
     if folder is None:
         draw_dir = (figures_root / exp.results_dir.name) if figures_root is not None else target
         shown = draw_dir if draw_dir != target else shown_as / target.relative_to(report_dir)
-        warn(f"{exp.name}: {why or 'no figures found'}; drawing them into {shown}")
-        try:
-            draw_figures(exp.results_dir, draw_dir)
-        except Exception as exc:  # one experiment's figure must not hide the others; shown in its section
-            msg = f"figures could not be drawn: {type(exc).__name__}: {exc}"
-            exp.problems.append(msg)
-            warn(f"{exp.name}: {msg}")
-            return
-        folder, images = draw_dir, _images(draw_dir)
-        exp.figure_source = f"drawn by `dpexp report` into {draw_dir}" if draw_dir != target else \
-            "drawn by `dpexp report` (no up-to-date figures were found)"
-    else:
-        exp.figure_source = f"from {folder}"
+        if redraw:
+            note(f"{exp.name}: drawing its figures into {shown}")
+        else:
+            warn(f"{exp.name}: {why or 'no figures found'}; drawing them into {shown}")
+
+        def draw(table: ResultsTable) -> None:
+            try:
+                draw_figures(exp.results_dir, draw_dir, table)
+            except Exception as exc:  # one experiment's figure must not hide the others; shown in its section
+                msg = f"figures could not be drawn: {type(exc).__name__}: {exc}"
+                exp.problems.append(msg)
+                exp.draw_error = msg
+                warn(f"{exp.name}: {msg}")
+                return
+            exp.figure_source = f"drawn by `dpexp report` into {draw_dir}" if draw_dir != target else \
+                "drawn by `dpexp report` (no up-to-date figures were found)"
+            _take(exp, _images(draw_dir), stems, target, report_dir)
+
+        exp.pending = draw
+        return
+    exp.figure_source = f"from {folder}"
+    _take(exp, images, stems, target, report_dir)
+
+
+def _take(exp: Experiment, images: dict[str, Path], stems: list[str], target: Path, report_dir: Path) -> None:
+    """Copy the experiment's figures (``images``: stem -> image) into the report folder and list them."""
     # the experiment's figures only: a stale image of a plot since renamed or removed is not shown; the panels of
     # a panelled figure drawn alone go with it (linked, and the paper's panel beside the paper's values)
     plots = dict(zip(stems, (exp.manifest.get("config") or {}).get("plots") or [{}]))
@@ -223,8 +245,9 @@ def _copy(src: Path, target: Path, report_dir: Path) -> str:
     return dst.relative_to(report_dir).as_posix()
 
 
-def draw_figures(results_dir: Path, fig_dir: Path) -> None:
-    """Draw an experiment's figures with the function ``dpexp plot`` uses, so names and styles are the same."""
+def draw_figures(results_dir: Path, fig_dir: Path, table: ResultsTable | None = None) -> None:
+    """Draw an experiment's figures with the function ``dpexp plot`` uses, so names and styles are the same
+    (``table``: the experiment's table, already read)."""
     from dpexp.plotting.draw import draw_experiment
 
-    draw_experiment(results_dir, fig_dir, list(DRAW_FORMATS.split(",")))
+    draw_experiment(results_dir, fig_dir, list(DRAW_FORMATS.split(",")), table)

@@ -45,26 +45,25 @@ def test_ranked_slowest_relative_to_floor_first(paper_scale):
 
 def test_table_lines(paper_scale):
     Step = paper_scale.Step
-    lines = paper_scale.format_table(_timings(paper_scale), total_wall=420.0, plot=Step(8.0, 9.5, 1500 * MiB),
-                                     report=Step(3.0, 3.2, 700 * MiB))
+    lines = paper_scale.format_table(_timings(paper_scale), total_wall=420.0, figures=Step(11.0, 12.7, 1500 * MiB))
     assert lines[0].split()[:2] == ["config", "family"]
-    body = lines[1:-3]
+    body = lines[1:-2]
     assert [line.split()[0] for line in body] == ["dca_scaling", "gdsc_eps2", "dca_gdsc", "slr_oi"]
     gdsc = body[1].split()
     assert gdsc[1:6] == ["gdsc", "150.0", "290.0", "29.00", "10.0"]
     assert "loky worker 900, driver 400" in body[1]           # every process, largest first
     assert body[0].split()[5] == "-"                           # no floor: no ratio
-    assert lines[-3] == "plot (every experiment, one process): 8.0 s wall, 9.5 CPU-s, peak RSS 1500 MiB"
-    assert lines[-2] == "report: 3.0 s wall, 3.2 CPU-s, peak RSS 700 MiB"
+    assert lines[-2] == ("figures and report (`dpexp report --redraw`, one process): 11.0 s wall, 12.7 CPU-s, "
+                         "peak RSS 1500 MiB")
     total = lines[-1]
-    assert "total: 420.0 s wall = runs 390.0 s + plots 8.0 s + report 3.0 s" in total
+    assert "total: 420.0 s wall = runs 390.0 s + figures and report 11.0 s" in total
     assert "+ 19.0 s of floors and set-up" in total
-    assert "CPU of the runs 690.0 s" in total and "largest process 1500 MiB" in total   # the plot's, here
+    assert "CPU of the runs 690.0 s" in total and "largest process 1500 MiB" in total   # the figures', here
 
 
 def test_stopped_config_is_flagged(paper_scale):
     t = paper_scale.ConfigTiming("slow", "gdsc", float("inf"), 10.0, 5.0, "", [], error="stopped after 60 s")
-    (line,) = paper_scale.format_table([t], 70.0, paper_scale.Step(), paper_scale.Step())[1:-3]
+    (line,) = paper_scale.format_table([t], 70.0, paper_scale.Step())[1:-2]
     assert line.endswith("(stopped after 60 s)")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 from html.parser import HTMLParser
 
 import pytest
@@ -285,3 +286,43 @@ def test_images_of_other_plots_in_the_figure_folder_are_not_shown(runs, tmp_path
     assert code == 0 and "warning" not in output, output
     page = Page((tmp_path / "r" / "index.html").read_text())
     assert sorted(page.imgs) == ["figures/demo/demo_mae.png", "figures/demo/demo_spearman.png"]
+
+
+def test_redraw_draws_every_figure_from_the_table_the_page_reads(runs, tmp_path, monkeypatch):
+    """``--redraw`` (make figures): every experiment's figures drawn into --figures, even where up-to-date ones
+    exist, from the one read of its table that the page uses; the figures are those of ``dpexp plot``."""
+    from dpexp.results_table import ResultsTable
+
+    real, reads = ResultsTable.read.__func__, []
+
+    def read(cls, d):
+        reads.append(Path(d).name)
+        return real(cls, d)
+
+    monkeypatch.setattr(ResultsTable, "read", classmethod(read))
+    figs = tmp_path / "figs"
+    code, output = report([str(runs.root / "results"), "--figures", str(figs), "--redraw", "--out",
+                           str(tmp_path / "r")])
+    assert code == 0, output
+    assert sorted(reads) == ["demo", "inject"]          # one read per table: drawing and page share it
+    assert "demo: drawing its figures into" in output and "warning" not in output
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert f"drawn by `dpexp report` into {figs / 'demo'}" in page
+    plotted = tmp_path / "plotted"
+    assert CliRunner().invoke(main, ["plot", str(runs.root / "results"), "--out", str(plotted)]).exit_code == 0
+    drawn = sorted(p.relative_to(figs) for p in figs.rglob("*.p*"))
+    assert drawn and drawn == sorted(p.relative_to(plotted) for p in plotted.rglob("*.p*"))
+    assert all((figs / f).read_bytes() == (plotted / f).read_bytes() for f in drawn)
+
+
+def test_redraw_exits_1_when_a_figure_cannot_be_drawn(runs, tmp_path, monkeypatch):
+    from dpexp.report import collect
+
+    def broken(results_dir, fig_dir, table=None):
+        raise RuntimeError("no ink")
+
+    monkeypatch.setattr(collect, "draw_figures", broken)
+    code, output = report([str(runs.root / "results" / "demo"), "--figures", str(tmp_path / "f"), "--redraw",
+                           "--out", str(tmp_path / "r")])
+    assert code == 1 and "could not be drawn: demo" in output
+    assert "figures could not be drawn: RuntimeError: no ink" in (tmp_path / "r" / "index.html").read_text()
