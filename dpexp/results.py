@@ -20,6 +20,7 @@ import pandas as pd
 
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, evaluation_columns
+from dpexp.results_table import REPEATED_COLUMNS, ResultsTable, results_file  # noqa: F401  (this module's API)
 
 
 #: version of the results format; a run directory written with another version is never resumed into
@@ -91,20 +92,6 @@ X_CHOICES = ["n_private", "n_public", "n_test", "d", "subset", "dataset_params"]
 REQUESTED = {"n_private": "n_private_requested", "n_public": "n_public_requested", "n_test": "n_test_requested"}
 
 
-def results_file(results_dir: Path) -> Path:
-    for name in ("results.csv", "results.csv.gz"):
-        p = Path(results_dir) / name
-        if p.exists():
-            return p
-    raise UserError(f"{results_dir}: no results.csv or results.csv.gz (run `dpexp run CONFIG --out {results_dir}`)")
-
-
-#: string columns whose few distinct values repeat over millions of rows: ``read_results(compact=True)`` holds them
-#: as categoricals (an int8/int16 code per row) instead of a Python string object per row
-REPEATED_COLUMNS = ("experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params",
-                    "guarantee", "privacy_note", "metric", "error")
-
-
 def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
     """The tidy results table with typed columns (``value`` NaN for failed cells).
 
@@ -114,8 +101,6 @@ def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
     ``seed_key`` (a near-unique string per cell that no plot reads): about a tenth of the memory, read in chunks
     (``results_table.ResultsTable``; a reader of a few metrics takes ``ResultsTable.frame(metrics)`` instead)."""
     if compact:
-        from dpexp.results_table import ResultsTable
-
         return ResultsTable.read(results_dir).frame()
     path = results_file(results_dir)
     spent = [c for c in ("epsilon_spent", "delta_spent", "rho_spent")]

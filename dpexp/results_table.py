@@ -28,6 +28,12 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from dpexp.errors import UserError
+
+#: string columns whose few distinct values repeat over millions of rows: held as categoricals (an int8/int16 code
+#: per row) instead of a Python string object per row
+REPEATED_COLUMNS = ("experiment", "dataset", "dataset_params", "subset", "algorithm", "label", "params",
+                    "guarantee", "privacy_note", "metric", "error")
 #: rows parsed at a time: a chunk's parse costs ≈ 150 MB at the widest table
 CHUNK_ROWS = 500_000
 #: the columns whose distinct rows say what a curve spent (``dpexp.plotting.privacy.curve_privacy`` reads them)
@@ -35,6 +41,15 @@ PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", "guarantee", "epsilo
                    "rho_spent", "privacy_note")
 #: numeric columns kept as they are (``value`` rarely repeats)
 _PLAIN = ("value",)
+
+
+def results_file(results_dir: Path) -> Path:
+    """The results table of a results directory: ``results.csv``, or ``results.csv.gz``."""
+    for name in ("results.csv", "results.csv.gz"):
+        p = Path(results_dir) / name
+        if p.exists():
+            return p
+    raise UserError(f"{results_dir}: no results.csv or results.csv.gz (run `dpexp run CONFIG --out {results_dir}`)")
 
 
 @dataclass
@@ -57,8 +72,9 @@ class _Piece:
                 continue
             dtypes[c] = col.dtype
             out[c] = pd.Categorical(col.to_numpy())
-        return _Piece(pd.DataFrame(out, copy=False), frame.index.to_numpy(dtype=np.int64).astype(np.int32
-                      if len(frame) and frame.index.max() < 2**31 else np.int64), dtypes)
+        rows = frame.index.to_numpy(dtype=np.int64)
+        small = len(rows) == 0 or rows[-1] < 2**31     # the row numbers of a chunk increase
+        return _Piece(pd.DataFrame(out, copy=False), rows.astype(np.int32) if small else rows, dtypes)
 
     def column(self, c: str) -> np.ndarray:
         """Column ``c`` (not one of the string categoricals) with its parsed values and dtype."""
@@ -72,8 +88,6 @@ class ResultsTable:
     """One results table, held per metric (module docstring)."""
 
     def __init__(self, path: Path) -> None:
-        from dpexp.results import REPEATED_COLUMNS
-
         self.path = path
         self.categorical = {*REPEATED_COLUMNS, "n_private_requested"}
         self.by_metric: dict[str, list[_Piece]] = {}
@@ -84,8 +98,6 @@ class ResultsTable:
 
     @classmethod
     def read(cls, results_dir: Path) -> "ResultsTable":
-        from dpexp.results import results_file
-
         table = cls(results_file(results_dir))
         seen: set[tuple] = set()
         for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
