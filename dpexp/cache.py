@@ -43,6 +43,36 @@ _LOCK = threading.RLock()
 _MISSING = object()   # memo's "no entry" (a memoised value may be None)
 
 
+# ------------------------------------------------------------------------------------------------ code versions
+def code_of(src: bytes) -> bytes:
+    """What a module's source computes, as bytes: ``ast.dump`` of its syntax tree with every docstring removed
+    (comments and layout are not in the tree).  A disk cache keyed by it survives a comment, a docstring or a
+    rewrapped line, and not a change to what the code does."""
+    import ast
+
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False).encode()
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest(modules: tuple[str, ...]) -> str:
+    """SHA-256 (16 hex digits) of what the ``dpexp`` modules ``modules`` (paths relative to the package) compute
+    (``code_of``): the part of a disk cache's key that a change to the code it caches invalidates."""
+    import hashlib
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for rel in modules:
+        h.update(hashlib.sha256(code_of((root / rel).read_bytes())).digest())
+    return h.hexdigest()[:16]
+
+
 # ------------------------------------------------------------------------------------------------ locations
 def cache_root() -> Path:
     """``$DPEXP_CACHE_DIR``, else ``$XDG_CACHE_HOME/dpexp``, else ``~/.cache/dpexp``."""

@@ -342,3 +342,28 @@ def test_audit_design_realises_the_statistics_sensitivity_with_fixed_bounds():
     std = np.where(sq > 0, np.sqrt(np.maximum(sq, 0) / 20), dlr.STD_FLOOR)
     assert np.mean(np.minimum(BOUND_X, 2.1 * std[:, 0]) == BOUND_X) > 0.99
     assert np.mean(np.minimum(BOUND_Y, 2.1 * std[:, 1]) == BOUND_Y) > 0.999
+
+
+def test_the_threshold_cache_follows_the_search_code(monkeypatch, isolated_cache):
+    """The disk entry of a threshold search is keyed by the search code's digest (``THRESHOLD_CODE``): another
+    version of that code searches again, while the search's own stream (hence its thresholds) is unchanged."""
+    from dpexp import cache
+    from dpexp.families.dca.algorithms import dlr
+
+    args = (40, 3, 1.0, 1e-5, "classic", "ta", 0, 2, 1.0, 1.0)
+    first = dlr.public_thresholds(*args)
+    files = sorted((cache.cache_root() / "dca_thresholds").glob("*.json"))
+    assert len(files) == 1
+    monkeypatch.setattr(cache, "code_digest", lambda modules: "another version")
+    cache.clear()
+    assert dlr.public_thresholds(*args) == first
+    assert len(list((cache.cache_root() / "dca_thresholds").glob("*.json"))) == 2
+    assert "families/dca/algorithms/dlr.py" in dlr.THRESHOLD_CODE
+
+
+def test_code_digest_ignores_comments_and_docstrings():
+    from dpexp import cache
+
+    a = b'"""Doc."""\n# note\ndef f(x):\n    """f."""\n    return x * 2\n'
+    b = b'def f(x):  # same\n    return (x *\n            2)\n'
+    assert cache.code_of(a) == cache.code_of(b) != cache.code_of(b.replace(b"2", b"3"))

@@ -208,7 +208,7 @@ def test_a_change_to_the_tuning_code_invalidates_the_stored_results(monkeypatch,
     planted = np.zeros((2, 2, 2, 2))
     planted[..., 1, 0] = 1.0
     monkeypatch.setattr(tuning._AuxProblem, "grid_scores", lambda self, split, eps: planted)
-    monkeypatch.setattr(tuning, "_code_sources", lambda: [b"changed tuning code"])
+    monkeypatch.setattr(tuning, "_code_sources", lambda: [b"changed = 'tuning code'"])
     tuning.code_digest.cache_clear()
     cache.clear()
     try:
@@ -220,6 +220,27 @@ def test_a_change_to_the_tuning_code_invalidates_the_stored_results(monkeypatch,
         tuning.code_digest.cache_clear()
     # the digest covers the tuning module itself
     assert "families/gdsc/tuning.py" in tuning.TUNING_CODE
+
+
+def test_comments_and_docstrings_do_not_change_the_code_digest(monkeypatch):
+    """The digest is of what the code computes: a comment, a docstring or a rewrapped line keeps the stored
+    tuning results; a changed constant or operation does not."""
+    base = b'"""Module."""\n\ndef f(x):\n    """Doc."""\n    return x + 1  # one\n\nclass C:\n    """C."""\n    y = 2\n'
+    same = (b'"""Another module docstring."""\n# a comment\n\ndef f(x):\n    """Other doc."""\n    return (x\n'
+            b'            + 1)\n\nclass C:\n    y = 2  # two\n')
+    other = [base.replace(b"x + 1", b"x - 1"), base.replace(b"y = 2", b"y = 3"), base + b"z = f(1)\n",
+             base.replace(b'    """Doc."""\n', b'    "doc"\n    "not a docstring: a second statement"\n')]
+
+    def digest(src: bytes) -> str:
+        monkeypatch.setattr(tuning, "_code_sources", lambda: [src])
+        tuning.code_digest.cache_clear()
+        try:
+            return tuning.code_digest()
+        finally:
+            tuning.code_digest.cache_clear()
+
+    assert digest(base) == digest(same)
+    assert len({digest(base), *map(digest, other)}) == 1 + len(other)
 
 
 def test_paper_split_scorer_vb_on_the_authors_data_and_advi_is_paper_only():

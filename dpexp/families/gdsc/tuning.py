@@ -115,10 +115,14 @@ def _code_sources() -> list[bytes]:
 
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """SHA-256 (16 hex digits) of the tuning code's sources (``TUNING_CODE``): part of every cache key."""
+    """SHA-256 (16 hex digits) of the tuning code (``TUNING_CODE``) as it runs: part of every cache key.
+
+    Each module is hashed as its syntax tree without docstrings (``dpexp.cache.code_of``), so a comment, a docstring or a
+    line wrapped does not recompute every stored tuning result (minutes of the first run of ``make figures``),
+    while any change to what the code computes does."""
     h = hashlib.sha256()
     for src in _code_sources():
-        h.update(hashlib.sha256(src).digest())
+        h.update(hashlib.sha256(cache.code_of(src)).digest())
     return h.hexdigest()[:16]
 
 

@@ -293,6 +293,11 @@ def search_sensitivity(bx: np.ndarray, by: np.ndarray, noise_power: int = 2) -> 
     return np.sqrt(s2[:, None] + 2.0 * (s1**2 - s2)[:, None] + 4.0 * s1[:, None] * cy2[None])
 
 
+#: the modules the threshold search computes with (relative to ``dpexp``): their digest keys its disk cache
+THRESHOLD_CODE = ("families/dca/algorithms/dlr.py", "families/dca/protocol/noise.py", "models/bayes_lr.py",
+                  "privacy/mechanisms.py", "privacy/noise.py", "rng.py")
+
+
 def choose_thresholds(n: int, d: int, epsilon: float, delta: float, rng: np.random.Generator, calibration: str,
                       setting: str = "ta", n_faulty: int = 0, grid: np.ndarray = OMEGA_GRID, repeats: int = 10,
                       n_test: int | None = None, lam: float = 1.0, lam0: float = 1.0,
@@ -403,7 +408,8 @@ def public_thresholds(n: int, d: int, epsilon: float, delta: float, calibration:
     # each of a GDSC run's hundreds of (N, epsilon) searches; the authors' (20 x 20 repeats, in-sample) seconds
     import hashlib
 
-    name = hashlib.sha256(repr(names).encode()).hexdigest()[:24]
+    # the file's name also holds the search code's digest, so a change to that code recomputes (the stream does not)
+    name = hashlib.sha256(repr((names, cache.code_digest(THRESHOLD_CODE))).encode()).hexdigest()[:24]
     value, _ = cache.stored("dca_thresholds", name, lambda: dict(zip(("omega_x", "omega_y"), compute())),
                             describe=(f"DCA paper-settings threshold search (N={n}, d={d}, eps={epsilon:g})"
                                       if extra else None))
