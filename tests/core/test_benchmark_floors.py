@@ -74,7 +74,7 @@ def test_lr_public_fits_once_per_public_set_and_once_without_public_rows(paper_s
 def test_small_floors_print_their_digits(paper_scale):
     T = paper_scale.ConfigTiming
     lines = paper_scale.format_table([T("synthetic_eps", "gdsc", 3.0, 2.9, 0.000231, "batched fits", [])],
-                                     3.0, paper_scale.Step(), paper_scale.Step())
+                                     3.0, paper_scale.Step())
     floor = lines[1].split()[4]
     assert float(floor) == pytest.approx(0.000231, rel=0.01), lines[1]
 
