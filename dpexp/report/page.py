@@ -15,7 +15,6 @@ from urllib.parse import quote
 
 import pandas as pd
 
-
 from dpexp.version import __version__
 from dpexp.formatting import fmt, signed
 from dpexp.plotting.privacy import DAGGER, CurvePrivacy, curve_privacy
