@@ -42,7 +42,11 @@ def _table(tmp_path, rows=200, all_from=None, seed=0):
 
 
 def _read_at_once(d):
-    """The reference: the whole table parsed by one ``pd.read_csv`` with ``read_results(compact=True)``'s types."""
+    """The reference: the whole table parsed by one ``pd.read_csv`` with ``read_results(compact=True)``'s types.
+
+    Compared exactly, not at a tolerance: both are pandas' one float parser on the same text, and the chunked
+    reader only copies the parsed values (codes and takes), never computes with them, so no CPU feature or
+    summation order can move a bit."""
     text = {c: "category" for c in (*results.REPEATED_COLUMNS, "n_private_requested")}
     spent = ["epsilon_spent", "delta_spent", "rho_spent"]
     df = pd.read_csv(results.results_file(d), dtype=text, usecols=lambda c: c != "seed_key", keep_default_na=False,
