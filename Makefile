@@ -45,8 +45,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
 ## figures: run every config into results/<name>, then draw every experiment of results/ into figures/<name> and
-## write the HTML report of all of them in $(REPORT)/index.html, in one process that reads each table once
-## (`dpexp report --redraw`); FAST=1 applies each config's `fast:` section (2 repeats by default) and writes to
+## write the HTML report of all of them in $(REPORT)/index.html, in $(JOBS) processes that read each table once
+## (`dpexp report --redraw --jobs`); FAST=1 applies each config's `fast:` section (2 repeats by default) and writes to
 ## results/fast, figures/fast
 figures: $(STAMP)
 	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
@@ -54,7 +54,7 @@ figures: $(STAMP)
 	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
 	done; \
 	echo "== figures and report"; \
-	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --redraw --out $(REPORT) || failed="$$failed report"; \
+	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --redraw --jobs $(JOBS) --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 ## figures-bench: `make figures` as one measured run in a temporary folder (benchmarks/paper_scale.py --configs all):

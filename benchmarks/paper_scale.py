@@ -39,7 +39,7 @@ Prints:
    chunk, scaled by cells; the SLR algorithms are not batched model fits);
 6. with ``--configs all`` (or names; ``NAME:R`` runs R repeats): ``make figures`` as one measured run — every
    config run (``dpexp run``, ``--jobs J``) into a temporary folder, then every figure drawn and the HTML report
-   made in one ``dpexp report --redraw`` of the folder (as the Makefile's ``figures``); per config
+   made in one ``dpexp report --redraw --jobs`` of the folder (as the Makefile's ``figures``); per config
    its wall, the CPU of all its processes (the run and its workers), its own floor by family (``config_floor``:
    gdsc the batched-fit floor of part 1, dca the arithmetic of its releases and solves ``dca_floor``, slr the CPU
    inside its algorithms ``algorithm_floor``; docs/performance.md), the CPU ratio to the floor, the peak RSS of
@@ -738,7 +738,7 @@ def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step) 
         lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
                      f"{rss}" + (f"  ({t.error})" if t.error else ""))
     runs = sum(t.wall for t in timings)
-    lines.append(f"figures and report (`dpexp report --redraw`, one process): {figures.words()}")
+    lines.append(f"figures and report (`dpexp report --redraw --jobs`, as the runs): {figures.words()}")
     largest = max([b for t in timings for _, b in t.peaks] + [figures.peak])
     lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + figures and report {figures.wall:.1f} s "
                  f"(+ {max(total_wall - runs - figures.wall, 0.0):.1f} s of floors and set-up, not part of "
@@ -789,8 +789,10 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
             t.error = f"stopped after {timeout:.0f} s"
         timings.append(t)
         print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind})", flush=True)
-    # as make figures: every figure and the report in one process, each table read once
-    figures = cli_step(["report", str(res), "--figures", str(figs), "--redraw", "--out", str(work / "report")])
+    # as make figures: every figure and the report, each table read once, in as many processes as the runs had
+    jobs = how[how.index("--jobs") + 1] if "--jobs" in how else "1"
+    figures = cli_step(["report", str(res), "--figures", str(figs), "--redraw", "--out", str(work / "report"),
+                        "--jobs", jobs])
     for line in format_table(timings, time.perf_counter() - t_all, figures):
         print(line)
 

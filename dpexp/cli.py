@@ -402,8 +402,11 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
 @click.option("--redraw", is_flag=True, default=False,
               help="Draw every experiment's figures (into --figures) from the table the report reads, instead of "
                    "looking for up-to-date ones: `dpexp plot` and the report in one read of each table.")
+@click.option("--jobs", "-j", type=int, default=1, show_default=True,
+              help="Worker processes that read, draw and render the experiments, one table at a time each "
+                   "(-1: all cores); the same page and figures for any number.")
 def report(results: tuple[str, ...], out: str, figures: str | None, paper_values: str | None,
-           title: str | None, redraw: bool) -> None:
+           title: str | None, redraw: bool, jobs: int) -> None:
     """Write one static HTML page (OUT/index.html) for RESULTS: results directories or folders of them.
 
     Shows every figure, the privacy guarantee of every curve, the papers' values next to ours, the summary tables
@@ -415,7 +418,8 @@ def report(results: tuple[str, ...], out: str, figures: str | None, paper_values
     index = build_report([Path(r) for r in results], Path(out), Path(figures) if figures else None,
                          Path(paper_values) if paper_values else None, title,
                          warn=lambda msg: click.echo(f"warning: {msg}", err=True), redraw=redraw,
-                         note=lambda msg: click.echo(msg, err=True), failed=failed)
+                         note=lambda msg: click.echo(msg, err=True), failed=failed,
+                         jobs=(os.cpu_count() or 1) if jobs in (-1, 0) else jobs)
     click.echo(str(index))
     if failed and redraw:   # the page shows why; as `dpexp plot` of a folder: exit 1
         click.echo(f"the figures of {len(failed)} experiment(s) could not be drawn: {', '.join(failed)}", err=True)

@@ -23,13 +23,15 @@ MARKER = ".dpexp-report"  # identifies a folder this command wrote, so a rerun m
 
 def build_report(inputs: list[Path], out: Path, figures: Path | None = None, paper_values: Path | None = None,
                  title: str | None = None, warn=None, redraw: bool = False, note=None,
-                 failed: list[str] | None = None) -> Path:
+                 failed: list[str] | None = None, jobs: int = 1) -> Path:
     """Write the report for the results directories (or folders of them) in ``inputs`` to ``out``; return the
     index page.  ``figures``: where the figures are (and where missing ones are drawn); default: next to each
     results directory (``results/X`` -> ``figures/X``), drawing missing ones into the report folder.
     ``redraw``: draw every experiment's figures (into ``figures``) from the table the page reads, saying so through
     ``note``: ``dpexp plot`` and ``dpexp report`` in one read of each table (``make figures``).  ``failed``
-    receives the names of the experiments whose figures could not be drawn (the page says why).
+    receives the names of the experiments whose figures could not be drawn (the page says why).  ``jobs``: the
+    worker processes that read, draw and render the experiments (one table at a time in each); the page and the
+    figures are the same bytes for any number.
 
     Every check that can fail on user input runs before anything is written; the report is built in a temporary
     sibling folder and moved into place at the end, so ``out`` is never half-written.
@@ -46,7 +48,10 @@ def build_report(inputs: list[Path], out: Path, figures: Path | None = None, pap
     tmp.mkdir(parents=True)
     try:
         experiments = collect.load_experiments(dirs, tmp, figures, warn, shown_as=out, redraw=redraw, note=note)
-        html = page.render(experiments, refs, title=title or "dpexp report", inputs=inputs)
+        html = page.render(experiments, refs, title=title or "dpexp report", inputs=inputs, jobs=jobs)
+        for e in experiments:
+            if e.draw_error:
+                warn(f"{e.name}: {e.draw_error}")
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / MARKER).write_text("written by `dpexp report`; the whole folder is replaced on the next run\n")
         _swap(tmp, out)

@@ -51,7 +51,7 @@ class Experiment:
     figures: list[Figure] = field(default_factory=list)
     figure_source: str = ""                 # where the figures came from, in words
     #: the figures still to draw, from the table once it is read (``tables``): drawing and the page share one read
-    pending: Callable[["ResultsTable"], None] | None = None
+    pending: "DrawPlan | None" = None
     draw_error: str = ""                    # why its figures could not be drawn (none drawn)
 
     @property
@@ -91,16 +91,40 @@ def load_experiments(dirs: list[Path], report_dir: Path, figures_root: Path | No
 
 def tables(experiments: list[Experiment]) -> Iterator[Experiment]:
     """Each experiment with its results table in ``table`` (None without one), one at a time: the table is dropped
-    before the next is read."""
+    before the next is read.  Figures still to draw are drawn from it first (``DrawPlan``)."""
     for exp in experiments:
         exp.table = ResultsTable.read(exp.results_dir) if exp.has_results else None
         try:
             if exp.pending is not None and exp.table is not None:
-                pending, exp.pending = exp.pending, None
-                pending(exp.table)
+                plan, exp.pending = exp.pending, None
+                plan.draw(exp, exp.table)
             yield exp
         finally:
             exp.table = None
+
+
+@dataclass(frozen=True)
+class DrawPlan:
+    """Where an experiment's figures are drawn once its table is read, and where the report takes them from: plain
+    data, so that the experiment can be rendered in another process (``page.render``'s ``jobs``)."""
+    draw_dir: Path
+    target: Path                            # the experiment's folder in the report
+    report_dir: Path
+    stems: tuple[str, ...]
+
+    def draw(self, exp: Experiment, table: ResultsTable) -> None:
+        """Draw the figures and take them; a drawing error is recorded in the experiment (``draw_error``, shown in
+        its section and said by ``build_report``) so that one experiment's figure does not hide the others."""
+        try:
+            draw_figures(exp.results_dir, self.draw_dir, table)
+        except Exception as exc:  # one experiment's figure must not hide the others; shown in its section
+            msg = f"figures could not be drawn: {type(exc).__name__}: {exc}"
+            exp.problems.append(msg)
+            exp.draw_error = msg
+            return
+        exp.figure_source = f"drawn by `dpexp report` into {self.draw_dir}" if self.draw_dir != self.target else \
+            "drawn by `dpexp report` (no up-to-date figures were found)"
+        _take(exp, _images(self.draw_dir), list(self.stems), self.target, self.report_dir)
 
 
 def _slugs(dirs: list[Path]) -> list[str]:
@@ -181,20 +205,7 @@ def _figures(exp: Experiment, report_dir: Path, figures_root: Path | None, warn:
         else:
             warn(f"{exp.name}: {why or 'no figures found'}; drawing them into {shown}")
 
-        def draw(table: ResultsTable) -> None:
-            try:
-                draw_figures(exp.results_dir, draw_dir, table)
-            except Exception as exc:  # one experiment's figure must not hide the others; shown in its section
-                msg = f"figures could not be drawn: {type(exc).__name__}: {exc}"
-                exp.problems.append(msg)
-                exp.draw_error = msg
-                warn(f"{exp.name}: {msg}")
-                return
-            exp.figure_source = f"drawn by `dpexp report` into {draw_dir}" if draw_dir != target else \
-                "drawn by `dpexp report` (no up-to-date figures were found)"
-            _take(exp, _images(draw_dir), stems, target, report_dir)
-
-        exp.pending = draw
+        exp.pending = DrawPlan(draw_dir, target, report_dir, tuple(stems))
         return
     exp.figure_source = f"from {folder}"
     _take(exp, images, stems, target, report_dir)

@@ -10,7 +10,7 @@ import datetime as _dt
 import html
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 from urllib.parse import quote
 
 import pandas as pd
@@ -89,13 +89,18 @@ def url(path: str) -> str:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def render(experiments: list[Experiment], refs: PaperValues | None, title: str, inputs: list[Path]) -> str:
+def render(experiments: list[Experiment], refs: PaperValues | None, title: str, inputs: list[Path],
+           jobs: int = 1) -> str:
+    """The page.  Each experiment's table is read, its pending figures drawn and its section rendered by
+    ``_rendered``: in this process, one table at a time, or with ``jobs`` > 1 in that many worker processes (one
+    table at a time in each), the largest tables first.  The experiments come back updated (figures, problems)
+    and the page is the same bytes for any ``jobs``."""
     entries = {e.slug: (refs.experiments.get(e.name) if refs else None) for e in experiments}
     privacy: dict[str, list[CurvePrivacy]] = {}
-    sections = []
-    for e in tables(experiments):  # one results table in memory at a time; the index needs only what it keeps
-        privacy[e.slug] = curve_privacy(e.table.frame([]) if e.table is not None else None, e.manifest)
-        sections.append(_section(e, privacy[e.slug], entries[e.slug], refs))
+    sections: dict[str, Html] = {}
+    for e, done, curves, section in _each_rendered(experiments, entries, refs, jobs):
+        vars(e).update(vars(done))  # the figures taken and problems found where it was rendered
+        privacy[e.slug], sections[e.slug] = curves, section
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -115,9 +120,41 @@ def render(experiments: list[Experiment], refs: PaperValues | None, title: str, 
                        "provenance of each run."]), class_="muted"),
         _index(experiments, privacy, entries),
     ]
-    parts += sections
+    parts += [sections[e.slug] for e in experiments]
     parts += [tag("footer", tag("p", DAGGER_NOTE, class_="muted")), "</body>", "</html>", ""]
     return "\n".join(parts)
+
+
+def _rendered(e: Experiment, entry: Any, refs: PaperValues | None) -> tuple[Experiment, list[CurvePrivacy], Html]:
+    """One experiment read, drawn (``collect.tables``) and rendered: the experiment (its table dropped again), the
+    privacy of its curves and its section."""
+    for e in tables([e]):
+        curves = curve_privacy(e.table.frame([]) if e.table is not None else None, e.manifest)
+        section = _section(e, curves, entry, refs)
+    return e, curves, section
+
+
+def _each_rendered(experiments: list[Experiment], entries: dict[str, Any], refs: PaperValues | None,
+                   jobs: int) -> Iterator[tuple[Experiment, Experiment, list[CurvePrivacy], Html]]:
+    """``(experiment, rendered copy, curves, section)`` for every experiment, in the order they finish."""
+    if jobs <= 1 or len(experiments) <= 1:
+        for e in experiments:
+            yield e, *_rendered(e, entries[e.slug], refs)
+        return
+    from joblib import Parallel, delayed
+
+    # the largest tables first (longest-first keeps the workers busy to the end)
+    order = sorted(range(len(experiments)), key=lambda i: -_table_bytes(experiments[i]))
+    tasks = (delayed(_rendered)(experiments[i], entries[experiments[i].slug], refs) for i in order)
+    done = Parallel(n_jobs=min(jobs, len(experiments)), backend="loky", return_as="generator")(tasks)
+    for i, result in zip(order, done):
+        yield experiments[i], *result
+
+
+def _table_bytes(e: Experiment) -> int:
+    from dpexp.results_table import results_file
+
+    return results_file(e.results_dir).stat().st_size if e.has_results else 0
 
 
 def _index(experiments: list[Experiment], privacy: dict[str, list[CurvePrivacy]],

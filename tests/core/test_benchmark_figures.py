@@ -53,7 +53,7 @@ def test_table_lines(paper_scale):
     assert gdsc[1:6] == ["gdsc", "150.0", "290.0", "29.00", "10.0"]
     assert "loky worker 900, driver 400" in body[1]           # every process, largest first
     assert body[0].split()[5] == "-"                           # no floor: no ratio
-    assert lines[-2] == ("figures and report (`dpexp report --redraw`, one process): 11.0 s wall, 12.7 CPU-s, "
+    assert lines[-2] == ("figures and report (`dpexp report --redraw --jobs`, as the runs): 11.0 s wall, 12.7 CPU-s, "
                          "peak RSS 1500 MiB")
     total = lines[-1]
     assert "total: 420.0 s wall = runs 390.0 s + figures and report 11.0 s" in total

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from html.parser import HTMLParser
 
@@ -13,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from dpexp.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Page(HTMLParser):
@@ -326,3 +330,39 @@ def test_redraw_exits_1_when_a_figure_cannot_be_drawn(runs, tmp_path, monkeypatc
                            "--out", str(tmp_path / "r")])
     assert code == 1 and "could not be drawn: demo" in output
     assert "figures could not be drawn: RuntimeError: no ink" in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_jobs_2_gives_the_same_page_and_figures_as_jobs_1(runs, tmp_path):
+    """``--jobs 2`` (make figures): the experiments are read, drawn and rendered in two worker processes, the
+    largest table first; the page, every copied image and every figure drawn are the same bytes as in one process,
+    and the experiments keep their order on the page.  Both run as commands: in this process, the figure check
+    of tests/conftest.py draws every figure once more before it is saved, which moves a few anti-aliased pixels."""
+    out = {}
+    for jobs in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "dpexp.cli", "report", str(runs.root / "results"), "--figures",
+                               str(tmp_path / f"f{jobs}"), "--redraw", "--jobs", jobs, "--out", str(tmp_path / f"r{jobs}")],
+                              cwd=REPO, capture_output=True, text=True)
+        assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr
+        out[jobs] = {p.relative_to(tmp_path / f"r{jobs}"): p.read_bytes() for p in (tmp_path / f"r{jobs}").rglob("*")
+                     if p.is_file()}
+        out[jobs].update({Path("drawn") / p.relative_to(tmp_path / f"f{jobs}"): p.read_bytes()
+                          for p in (tmp_path / f"f{jobs}").rglob("*") if p.is_file()})
+    page = {j: o.pop(Path("index.html")).decode().replace(str(tmp_path / f"f{j}"), "FIGS") for j, o in out.items()}
+    assert page["1"] == page["2"]
+    assert out["1"].keys() == out["2"].keys()
+    assert [k for k in out["1"] if out["1"][k] != out["2"][k]] == []
+    assert page["1"].index('id="exp-demo"') < page["1"].index('id="exp-inject"')
+
+
+def test_jobs_2_a_figure_that_cannot_be_drawn_still_fails_the_report(runs, tmp_path):
+    """The drawing error of an experiment rendered in a worker comes back: one warning, its section, exit 1."""
+    res = tmp_path / "results"
+    shutil.copytree(runs.root / "results", res)
+    m = json.loads((res / "inject" / "manifest.json").read_text())
+    m["config"]["plots"] = [{"kind": "no_such_kind", "name": "broken"}]
+    (res / "inject" / "manifest.json").write_text(json.dumps(m))
+    code, output = report([str(res), "--figures", str(tmp_path / "f"), "--redraw", "--jobs", "2",
+                           "--out", str(tmp_path / "r")])
+    assert code == 1 and "could not be drawn: inject" in output, output
+    assert output.count("inject: figures could not be drawn:") == 1
+    assert "figures could not be drawn" in (tmp_path / "r" / "index.html").read_text()
