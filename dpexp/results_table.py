@@ -20,9 +20,12 @@ frame, not the whole table at its parsed width.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -41,6 +44,10 @@ PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", "guarantee", "epsilo
                    "rho_spent", "privacy_note")
 #: numeric columns kept as they are (``value`` rarely repeats)
 _PLAIN = ("value",)
+#: the columns every reader needs
+REQUIRED_COLUMNS = ("experiment", "label", "algorithm", "metric", "value")
+#: the columns that hold numbers or nothing (a failed cell's value, a non-private row's spend)
+NUMBER_COLUMNS = ("value", "epsilon_spent", "delta_spent", "rho_spent")
 
 
 def results_file(results_dir: Path) -> Path:
@@ -50,6 +57,36 @@ def results_file(results_dir: Path) -> Path:
         if p.exists():
             return p
     raise UserError(f"{results_dir}: no results.csv or results.csv.gz (run `dpexp run CONFIG --out {results_dir}`)")
+
+
+@contextlib.contextmanager
+def parsed(path: Path) -> Iterator[None]:
+    """A table that cannot be parsed (cut short, not CSV, not gzip) as one line naming the file and the parser's
+    reason (its line number where it gives one), not a traceback."""
+    try:
+        yield
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, EOFError, zlib.error,
+            gzip.BadGzipFile) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise UserError(f"{path}: not a readable results table ({reason}); rerun its `dpexp run` with --force to "
+                        "write it again") from None
+
+
+def check_table(path: Path, frame: pd.DataFrame, first_row: int = 0) -> None:
+    """``UserError`` naming the file, line and column when ``frame`` (rows of ``path`` from data row ``first_row``,
+    parsed with the number columns as text or numbers) lacks a column every reader needs, or holds text that is not
+    a number in a number column: such a value would otherwise become a silent NaN, read as a failed cell."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UserError(f"{path}: not a dpexp results table (no column {', '.join(missing)})")
+    for c in NUMBER_COLUMNS:
+        if c not in frame.columns or frame[c].dtype.kind in "fiu":
+            continue
+        col = frame[c]   # text where some field is not a number; the empty fields are NaN already
+        bad = (pd.to_numeric(col, errors="coerce").isna() & col.notna()).to_numpy()
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise UserError(f"{path}: line {first_row + i + 2}, column {c}: {str(col.iloc[i])!r} is not a number")
 
 
 @dataclass
@@ -100,10 +137,12 @@ class ResultsTable:
     def read(cls, results_dir: Path) -> "ResultsTable":
         table = cls(results_file(results_dir))
         seen: set[tuple] = set()
-        for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
-                                 keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
-                                 chunksize=CHUNK_ROWS):
-            table._add(chunk, seen)
+        with parsed(table.path):
+            for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
+                                     keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
+                                     chunksize=CHUNK_ROWS):
+                check_table(table.path, chunk, table.rows)
+                table._add(chunk, seen)
         return table
 
     @property

@@ -136,7 +136,9 @@ def _rendered(e: Experiment, entry: Any, refs: PaperValues | None) -> tuple[Expe
 
 def _each_rendered(experiments: list[Experiment], entries: dict[str, Any], refs: PaperValues | None,
                    jobs: int) -> Iterator[tuple[Experiment, Experiment, list[CurvePrivacy], Html]]:
-    """``(experiment, rendered copy, curves, section)`` for every experiment, in the order they finish."""
+    """``(experiment, rendered copy, curves, section)`` for every experiment: in their order in this process, else
+    in the order handed out to the workers (largest table first; ``render`` puts the sections back in order).  An
+    error in a worker (a table that cannot be read) is raised here as it would be in this process."""
     if jobs <= 1 or len(experiments) <= 1:
         for e in experiments:
             yield e, *_rendered(e, entries[e.slug], refs)

@@ -105,3 +105,51 @@ def test_plot_kinds_declare_the_metrics_they_read():
     assert registry.plot_reads("curve", PlotSpec(kind="curve", metric="mae"), columns) == ["mae"]
     assert registry.plot_reads("curve", PlotSpec(kind="curve"), columns) is None   # the table's first metric
     assert registry.plot_reads("slr_ecdf", PlotSpec(kind="slr_ecdf"), columns) is None
+
+
+def _rewrite(d, edit):
+    """The table of ``d`` as text, changed by ``edit`` (lines -> lines), written back as results.csv."""
+    import gzip
+
+    lines = gzip.decompress((d / "results.csv.gz").read_bytes()).decode().splitlines()
+    (d / "results.csv.gz").unlink()
+    (d / "results.csv").write_text("\n".join(edit(lines)) + "\n")
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_value_that_is_not_a_number_is_an_error_naming_file_line_and_column(tmp_path, monkeypatch, compact):
+    """Read as text, 'oops' would become a NaN: a failed cell that never failed.  One line instead, at the line of
+    the file (header = line 1), in a late chunk too."""
+    monkeypatch.setattr(results_table, "CHUNK_ROWS", 64)
+    d = _table(tmp_path)
+    cols = results.COLUMNS
+
+    def edit(lines):
+        import csv
+        import io
+
+        row = next(csv.reader([lines[150]]))     # line 151 of the file
+        row[cols.index("value")] = "oops"
+        out = io.StringIO()
+        csv.writer(out, lineterminator="").writerow(row)
+        lines[150] = out.getvalue()
+        return lines
+
+    _rewrite(d, edit)
+    with pytest.raises(results.UserError, match=r"results\.csv: line 151, column value: 'oops' is not a number"):
+        results.read_results(d, compact=compact)
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_table_cut_short_or_without_its_columns_is_one_line(tmp_path, compact):
+    d = _table(tmp_path)
+    _rewrite(d, lambda lines: lines[:40] + ['t,"gdsc,unterminated'])
+    with pytest.raises(results.UserError, match=r"results\.csv: not a readable results table \(.*\); rerun"):
+        results.read_results(d, compact=compact)
+    (d / "results.csv").write_text("experiment,label\nt,ours\n")
+    with pytest.raises(results.UserError, match=r"not a dpexp results table \(no column algorithm, metric, value\)"):
+        results.read_results(d, compact=compact)
+    (d / "results.csv").unlink()
+    (d / "results.csv.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    with pytest.raises(results.UserError, match=r"results\.csv\.gz: not a readable results table"):
+        results.read_results(d, compact=compact)

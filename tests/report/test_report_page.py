@@ -366,3 +366,16 @@ def test_jobs_2_a_figure_that_cannot_be_drawn_still_fails_the_report(runs, tmp_p
     assert code == 1 and "could not be drawn: inject" in output, output
     assert output.count("inject: figures could not be drawn:") == 1
     assert "figures could not be drawn" in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_jobs_2_a_table_that_cannot_be_read_is_one_line_exit_2_nothing_written(runs, tmp_path):
+    res = tmp_path / "results"
+    shutil.copytree(runs.root / "results", res)
+    table = next((res / "inject").glob("results.csv*"))
+    table.unlink()
+    (res / "inject" / "results.csv").write_text('experiment,label\n"cut short\n')
+    code, output = report([str(res), "--jobs", "2", "--out", str(tmp_path / "r")])
+    assert code == 2, output
+    assert output.strip().splitlines()[-1].startswith(f"error: {res / 'inject' / 'results.csv'}: not a readable "
+                                                      "results table (")
+    assert not (tmp_path / "r").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.")]
