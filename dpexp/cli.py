@@ -402,7 +402,7 @@ def summarize(results_dir: str, x: str | None, metric: str | None, csv_path: str
 @click.option("--redraw", is_flag=True, default=False,
               help="Draw every experiment's figures (into --figures) from the table the report reads, instead of "
                    "looking for up-to-date ones: `dpexp plot` and the report in one read of each table.")
-@click.option("--jobs", "-j", type=int, default=1, show_default=True,
+@click.option("--jobs", "-j", type=click.IntRange(min=-1), default=1, show_default=True,
               help="Worker processes that read, draw and render the experiments, one table at a time each "
                    "(-1: all cores); the same page and figures for any number.")
 def report(results: tuple[str, ...], out: str, figures: str | None, paper_values: str | None,

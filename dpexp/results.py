@@ -20,7 +20,8 @@ import pandas as pd
 
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, evaluation_columns
-from dpexp.results_table import REPEATED_COLUMNS, ResultsTable, check_table, parsed, results_file  # noqa: F401  (this module's API)
+from dpexp.results_table import REPEATED_COLUMNS, ResultsTable, results_file  # noqa: F401  (this module's API)
+from dpexp.results_table import NUMBER_COLUMNS, check_table, parsed
 
 
 #: version of the results format; a run directory written with another version is never resumed into
@@ -103,16 +104,15 @@ def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
     if compact:
         return ResultsTable.read(results_dir).frame()
     path = results_file(results_dir)
-    spent = [c for c in ("epsilon_spent", "delta_spent", "rho_spent")]
     text = {"dataset_params": str, "params": str, "subset": str, "error": str, "label": str,
             "n_private_requested": str, "guarantee": str, "privacy_note": str}
     with parsed(path):
-        df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in ["value", *spent]})
+        df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in NUMBER_COLUMNS})
     check_table(path, df)
     req = df["n_private_requested"]
     if not (req == "all").any():
         df["n_private_requested"] = pd.to_numeric(req)
-    for c in ["value", *spent]:
+    for c in NUMBER_COLUMNS:
         if c in df.columns:   # results written before the guarantee columns (schema 1) have none
             df[c] = pd.to_numeric(df[c], errors="coerce")
     return df

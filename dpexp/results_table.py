@@ -46,8 +46,10 @@ PRIVACY_COLUMNS = ("label", "algorithm", "error", "metric", "guarantee", "epsilo
 _PLAIN = ("value",)
 #: the columns every reader needs
 REQUIRED_COLUMNS = ("experiment", "label", "algorithm", "metric", "value")
+#: what a row spent (empty where not applicable)
+_SPENT = ("epsilon_spent", "delta_spent", "rho_spent")
 #: the columns that hold numbers or nothing (a failed cell's value, a non-private row's spend)
-NUMBER_COLUMNS = ("value", "epsilon_spent", "delta_spent", "rho_spent")
+NUMBER_COLUMNS = ("value", *_SPENT)
 
 
 def results_file(results_dir: Path) -> Path:
@@ -73,9 +75,10 @@ def parsed(path: Path) -> Iterator[None]:
 
 
 def check_table(path: Path, frame: pd.DataFrame, first_row: int = 0) -> None:
-    """``UserError`` naming the file, line and column when ``frame`` (rows of ``path`` from data row ``first_row``,
+    """``UserError`` naming the file, row and column when ``frame`` (rows of ``path`` from data row ``first_row``,
     parsed with the number columns as text or numbers) lacks a column every reader needs, or holds text that is not
-    a number in a number column: such a value would otherwise become a silent NaN, read as a failed cell."""
+    a number in a number column: such a value would otherwise become a silent NaN, read as a failed cell.  Rows are
+    counted after the header from 1 (not lines: a quoted error message may hold a line break)."""
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise UserError(f"{path}: not a dpexp results table (no column {', '.join(missing)})")
@@ -86,7 +89,7 @@ def check_table(path: Path, frame: pd.DataFrame, first_row: int = 0) -> None:
         bad = (pd.to_numeric(col, errors="coerce").isna() & col.notna()).to_numpy()
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise UserError(f"{path}: line {first_row + i + 2}, column {c}: {str(col.iloc[i])!r} is not a number")
+            raise UserError(f"{path}: row {first_row + i + 1}, column {c}: {str(col.iloc[i])!r} is not a number")
 
 
 @dataclass
@@ -226,5 +229,3 @@ class ResultsTable:
                 df[c] = pd.to_numeric(df[c], errors="coerce")
         return df
 
-
-_SPENT = ("epsilon_spent", "delta_spent", "rho_spent")

@@ -117,9 +117,10 @@ def _rewrite(d, edit):
 
 
 @pytest.mark.parametrize("compact", [True, False])
-def test_a_value_that_is_not_a_number_is_an_error_naming_file_line_and_column(tmp_path, monkeypatch, compact):
-    """Read as text, 'oops' would become a NaN: a failed cell that never failed.  One line instead, at the line of
-    the file (header = line 1), in a late chunk too."""
+def test_a_value_that_is_not_a_number_is_an_error_naming_file_row_and_column(tmp_path, monkeypatch, compact):
+    """Read as text, 'oops' would become a NaN: a failed cell that never failed.  One line instead, naming the data
+    row (from 1 after the header), in a late chunk too, and not thrown off by an earlier error message that holds a
+    line break (quoted: one row, two lines)."""
     monkeypatch.setattr(results_table, "CHUNK_ROWS", 64)
     d = _table(tmp_path)
     cols = results.COLUMNS
@@ -128,15 +129,19 @@ def test_a_value_that_is_not_a_number_is_an_error_naming_file_line_and_column(tm
         import csv
         import io
 
-        row = next(csv.reader([lines[150]]))     # line 151 of the file
-        row[cols.index("value")] = "oops"
-        out = io.StringIO()
-        csv.writer(out, lineterminator="").writerow(row)
-        lines[150] = out.getvalue()
+        def rewrite(i, column, text):
+            row = next(csv.reader([lines[i]]))
+            row[cols.index(column)] = text
+            out = io.StringIO()
+            csv.writer(out, lineterminator="\n").writerow(row)   # "\n" so that a field holding one is quoted
+            lines[i] = out.getvalue()[:-1]
+
+        rewrite(10, "error", "first line\nsecond line")   # data row 10
+        rewrite(150, "value", "oops")                     # data row 150
         return lines
 
     _rewrite(d, edit)
-    with pytest.raises(results.UserError, match=r"results\.csv: line 151, column value: 'oops' is not a number"):
+    with pytest.raises(results.UserError, match=r"results\.csv: row 150, column value: 'oops' is not a number"):
         results.read_results(d, compact=compact)
 
 
