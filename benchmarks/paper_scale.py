@@ -588,8 +588,8 @@ def dca_unit_costs(d: int = 10, M: int = 10) -> dict[str, float]:
 
 def dca_cell_work(name: str, params, N: int, d: int, trials: int, M: int = 10) -> dict[str, float]:
     """Units of arithmetic (``dca_unit_costs``' keys) of one cell of DCA algorithm ``name`` on N clients, d
-    features, ``trials`` trials: its releases (the clients' terms, the noise, for ddp the M shares of every client
-    word) and its posterior solves.  ``dca_timing`` is one round of N d-vectors (+ AES-GCM of every message)."""
+    features, ``trials`` trials: its releases (the clients' terms, the noise, for ddp every client word in the ring,
+    with its M shares where ``secret_shares`` asks for them) and its posterior solves.  ``dca_timing`` is one round of N d-vectors (+ AES-GCM of every message)."""
     from dpexp.families.dca.algorithms.dlr import n_terms
 
     w: dict[str, float] = {}
@@ -612,8 +612,11 @@ def dca_cell_work(name: str, params, N: int, d: int, trials: int, M: int = 10) -
         add("terms", per * N * q)
         if name.startswith("ddp"):
             add("normal", trials * N * q)
-            add("mask", trials * (M - 1) * N * q)
-            add("ring", trials * M * N * q)
+            if getattr(params, "secret_shares", True):   # step 2's M shares of every word
+                add("mask", trials * (M - 1) * N * q)
+                add("ring", trials * M * N * q)
+            else:                                        # the encoded word summed directly
+                add("ring", trials * N * q)
         elif name != "np":
             add("normal", trials * q)
     add(f"solve/{d}", 1 if name == "np" else trials)

@@ -115,3 +115,19 @@ def test_dca_floor_counts_every_algorithm(paper_scale, monkeypatch, name):
     assert set(counted) == {av.name for av in exp.algorithms}, counted
     per_split = {n: c for n, c in counted.items() if n != "np"}      # the private variants: once per budget
     assert len(set(per_split.values())) == 1, counted
+
+
+def test_dca_cell_work_counts_the_shares_only_where_they_are_simulated(paper_scale):
+    """A ddp cell's floor counts the M − 1 mask words and M ring words of every client word only with
+    ``secret_shares: true``; without them, one ring word each (what ``DCA.run_trials(shares=False)`` computes)."""
+    from dpexp import registry
+    from dpexp.families.dca.algorithms.dlr import n_terms
+
+    cls = registry.get("algorithm", "ddp")
+    N, d, T, M = 50, 3, 4, 10
+    p = n_terms(d)
+    with_ = paper_scale.dca_cell_work("ddp", cls(secret_shares=True).params, N, d, T)
+    without = paper_scale.dca_cell_work("ddp", cls().params, N, d, T)
+    assert with_["mask"] == T * (M - 1) * N * p and with_["ring"] == T * M * N * p
+    assert "mask" not in without and without["ring"] == T * N * p
+    assert with_["normal"] == without["normal"] == T * N * p

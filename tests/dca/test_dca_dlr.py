@@ -157,6 +157,22 @@ def test_algorithms_contract(name):
     np.testing.assert_array_equal(out.predictions, again.predictions)
 
 
+@pytest.mark.parametrize("name", ["ddp", "ddp_proj"])
+def test_secret_shares_change_no_bit_of_the_releases(name):
+    """``secret_shares`` (ours, default false) only decides whether step 2's M shares are simulated: predictions,
+    extras and guarantee are the same bit for bit, at the default M = 10 and at M = 3 with several client chunks."""
+    from dpexp import registry
+
+    cls = registry.get("algorithm", name)
+    s = _split(n=300, d=3, seed=2)
+    for M in (10, 3):
+        runs = [cls(secret_shares=shares, n_compute=M).run(s, 2.0, 1e-4, np.random.default_rng(7), trials=4)
+                for shares in (True, False)]
+        np.testing.assert_array_equal(runs[0].predictions, runs[1].predictions)
+        assert runs[0].extras == runs[1].extras and runs[0].guarantee == runs[1].guarantee
+    assert cls.Params().secret_shares is False
+
+
 def test_projection_helps_and_large_epsilon_approaches_np():
     s = _split(n=2000, d=3, seed=4)
     from dpexp.families.dca.algorithms.dlr import DistributedBLR, DistributedProjBLR, NonPrivateBLR

@@ -193,6 +193,38 @@ def test_run_trials_is_bit_identical_to_one_run_per_trial(n, d, chunk):
         assert g1.integers(1 << 62) == g2.integers(1 << 62) == g3.integers(1 << 62)
 
 
+@pytest.mark.parametrize("mode", ["seeded", "secure"])
+def test_run_trials_without_secret_shares_gives_the_same_totals(mode, monkeypatch):
+    """``shares=False`` sums the clients' encoded words directly: the M shares cancel exactly in Z/2^64 and their
+    masks have streams of their own, so the totals (and the generator's state after the call) are bit-identical
+    to those with the shares, for shared and per-trial values, several client chunks and one trial a block.  In
+    secure mode (os.urandom masks) each chunk's noise is made a seeded stream read in order, so that the two calls
+    differ only in their masks."""
+    rng = np.random.default_rng(3)
+    T, n, d = 5, 53, 3
+    Z, Zt = rng.uniform(-1, 1, (n, d)), rng.uniform(-1, 1, (T, n, d))
+    sig = rng.uniform(0.1, 2.0, T)
+    calls: dict = {}           # secure mode, per run_trials call: the k-th stream asked for chunk j
+    if mode == "secure":
+        from dpexp.families.dca.protocol.dca import SecureRandomness
+
+        def seeded_stream(self, chunk):
+            k = calls[chunk] = calls.get(chunk, -1) + 1
+            return np.random.default_rng([chunk, k]).standard_normal
+        monkeypatch.setattr(SecureRandomness, "normal_stream", seeded_stream)
+    for M, chunk in ((2, None), (10, 8)):
+        proto = DCA(n_compute=M, frac_bits=30, chunk_clients=chunk, mode=mode)
+        for values, s, kw in ((Z, 0.7, {}), (Zt, sig, {}), (Zt, sig, {"block_bytes": 1})):
+            g_with, g_without = np.random.default_rng(11), np.random.default_rng(11)
+            calls.clear()
+            with_shares = proto.run_trials(values, s, g_with if mode == "seeded" else None, T, **kw)
+            calls.clear()
+            without = proto.run_trials(values, s, g_without if mode == "seeded" else None, T, shares=False, **kw)
+            np.testing.assert_array_equal(without, with_shares)
+            assert np.all(np.isfinite(without)) and np.any(without != values.sum(axis=-2))   # noise was added
+            assert g_with.integers(1 << 62) == g_without.integers(1 << 62)
+
+
 def test_run_trials_secure_mode_shapes_and_refusals():
     proto = DCA(n_compute=3, mode="secure")
     out = proto.run_trials(np.zeros((10, 2)), 1.0, None, 5)

@@ -210,8 +210,8 @@ def fit_predict(XX: np.ndarray, Xy: np.ndarray, X_test: np.ndarray, lam: float =
 # ----------------------------------------------------------------------------------------------- releases
 def release_sum(Z: np.ndarray, sensitivity: float | np.ndarray, epsilon: float, delta: float, setting: str,
                 ledger, trials: int, calibration: str, n_compute: int = 10, n_faulty: int = 0,
-                frac_bits: int = 32, value_bound: float | np.ndarray | None = None, label: str = "sum"
-                ) -> tuple[np.ndarray, float | np.ndarray]:
+                frac_bits: int = 32, value_bound: float | np.ndarray | None = None, label: str = "sum",
+                shares: bool = True) -> tuple[np.ndarray, float | np.ndarray]:
     """(trials, p) DP releases of Σ_i Z_i under ``setting`` (see module docstring) and the σ_std used.
 
     ``Z`` is (N, p), shared by every trial, or (trials, N, p) with ``sensitivity`` (and ``value_bound``) one per
@@ -221,7 +221,8 @@ def release_sum(Z: np.ndarray, sensitivity: float | np.ndarray, epsilon: float, 
     (largest Δ₂/σ: every trial spends the same ε, and δ grows with Δ₂/σ): ``ta`` is the Gaussian mechanism (ε, exact
     δ of σ_std); ``input`` records each client's local release (Δ₂, σ_std) and draws the sum's N(0, Nσ_std²)
     directly; ``ddp`` runs the DCA over all trials at once (``DCA.run_trials``: its clients draw
-    N(0, σ_std²/(N − T − 1)) each) and records the distributed Gaussian map of Thm 1 with the T colluders it allows.
+    N(0, σ_std²/(N − T − 1)) each; ``shares=False``: without the secret shares, the same totals bit for bit) and
+    records the distributed Gaussian map of Thm 1 with the T colluders it allows.
     A classic calibration at ε ≥ 1 keeps its warning (``sigma_std``) and the ledger shows its true δ.
     """
     ledger = as_ledger(ledger)
@@ -252,7 +253,7 @@ def release_sum(Z: np.ndarray, sensitivity: float | np.ndarray, epsilon: float, 
         proto = DCA(n_compute=n_compute, frac_bits=frac_bits, n_faulty=n_faulty,
                     mode="secure" if ledger.secure else "seeded")
         sig = s / math.sqrt(N - n_faulty - 1)
-        out = proto.run_trials(Z, sig, ledger.noise, trials, value_bound=value_bound)
+        out = proto.run_trials(Z, sig, ledger.noise, trials, value_bound=value_bound, shares=shares)
         w = int(np.argmax(np.broadcast_to(sens / sig, (trials,)))) if per_trial else 0   # the worst trial
         ledger.record(distributed_gaussian_spend(float(np.broadcast_to(sens, (trials,))[w]),
                                                  float(np.broadcast_to(sig, (trials,))[w]), N, 0, n_faulty,
@@ -472,6 +473,12 @@ class _DistParams(_BoundParams):
     n_compute: int = Field(10, ge=2, description="Compute nodes M")
     n_faulty: int = Field(0, ge=0, description="T: clients that may collude or drop out (Thm 1)")
     frac_bits: int = Field(32, ge=1, le=62, description="fixed-point fractional bits")
+    secret_shares: bool = False
+    """simulate Alg. 1 step 2, every client word split into M additive shares with M - 1 uniform masks (true), or
+    sum the clients' encoded words directly in the ring (false, ours): the shares cancel exactly in Z/2^64 and their
+    masks have streams of their own, so both give the same releases bit for bit (tested); false skips about 3/4 of
+    the secure sum's arithmetic at M = 10.  The protocol with its shares, dropouts and encryption is what
+    dca_timing (Table 1) runs."""
 
 
 class _DistUnprojParams(_UnprojParams, _DistParams):
@@ -566,7 +573,7 @@ class _DLRBase(BatchedAlgorithm):
         cxv = np.full(d, cx)
         kw = {}
         if self.setting == "ddp":
-            kw = dict(n_compute=p.n_compute, n_faulty=p.n_faulty, frac_bits=p.frac_bits)
+            kw = dict(n_compute=p.n_compute, n_faulty=p.n_faulty, frac_bits=p.frac_bits, shares=p.secret_shares)
         extras: dict[str, float] = {"calibration_analytic": float(p.calibration == "analytic")}
         if p.calibration == "classic" and epsilon >= 1:     # warned once per cell, not once per round
             warn_calibration(f"{self.name}: classic Gaussian calibration (Eq. (1)) with epsilon >= 1 is not proven "
