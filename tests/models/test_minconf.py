@@ -1,8 +1,8 @@
 """minConf_PQN / SPG and the authors' "projection" (dpexp.models.minconf): the projection's image on hand-made
-vectors, the simplex projection against a bisection, the compact L-BFGS matrix against the recursive BFGS update,
-the solver against exact solutions (identity and exact-ball projections), against a plain per-problem transcription
-of minConf_PQN (below, the reference form: scalar loops, B applied as v/Hdiag − N(M \\ Nᵀv) as minConf does), and its
-start, first-step and stop rules at hand-computed values."""
+vectors, the simplex projection against a bisection, the L-BFGS matrix (recursive BFGS updates) against minConf's
+compact form, the solver against exact solutions (identity, exact-ball and box projections), against a plain
+per-problem transcription of minConf_PQN (below, the reference form: numpy on one problem, B applied as
+v/Hdiag − N(M \\ Nᵀv) as minConf does), and its start, first-step and stop rules at hand-computed values."""
 
 from __future__ import annotations
 
@@ -56,42 +56,58 @@ def test_simplex_projection_against_bisection_and_kkt():
 
 # ------------------------------------------------------------------------------------------------ L-BFGS
 def test_lbfgs_update_skips_low_curvature_and_drops_the_oldest():
-    B, m, d = 2, 3, 2
-    S, Y = np.zeros((B, m, d)), np.zeros((B, m, d))
-    k, h = np.zeros(B, dtype=int), np.ones(B)
-    rows = np.array([0, 1])
-    mc.lbfgs_update(S, Y, k, h, rows, np.array([[1.0, 0], [1, 0]]), np.array([[2.0, 0], [-1, 0]]))
-    assert list(k) == [1, 0] and h[0] == pytest.approx(0.5) and h[1] == 1.0   # problem 1: yᵀs < 0, skipped
+    m, d = 3, 2
+    S, Y = np.zeros((m, d)), np.zeros((m, d))
+    k, h = mc.lbfgs_update(S, Y, 0, 1.0, np.array([1.0, 0]), np.array([-1.0, 0]))   # yᵀs < 0: skipped
+    assert (k, h) == (0, 1.0) and not S.any()
+    k, h = mc.lbfgs_update(S, Y, k, h, np.array([1.0, 0]), np.array([2.0, 0]))
+    assert k == 1 and h == pytest.approx(0.5)
     for j in range(3):
-        mc.lbfgs_update(S, Y, k, h, rows[:1], np.array([[0.0, j + 2.0]]), np.array([[0.0, 1.0]]))
-    assert k[0] == 3
-    np.testing.assert_array_equal(S[0, :, 1], [2.0, 3.0, 4.0])  # oldest (1, 0) dropped, time order kept
-    assert h[0] == pytest.approx(4.0)                            # yᵀs / yᵀy of the last pair
+        k, h = mc.lbfgs_update(S, Y, k, h, np.array([0.0, j + 2.0]), np.array([0.0, 1.0]))
+    assert k == 3
+    np.testing.assert_array_equal(S[:, 1], [2.0, 3.0, 4.0])    # oldest (1, 0) dropped, time order kept
+    np.testing.assert_array_equal(S[:, 0], [0.0, 0.0, 0.0])
+    assert h == pytest.approx(4.0)                              # yᵀs / yᵀy of the last pair
 
 
-def test_compact_hessian_equals_recursive_bfgs():
+def _compact_form(S, Y, k, h):
+    """minConf's L-BFGS matrix in compact form (Byrd, Nocedal & Schnabel 1994, Eq. 2.17): I/h − N M⁻¹ Nᵀ with
+    N = [S/h, Y], M = [SᵀS/h, L; Lᵀ, −D] over the first k pairs (rows of S, Y)."""
+    d = S.shape[1]
+    if k == 0:
+        return np.eye(d) / h
+    Sk, Yk = S[:k].T, Y[:k].T                                    # (d, k)
+    SY = Sk.T @ Yk
+    L = np.tril(SY, -1)
+    M = np.block([[Sk.T @ Sk / h, L], [L.T, -np.diag(np.diag(SY))]])
+    N = np.hstack([Sk / h, Yk])
+    return np.eye(d) / h - N @ np.linalg.solve(M, N.T)
+
+
+def test_lbfgs_matrix_equals_minconfs_compact_form():
     rng = np.random.default_rng(2)
     d, m = 4, 3
     Q = rng.standard_normal((d, d))
     A = Q @ Q.T + np.eye(d)
-    S = rng.standard_normal((1, m, d))
+    S = rng.standard_normal((m, d))
     Y = S @ A.T                                                   # y = A s: positive curvature
-    h = np.array([0.7])
     for k in (0, 1, 2, 3):
-        Sk, Yk = S.copy(), Y.copy()
-        Sk[:, k:], Yk[:, k:] = 0, 0
-        got = mc.compact_hessian(Sk, Yk, np.array([k]), h)[0]
-        Bm = np.eye(d) / h[0]
-        for s, y in zip(S[0, :k], Y[0, :k]):
-            Bs = Bm @ s
-            Bm = Bm - np.outer(Bs, Bs) / (s @ Bs) + np.outer(y, y) / (y @ s)
-        np.testing.assert_allclose(got, Bm, rtol=1e-10, atol=1e-12)
+        for h in (0.7, 3.0):
+            np.testing.assert_allclose(mc.lbfgs_matrix(S, Y, k, h), _compact_form(S, Y, k, h), rtol=1e-10,
+                                       atol=1e-12)
+    # rows past k are not read
+    Sj = S.copy()
+    Sj[2:] = np.nan
+    np.testing.assert_array_equal(mc.lbfgs_matrix(Sj, Y, 2, 0.7), mc.lbfgs_matrix(S, Y, 2, 0.7))
 
 
 def test_cubic_step_is_the_minimiser_of_a_quadratic():
     # φ(t) = 1 − 2t + t²: minimum at t = 1; points (0, 1, −2) and (3, 4, 4)
-    got = mc._cubic_step(np.array([1.0]), np.array([-2.0]), np.array([3.0]), np.array([4.0]), np.array([4.0]))
-    np.testing.assert_allclose(got, [1.0])
+    assert mc.cubic_step(1.0, -2.0, 3.0, 4.0, 4.0) == pytest.approx(1.0, rel=1e-14)
+    # clamped to [0, t]: φ(t) = (t − 5)², points (0, 25, −10) and (1, 16, −8): minimiser 5 → t = 1
+    assert mc.cubic_step(25.0, -10.0, 1.0, 16.0, -8.0) == 1.0
+    # no real minimiser: (0, 0, −1) and (1, −0.9, −1) give d1 = 0.7, d1² − gtd·gtd_new < 0 → the midpoint
+    assert mc.cubic_step(0.0, -1.0, 1.0, -0.9, -1.0) == 0.5
 
 
 # ------------------------------------------------------------------------------------------------ solver
@@ -108,22 +124,25 @@ def _problems(B: int, n: int, d: int, seed: int, scale: float = 2.0):
 
 def test_pqn_with_exact_projections_finds_the_known_minimisers():
     A, b, lam = _problems(30, 80, 6, 3)
-    fun = mc.ridge_objective(A, b, lam)
     x0 = np.zeros_like(b)
     w_free = np.linalg.solve(A + lam[:, None, None] * np.eye(6), b[..., None])[..., 0]
-    got = mc.minconf_pqn(fun, x0, lambda W: W)
+    got = mc.minconf_pqn(A, b, lam, x0, "none")
     np.testing.assert_allclose(got.x, w_free, atol=5e-5)         # optTol 1e-5 on the gradient scale
-    ball = lambda W: W / np.maximum(np.linalg.norm(W, axis=-1, keepdims=True), 1.0)   # noqa: E731
-    got = mc.minconf_pqn(fun, x0, ball)
+    got = mc.minconf_pqn(A, b, lam, x0, "ball", 1.0)
     np.testing.assert_allclose(got.x, ball_constrained_ridge(A, b, lam, 1.0), atol=5e-5)
     assert np.all(got.evals <= 500 + mc.MAX_BACKTRACKS) and np.all(got.stop > 0)
+    # the box |w_j| ≤ 0.05 (active for most problems): the KKT conditions of the box at the answer
+    got = mc.minconf_pqn(A, b, lam, x0, "box", 0.05).x
+    g = mc.ridge_objective(A, b, lam, got)[1]
+    inner = np.abs(got) < 0.05 - 1e-6
+    assert (~inner).sum() > len(b)
+    np.testing.assert_allclose(g[inner], 0.0, atol=1e-3)
+    assert np.all(g[~inner] * np.sign(got[~inner]) <= 1e-3)     # at a bound the gradient points outwards
 
 
 def test_spg_alone_finds_the_ball_constrained_minimiser():
     A, b, lam = _problems(10, 50, 4, 4)
-    ball = lambda W: W / np.maximum(np.linalg.norm(W, axis=-1, keepdims=True), 1.0)   # noqa: E731
-    got = mc.minconf_spg(mc.ridge_objective(A, b, lam), np.zeros_like(b), ball, max_evals=5000, opt_tol=1e-9,
-                         prog_tol=1e-15)
+    got = mc.minconf_spg(A, b, lam, np.zeros_like(b), "ball", 1.0, max_evals=5000, opt_tol=1e-9, prog_tol=1e-15)
     np.testing.assert_allclose(got.x, ball_constrained_ridge(A, b, lam, 1.0), atol=1e-6)
 
 
@@ -131,24 +150,20 @@ def test_pqn_start_first_step_and_stops_at_hand_values():
     # f(w) = ‖w‖² − 2bᵀw with b = (0.1, 0.05): x₀ = P(0) = 0, g = (−0.2, −0.1), ‖g‖₁ = 0.3 → t = 1;
     # P(x₀ − g) = sign·(0.04, 0.01) (inside); Armijo holds (f = −0.0073) → x₁ = (0.04, 0.01)
     A, b, lam = np.eye(2)[None], np.array([[0.1, 0.05]]), np.zeros(1)
-    got = mc.minconf_pqn(mc.ridge_objective(A, b, lam), np.zeros((1, 2)), mc.authors_projection, max_evals=1)
+    got = mc.minconf_pqn(A, b, lam, np.zeros((1, 2)), "authors", max_evals=1)
     np.testing.assert_allclose(got.x, [[0.04, 0.01]], rtol=1e-14)
     assert got.evals[0] == 2 and got.stop[0] == mc.STOP_EVALS and got.iterations[0] == 1
     # t₀ = 1/‖g‖₁ when ‖g‖₁ > 1: b = (1, 1) → g = (−2, −2), t = 1/4; P((2, 2)) = (.5, .5) → x₁ = (.125, .125)
-    got = mc.minconf_pqn(mc.ridge_objective(A, np.array([[1.0, 1.0]]), lam), np.zeros((1, 2)),
-                         mc.authors_projection, max_evals=1)
+    got = mc.minconf_pqn(A, np.array([[1.0, 1.0]]), lam, np.zeros((1, 2)), "authors", max_evals=1)
     np.testing.assert_allclose(got.x, [[0.125, 0.125]], rtol=1e-14)
     # optimal at the start: one evaluation, no iteration (f = ‖w − 0.3·1‖², exact box projection, x₀ = 0.3·1)
-    box = lambda W: np.clip(W, -1, 1)                                               # noqa: E731
-    got = mc.minconf_pqn(mc.ridge_objective(A, np.array([[0.3, 0.3]]), lam), np.full((1, 2), 0.3), box)
+    got = mc.minconf_pqn(A, np.array([[0.3, 0.3]]), lam, np.full((1, 2), 0.3), "box", 1.0)
     assert got.evals[0] == 1 and got.iterations[0] == 0 and got.stop[0] == mc.STOP_OPT_INITIAL
     # the batch: the problems stop at their own iterations, each as alone
     A3, b3, lam3 = _problems(5, 40, 3, 5)
-    fun = mc.ridge_objective(A3, b3, lam3)
-    all_ = mc.minconf_pqn(fun, np.zeros_like(b3), mc.authors_projection)
-    for j in range(5):
-        one = mc.minconf_pqn(mc.ridge_objective(A3[j:j + 1], b3[j:j + 1], lam3[j:j + 1]), np.zeros((1, 3)),
-                             mc.authors_projection)
+    all_ = mc.minconf_pqn(A3, b3, lam3, np.zeros_like(b3))
+    for j in (4, 0, 2, 1, 3):
+        one = mc.minconf_pqn(A3[j:j + 1], b3[j:j + 1], lam3[j:j + 1], np.zeros((1, 3)))
         np.testing.assert_array_equal(one.x[0], all_.x[j])
         assert one.evals[0] == all_.evals[j] and one.stop[0] == all_.stop[j]
 
@@ -272,12 +287,12 @@ def test_oplr_minconf_matches_the_plain_transcription(d, seed):
     A, b, lam = _problems(8, 60, d, seed)
     got = mc.oplr_minconf(A, b, lam, 1.0)
     early = mc.oplr_minconf(A, b, lam, 1.0, max_evals=25)
-    f = mc.ridge_objective(A, b, lam)
+    f = lambda W, j: mc.ridge_objective(A[j:j + 1], b[j:j + 1], lam[j:j + 1], W[None])[0][0]   # noqa: E731
     for j in range(len(b)):
         want = _ref_pqn(A[j], b[j], lam[j], mc.authors_projection)
         np.testing.assert_allclose(early[j], _ref_pqn(A[j], b[j], lam[j], mc.authors_projection, max_evals=25),
                                    rtol=1e-7, atol=1e-8)
-        f_got, f_want = f(got[j:j + 1], np.array([j]))[0], f(want[None], np.array([j]))[0]
+        f_got, f_want = f(got[j], j), f(want, j)
         assert f_got == pytest.approx(f_want, rel=2e-3)
         np.testing.assert_allclose(got[j], want, atol=1e-2)
     if (d, seed) == (6, 7):
