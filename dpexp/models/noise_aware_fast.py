@@ -26,10 +26,15 @@ noisy z_yy can make it negative.  E[A K⁻¹ A] = μ_A K⁻¹ μ_A + (T-terms) i
 
 In the noise-free limit (b = 0: T = 0, μ_A = K = Z) these are exactly the updates of ``dpexp.models.vb.fit_vb`` on
 the summed statistics, so both give the same posterior.  With noise the approximation is validated against the
-Gibbs sampler in tests/models/test_noise_aware_fast.py and docs/noise_aware.md.  Cost: a few d×d solves per
-iteration, batched.  The λ update is a damped step in log λ whose length halves for a problem each time its
+Gibbs sampler in tests/models/test_noise_aware_fast.py and docs/noise_aware.md.  Cost: two d×d LU solves per
+iteration and problem.  The λ update is a damped step in log λ whose length halves for a problem each time its
 direction flips: undamped, the λ ↔ R̂ feedback 2-cycles on some noisy releases (6 % of the n = 100, ε = 1 releases
 of the coverage study); the fixed point is the same.
+
+The loop-invariant terms (the plug-in K, its inverse, E[A K⁻¹ A]) are numpy over the batch; the iterations run per
+problem in a compiled loop (numba, cached on disk), each problem until its own convergence test passes, so a
+problem's result does not depend on the others in its batch.  As numpy arrays over the batch, the ~40 calls an
+iteration and the per-matrix LAPACK calls on 10 × 10 systems were the loop's cost, not its arithmetic.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy import special
 
@@ -89,27 +95,6 @@ def _expected_AKA(muA: np.ndarray, T: np.ndarray, Kinv: np.ndarray) -> np.ndarra
     return muA @ Kinv @ muA + extra + diag[..., :, None] * np.eye(muA.shape[-1])
 
 
-#: np.sum / np.max without their Python wrappers (the same reductions; the loop calls them 7 times an iteration)
-_add, _max = np.add.reduce, np.maximum.reduce
-
-
-def _w_op_cov_eye(T: np.ndarray, Tdiag: np.ndarray, w: np.ndarray, eye: np.ndarray) -> np.ndarray:
-    """``noise_aware._w_op_cov(T, w)`` to the bit, with diag(T) and I given: its diagonal term
-    ``einsum("...i,ij->...ij", v, I)`` is 0 + v_i·I_ij (einsum accumulates into zeros), i.e. v·I + 0.0 (which turns
-    −0 into +0 as einsum does) without einsum's generic loop.  The plain form of the E[WTWᵀ] term that
-    :func:`fit_gaussian`'s loop assembles in place (its tests compare the two)."""
-    w2 = w * w
-    out = T * (w[..., :, None] * w[..., None, :])
-    diag = (T @ w2[..., None])[..., 0] - Tdiag * w2
-    return out + (diag[..., :, None] * eye + 0.0)
-
-
-def _diag(M: np.ndarray) -> np.ndarray:
-    """The writable diagonal (…, d) of a C-contiguous stack of d×d matrices (a strided view)."""
-    d = M.shape[-1]
-    return M.reshape(M.shape[:-2] + (d * d,))[..., ::d + 1]
-
-
 def _terms(stats: NoisyStats, public: ExactStats | None, gram_prior: GramPrior | None, prior: tuple) -> tuple:
     """The loop-invariant terms of ``fit_gaussian`` (module docstring): the inputs broadcast to the batch, T and
     μ_A of the integrated-out A, the plug-in K, E[A K⁻¹ A] and μ_A K⁻¹ z_xy; shared with the tests' plain loop."""
@@ -148,20 +133,6 @@ def _terms(stats: NoisyStats, public: ExactStats | None, gram_prior: GramPrior |
     return d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT
 
 
-def _start(batch: tuple, d: int, E_lam0: np.ndarray, eye: np.ndarray) -> tuple:
-    """The loop's starting point: m = 0, S = I / E[λ0] (the prior), nothing converged, step lengths 1."""
-    m = np.zeros(batch + (d,))
-    S = eye / E_lam0[..., None, None]
-    converged = np.zeros(batch, dtype=bool)
-    S_prev = np.broadcast_to(S, batch + (d, d))
-    alpha, prev_step = np.ones(batch), np.zeros(batch)
-    return m, S, converged, S_prev, alpha, prev_step
-
-
-#: the loop drops its converged (frozen) problems once they are this share of the problems it carries (each drop
-#: copies the others' arrays, so not for every problem that converges)
-_DROP_SHARE = 0.25
-
 def _loop_constants(d: int, batch: tuple, terms: tuple) -> list[np.ndarray]:
     """``_terms``' values the loop reads and the constants derived from them (2b_xy² per diagonal entry of Σ̄,
     [z_yy; t_p], the residual floor R_min and the Gamma shapes of q(λ), q(λ0)), each flattened to (B, …) (ZT to
@@ -181,6 +152,180 @@ def _loop_constants(d: int, batch: tuple, terms: tuple) -> list[np.ndarray]:
             + [np.ascontiguousarray(np.reshape(ZT, (2, B)))] + [flat(x, 0) for x in (R_min, q_lam, b, b0, q_lam0)])
 
 
+_jit = numba.njit(cache=True, error_model="numpy")   # IEEE arithmetic: x/0 is ±inf or NaN, as in numpy
+
+
+@_jit
+def _lu_solve(M, R, X, LU, piv):
+    """X = M⁻¹ R (M (d, d), R (d, k)) by Gaussian elimination with partial pivoting (LU in ``LU``, row order in
+    ``piv``); False where a pivot is exactly 0 (M singular: X is not written)."""
+    d = M.shape[0]
+    LU[:] = M
+    for i in range(d):
+        piv[i] = i
+    for c in range(d):
+        p, big = c, abs(LU[c, c])
+        for r in range(c + 1, d):
+            if abs(LU[r, c]) > big:
+                p, big = r, abs(LU[r, c])
+        if big == 0.0:
+            return False
+        if p != c:
+            for j in range(d):
+                LU[c, j], LU[p, j] = LU[p, j], LU[c, j]
+            piv[c], piv[p] = piv[p], piv[c]
+        for r in range(c + 1, d):
+            f = LU[r, c] / LU[c, c]
+            LU[r, c] = f
+            for j in range(c + 1, d):
+                LU[r, j] -= f * LU[c, j]
+    k = R.shape[1]
+    # the substitutions row by row over all right-hand sides at once (contiguous rows: the inner loops vectorise)
+    for i in range(d):                           # forward: L Y = P R
+        X[i] = R[piv[i]]
+        for j in range(i):
+            f = LU[i, j]
+            for c in range(k):
+                X[i, c] -= f * X[j, c]
+    for i in range(d - 1, -1, -1):               # back: U X = Y
+        for j in range(i + 1, d):
+            f = LU[i, j]
+            for c in range(k):
+                X[i, c] -= f * X[j, c]
+        f = LU[i, i]
+        for c in range(k):
+            X[i, c] /= f
+    return True
+
+
+@_jit
+def _nanmax(a, b):
+    """np.maximum of two floats: NaN if either is NaN."""
+    if a != a or b != b:
+        return np.nan
+    return a if a > b else b
+
+
+@_jit
+def _iterate(T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy, ZT, R_min, q_lam, b, b0, q_lam0, E0, tol, max_iter):
+    """The coordinate updates of the module docstring for every problem of the flattened batch, each until its own
+    change (relative change of E[λ] and E[λ0], max |Δm| / max |m|) is below ``tol`` or ``max_iter``, a converged
+    problem keeping that iteration's values.  Returns (m (B, d), S (B, d, d), E (2, B), converged (B,), iterations
+    (B,), singular (B,): a solve met an exactly singular matrix, the problem's values are then NaN)."""
+    B, d = zxy.shape
+    M_out, S_out = np.empty((B, d)), np.empty((B, d, d))
+    E_out = np.empty((2, B))
+    conv, its, sing = np.zeros(B, np.bool_), np.zeros(B, np.int64), np.zeros(B, np.bool_)
+    m, m_new, w2, Sd, h = np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+    S, H, G, Prec, X, LU = (np.empty((d, d)), np.empty((d, d)), np.empty((d, d)), np.empty((d, d)),
+                            np.empty((d, d)), np.empty((d, d)))
+    eye = np.eye(d)
+    piv = np.empty(d, np.int64)
+    for q in range(B):
+        Tq, muAq, Kq, EAKAq, Apq = T[q], muA[q], K[q], EAKA[q], Ap[q]
+        el, el0 = E0[0, q], E0[1, q]
+        m[:] = 0.0
+        for i in range(d):                       # the prior: m = 0, S = I / E[λ0]
+            for j in range(d):
+                S[i, j] = eye[i, j] / el0
+        alpha, prev_step = 1.0, 0.0
+        it = 0
+        done = False
+        for it in range(1, max_iter + 1):
+            # Σ̄ = K/E[λ] + 2b_xy² I + E[W T Wᵀ] (T ∘ (S + m mᵀ) off the diagonal, Σ_k T_jk E[w_k²] on it), symmetrised
+            for i in range(d):
+                w2[i] = m[i] * m[i]
+                Sd[i] = S[i, i]
+            for i in range(d):
+                for j in range(d):
+                    H[i, j] = Kq[i, j] / el + Tq[i, j] * (m[i] * m[j]) + Tq[i, j] * S[i, j]
+            for i in range(d):
+                tw, ts = 0.0, 0.0
+                for k in range(d):
+                    tw += Tq[i, k] * w2[k]
+                    ts += Tq[i, k] * Sd[k]
+                H[i, i] += Vxy[q, i] + (tw - Tq[i, i] * w2[i]) + (ts - Tq[i, i] * Sd[i])
+            for i in range(d):
+                for j in range(i + 1, d):
+                    v = 0.5 * (H[i, j] + H[j, i])
+                    H[i, j], H[j, i] = v, v
+            if not _lu_solve(H, muAq, G, LU, piv):   # G = Σ̄⁻¹ μ_A
+                sing[q] = True
+                break
+            # Prec = E[λ0] I + μ_Aᵀ G + E[λ] A_p, symmetrised; S = Prec⁻¹, symmetrised
+            for i in range(d):                   # row i of μ_Aᵀ G = Σ_k μ_A[k, i] G[k, :]
+                for j in range(d):
+                    Prec[i, j] = el * Apq[i, j]
+                for k in range(d):
+                    f = muAq[k, i]
+                    for j in range(d):
+                        Prec[i, j] += f * G[k, j]
+                Prec[i, i] += el0
+            for i in range(d):
+                for j in range(i + 1, d):
+                    v = 0.5 * (Prec[i, j] + Prec[j, i])
+                    Prec[i, j], Prec[j, i] = v, v
+            if not _lu_solve(Prec, eye, X, LU, piv):
+                sing[q] = True
+                break
+            for i in range(d):
+                for j in range(d):
+                    S[i, j] = 0.5 * (X[i, j] + X[j, i])
+            # m = S (Gᵀ z_xy + E[λ] c_p)
+            for i in range(d):
+                v = 0.0
+                for k in range(d):
+                    v += G[k, i] * zxy[q, k]
+                h[i] = v + el * cp[q, i]
+            for i in range(d):
+                v = 0.0
+                for k in range(d):
+                    v += S[i, k] * h[k]
+                m_new[i] = v
+            # the residuals with E[w wᵀ] = S + m mᵀ, and the sums of q(λ0)
+            mkz, mcp, mm, trS, ea, ep = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            for i in range(d):
+                mkz += m_new[i] * kz[q, i]
+                mcp += m_new[i] * cp[q, i]
+                mm += m_new[i] * m_new[i]
+                trS += S[i, i]
+                for j in range(d):
+                    eww = S[i, j] + m_new[i] * m_new[j]
+                    ea += EAKAq[i, j] * eww
+                    ep += Apq[i, j] * eww
+            R_hat = _nanmax(ZT[0, q] - 2.0 * mkz + ea, R_min[q])
+            pub = ZT[1, q] - 2.0 * mcp + ep
+            # damped λ step in log space; the step halves whenever its direction flips (the undamped λ ↔ R̂ feedback
+            # has 2-cycles on some noisy releases)
+            step = np.log(q_lam[q] / (b[q] + 0.5 * (R_hat + pub))) - np.log(el)
+            if step * prev_step < 0:
+                alpha *= 0.5
+            prev_step = step
+            new_el = el * np.exp(alpha * step)
+            new_el0 = q_lam0[q] / (b0[q] + 0.5 * (mm + trS))
+            dm, am = 0.0, 0.0
+            for i in range(d):
+                dm = _nanmax(dm, abs(m_new[i] - m[i]))
+                am = _nanmax(am, abs(m_new[i]))
+            change = _nanmax(_nanmax(abs(new_el - el) / new_el, abs(new_el0 - el0) / new_el0), dm / (am + 1e-300))
+            m[:] = m_new
+            el, el0 = new_el, new_el0
+            if change < tol:                     # NaN: not converged
+                done = True
+                break
+        its[q] = it
+        conv[q] = done
+        if sing[q]:
+            M_out[q] = np.nan
+            S_out[q] = np.nan
+            E_out[0, q], E_out[1, q] = np.nan, np.nan
+        else:
+            M_out[q] = m
+            S_out[q] = S
+            E_out[0, q], E_out[1, q] = el, el0
+    return M_out, S_out, E_out, conv, its, sing
+
+
 def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior: GramPrior | None = None,
                  prior: tuple = PAPER_PRIOR, tol: float = 1e-6,
                  max_iter: int = 500) -> GaussianPosterior:
@@ -189,136 +334,21 @@ def fit_gaussian(stats: NoisyStats, public: ExactStats | None = None, gram_prior
     settings).  The residual floor is R_min = 1e-3 · (n − d) · b/a (a thousandth of the residual sum of squares the
     prior mean of λ implies).
 
-    Every problem's result is that of its own iterations: a problem that has converged is frozen (its values kept
-    as they were when it converged), and the loop goes on with the others.  The batch is iterated flattened to one
-    axis, and once the frozen problems are ``_DROP_SHARE`` of those it still carries their results are written out
-    and the loop's arrays are taken again without them (a batch iterates until its slowest problem converges:
-    gdsc_eps2's narplr batches of 111 drugs ~22 iterations, one 43, while a problem needs ~20; the frozen problems
-    were ~10 % of the loop's work).  Each problem's arithmetic — elementwise,
-    one BLAS or LAPACK call per matrix, one reduction per row — does not depend on which others are in the batch,
-    so the results are those of the whole batch iterated together (tests/models/test_noise_aware_fast.py)."""
+    Every problem's result is that of its own iterations (``_iterate``): it stops when its own convergence test
+    passes, so it does not depend on which others are in the batch; ``n_iter`` is the most iterations a problem of
+    the batch took.  A system that is exactly singular raises ``numpy.linalg.LinAlgError``, as numpy's solve."""
     terms = _terms(stats, public, gram_prior, prior)
     d, batch = terms[0], terms[1]
-    eye = np.eye(d)
-    cst = _loop_constants(d, batch, terms)
+    T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy, ZT, R_min, q_lam, b, b0, q_lam0 = _loop_constants(d, batch, terms)
     B = math.prod(batch)
-    T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy, ZT, R_min, q_lam, b, b0, q_lam0 = cst
-    E = np.empty((2, B))                                         # [E λ; E λ0], at the prior means
-    E[0, ...], E[1, ...] = np.reshape(terms[10][0] / terms[10][1], B), np.reshape(terms[10][2] / terms[10][3], B)
-    E_lam, E_lam0 = E[0, ...], E[1, ...]
-    m, S, converged, S_prev, alpha, prev_step = _start((B,), d, E_lam0, eye)
-    # the results by problem; ``idx``: the problems the loop carries (rows of its arrays)
-    res_m, res_S, res_E, res_conv = np.empty((B, d)), np.empty((B, d, d)), np.empty((2, B)), np.zeros(B, dtype=bool)
-    idx = np.arange(B)
-    it = 0
-    first = True
-    done = 0                                                     # frozen problems among those the loop carries
-    for it in range(1, max_iter + 1):
-        if first:
-            # the loop's numpy calls are its cost besides the two batched LAPACK calls (tens of problems, ~20
-            # iterations): the d×d terms go to buffers allocated once per set of problems (their diagonals are views
-            # taken once), the vector sums Σ m kz, Σ m c_p, Σ m², tr S of an iteration are one reduction of a
-            # (4, …, d) buffer and the two d×d sums one of a (2, …, d, d) buffer (each row's sum the reduction of that
-            # row alone); every value the float of the plain updates (tests/models/test_noise_aware_fast.py compares
-            # them bit for bit)
-            k = idx.size
-            Tdiag, muAT = np.diagonal(T, axis1=-2, axis2=-1), np.swapaxes(muA, -1, -2)
-            out, TS, C, Sig, H, X, elAp, Prec, Eww2 = (np.empty((k, d, d)) for _ in range(9))
-            out_d, TS_d, C_d, Sig_d, X_d, elAp_d, Prec_d = (_diag(x) for x in (out, TS, C, Sig, X, elAp, Prec))
-            SigT, PrecT = Sig.swapaxes(-1, -2), Prec.swapaxes(-1, -2)   # transposed views of the buffers
-            V = np.empty((4, k, d))
-            W = np.empty((2, k, d, d))
-            NEW = np.empty((2, k))                               # [new E λ; new E λ0]
-            D = np.empty((2, k, d))
-            mm = m[..., :, None] * m[..., None, :]                # m mᵀ of the current m
-            first = False
-        # Σ̄ = K/E[λ] + 2b_xy² I + E[WTWᵀ] (``_w_op_cov_eye`` + T∘S + diag(T diag S − diag T ∘ diag S)), assembled
-        # without d×d products with I: off the diagonal the I-terms only add zeros (for finite b_xy, E[λ0]), i.e.
-        # turn −0 into +0 (one ``+ 0.0``); the diagonal is summed from its own terms in the plain form's order and
-        # written in place
-        Sd = S.diagonal(0, -2, -1)
-        w2 = m * m
-        np.multiply(T, mm, out=out)
-        np.multiply(T, S, out=TS)
-        el = E_lam[..., None, None]
-        np.divide(K, el, out=C)
-        np.add(out, TS, out=Sig)
-        np.add(C, Sig, out=Sig)
-        np.add(Sig, 0.0, out=Sig)
-        dW = (T @ w2[..., None])[..., 0] - Tdiag * w2
-        e2 = (T @ Sd[..., None])[..., 0] - Tdiag * Sd
-        Sig_d[...] = (C_d + Vxy) + (((out_d + (dW + 0.0)) + TS_d) + e2)
-        np.add(Sig, SigT, out=H)
-        np.multiply(0.5, H, out=H)                                # _sym(Σ̄)
-        G = np.linalg.solve(H, muA)                               # Σ̄⁻¹ μ_A
-        # Prec = E[λ0] I + μ_Aᵀ G + E[λ] A_p, the same way
-        np.matmul(muAT, G, out=X)
-        np.multiply(el, Ap, out=elAp)
-        np.add(X, elAp, out=Prec)
-        np.add(Prec, 0.0, out=Prec)
-        Prec_d[...] = (E_lam0[..., None] + X_d) + elAp_d
-        np.add(Prec, PrecT, out=H)
-        np.multiply(0.5, H, out=H)
-        S = np.linalg.inv(H)
-        S = np.add(S, S.swapaxes(-1, -2))
-        np.multiply(0.5, S, out=S)                                # _sym(Prec⁻¹)
-        h = (G.swapaxes(-1, -2) @ zxy[..., None])[..., 0] + E_lam[..., None] * cp
-        m_new = (S @ h[..., None])[..., 0]
-        mm_new = m_new[..., :, None] * m_new[..., None, :]
-        np.add(S, mm_new, out=Eww2)                               # E[wwᵀ]
-        np.multiply(m_new, kz, out=V[0])
-        np.multiply(m_new, cp, out=V[1])
-        np.multiply(m_new, m_new, out=V[2])
-        np.copyto(V[3], S.diagonal(0, -2, -1))
-        sv = _add(V, axis=-1)                                     # [Σ m kz; Σ m c_p; mᵀm; tr S]
-        np.multiply(EAKA, Eww2, out=W[0])
-        np.multiply(Ap, Eww2, out=W[1])
-        rp = ZT - 2.0 * sv[:2] + _add(W, axis=(-1, -2))           # [R̂ before its floor; public residual]
-        R_hat = np.maximum(rp[0], R_min)
-        # damped λ step in log space; the step halves for a problem whenever its direction flips (the undamped
-        # λ ↔ R̂ feedback has 2-cycles on some noisy releases)
-        step = np.log(q_lam / (b + 0.5 * (R_hat + rp[1]))) - np.log(E_lam)
-        np.multiply(alpha, 0.5, out=alpha, where=step * prev_step < 0)   # alpha is this loop's own array
-        prev_step = step
-        np.multiply(E_lam, np.exp(alpha * step), out=NEW[0, ...])
-        np.divide(q_lam0, b0 + 0.5 * (sv[2] + sv[3]), out=NEW[1, ...])
-        rel = np.abs(NEW - E) / NEW
-        np.subtract(m_new, m, out=D[0])
-        np.copyto(D[1], m_new)
-        mx = _max(np.abs(D, out=D), axis=-1)                      # [max |Δm|; max |m|]
-        change = np.maximum(np.maximum(rel[0], rel[1]), mx[0] / (mx[1] + 1e-300))
-        # a converged problem is frozen: m_new, mm_new, S are this iteration's own arrays, so the frozen problems'
-        # values are copied back into them (mm of a frozen m is its mm as kept); E and NEW swap buffers
-        if done:
-            np.copyto(m_new, m, where=converged[..., None])
-            np.copyto(mm_new, mm, where=converged[..., None, None])
-            np.copyto(S, S_prev, where=converged[..., None, None])
-            np.copyto(NEW, E, where=converged)
-        m, mm = m_new, mm_new
-        E, NEW = NEW, E                                           # NEW is written whole in the next iteration
-        E_lam, E_lam0 = E[0, ...], E[1, ...]
-        converged = converged | (change < tol)
-        done = np.count_nonzero(converged)
-        if done == idx.size:
-            break
-        S_prev = S
-        if done and done >= _DROP_SHARE * idx.size:               # write the frozen ones out, go on without them
-            at = idx[converged]
-            res_m[at], res_S[at], res_E[:, at], res_conv[at] = m[converged], S[converged], E[:, converged], True
-            keep = ~converged
-            idx = idx[keep]
-            T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy = (x[keep] for x in (T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy))
-            ZT = ZT[:, keep]
-            R_min, q_lam, b, b0, q_lam0, alpha, prev_step = (
-                x[keep] for x in (R_min, q_lam, b, b0, q_lam0, alpha, prev_step))
-            m, S = m[keep], S[keep]
-            S_prev = S
-            E = E[:, keep]
-            E_lam, E_lam0 = E[0, ...], E[1, ...]
-            converged = converged[keep]
-            done = 0
-            first = True
-    res_m[idx], res_S[idx], res_E[:, idx], res_conv[idx] = m, S, E, converged
-    return GaussianPosterior(mean=res_m.reshape(batch + (d,)), cov=res_S.reshape(batch + (d, d)),
-                             E_lam=res_E[0].reshape(batch).copy(), E_lam0=res_E[1].reshape(batch).copy(),
-                             n_iter=it, converged=res_conv.reshape(batch))
+    a_, b_, a0_, b0_ = terms[10]
+    E0 = np.ascontiguousarray(np.stack([np.reshape(np.broadcast_to(a_ / b_, batch), B),
+                                        np.reshape(np.broadcast_to(a0_ / b0_, batch), B)]))   # the prior means
+    m, S, E, conv, its, sing = _iterate(T, muA, K, EAKA, Ap, zxy, cp, kz, Vxy, ZT, R_min, q_lam, b, b0, q_lam0,
+                                        E0, float(tol), int(max_iter))
+    if sing.any():
+        raise np.linalg.LinAlgError(f"Singular matrix in the noise-aware Gaussian fit ({int(sing.sum())} of {B} "
+                                    "problems)")
+    return GaussianPosterior(mean=m.reshape(batch + (d,)), cov=S.reshape(batch + (d, d)),
+                             E_lam=E[0].reshape(batch).copy(), E_lam0=E[1].reshape(batch).copy(),
+                             n_iter=int(its.max()) if B else 0, converged=conv.reshape(batch))

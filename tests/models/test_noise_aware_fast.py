@@ -118,29 +118,12 @@ def test_converges_on_very_noisy_releases():
     assert np.all(g.converged) and np.all(np.isfinite(g.cov))
 
 
-def test_w_op_cov_with_eye_equals_w_op_cov_to_the_bit():
-    """The loop's W T Wᵀ without einsum equals ``noise_aware._w_op_cov`` bit for bit, signed zeros included
-    (einsum writes 0 + v·I: −0 becomes +0)."""
-    from dpexp.models.noise_aware import _w_op_cov
-    from dpexp.models.noise_aware_fast import _w_op_cov_eye
-
-    rng = np.random.default_rng(8)
-    for shape, d in [((5, 2), 4), ((3,), 10), ((), 3)]:
-        A = rng.normal(size=shape + (d, d))
-        T = A @ np.swapaxes(A, -1, -2)
-        w = rng.normal(size=shape + (d,))
-        w[..., 0] = -0.0                       # zero rows of the products: signed zeros on and off the diagonal
-        T[..., 1, 1] = 0.0
-        ref = _w_op_cov(T, w)
-        got = _w_op_cov_eye(T, np.diagonal(T, axis1=-2, axis2=-1), w, np.eye(d))
-        assert ref.shape == got.shape and ref.tobytes() == got.tobytes()
-
-
 def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500):
-    """``fit_gaussian``'s coordinate updates in their plain form (d×d products with I, one reduction per sum, the
-    frozen problems masked every iteration): the reference the loop's buffered form must equal bit for bit."""
-    from dpexp.models.noise_aware import _sym
-    from dpexp.models.noise_aware_fast import _start, _terms, _w_op_cov_eye
+    """``fit_gaussian``'s coordinate updates in their plain form, as numpy over the batch (d×d products with I, one
+    reduction per sum, numpy's solve and inverse, the converged problems masked every iteration): the reference the
+    compiled per-problem loop is held to, at a tolerance (``_close_to_plain``)."""
+    from dpexp.models.noise_aware import _sym, _w_op_cov
+    from dpexp.models.noise_aware_fast import _terms
 
     # the loop-invariant terms as fit_gaussian computes them (the loop is what this reference restates)
     d, batch, zxy, zyy, n, bxy, Ap, cp, tp, n_p, (a, b, a0, b0), T, muA, K, EAKA, kz, muAT = _terms(
@@ -151,11 +134,13 @@ def _plain_fit_gaussian(stats, public, gram_prior, prior, tol=1e-6, max_iter=500
     R_min = 1e-3 * np.maximum(n - d, 1.0) * b / a
     q_lam, q_lam0 = a + 0.5 * (n + n_p), a0 + 0.5 * d
     E_lam, E_lam0 = np.broadcast_to(a / b, batch).copy(), np.broadcast_to(a0 / b0, batch).copy()
-    m, S, converged, S_prev, alpha, prev_step = _start(batch, d, E_lam0, eye)
+    m, S = np.zeros(batch + (d,)), np.broadcast_to(eye / E_lam0[..., None, None], batch + (d, d))
+    converged, alpha, prev_step = np.zeros(batch, dtype=bool), np.ones(batch), np.zeros(batch)
+    S_prev = S
     it = 0
     for it in range(1, max_iter + 1):
         Sd = np.diagonal(S, axis1=-2, axis2=-1)
-        ewtw = (_w_op_cov_eye(T, Tdiag, m, eye) + T * S
+        ewtw = (_w_op_cov(T, m) + T * S
                 + ((T @ Sd[..., None])[..., 0] - Tdiag * Sd)[..., :, None] * eye)
         el = E_lam[..., None, None]
         G = np.linalg.solve(_sym(K / el + VxyI + ewtw), muA)
@@ -188,24 +173,32 @@ def _same(x, y):
     return x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes()
 
 
-def _same_as_plain(stats, public, gram, prior):
-    """``fit_gaussian`` of the problems, checked equal to the plain updates (``_plain_fit_gaussian``) to the bit:
-    iterations, mean, covariance, E[λ], E[λ0] and the converged flags; returns the fit."""
-    ref = _plain_fit_gaussian(stats, public, gram, prior)
-    got = fit_gaussian(stats, public, gram, prior)
-    assert got.n_iter == ref[4]
-    for name, x, y in zip(("mean", "cov", "E_lam", "E_lam0"), (got.mean, got.cov, got.E_lam, got.E_lam0), ref):
-        assert _same(x, y), name
+def _close_to_plain(stats, public, gram, prior, max_iter=500):
+    """``fit_gaussian`` of the problems against the plain updates (``_plain_fit_gaussian``): the compiled loop's LU
+    solves round differently from numpy's LAPACK ones (≈ 1e-15 a step), so mean, covariance, E[λ] and E[λ0] agree
+    to rtol 1e-8 (observed ≤ 1e-12) where a problem stops at the same iteration; a problem whose change crossed
+    the 1e-6 test one iteration apart is within 1e-4 (its values move by less than the test's 1e-6 relative change
+    a step).  At most one such problem in these batches; the converged flags and the batch's iterations agree.
+    Returns the fit."""
+    ref = _plain_fit_gaussian(stats, public, gram, prior, max_iter=max_iter)
+    got = fit_gaussian(stats, public, gram, prior, max_iter=max_iter)
+    assert abs(got.n_iter - ref[4]) <= 1
+    flat = lambda x, core: np.reshape(x, (-1,) + np.shape(x)[np.ndim(x) - core:])   # noqa: E731
+    close = np.ones(flat(got.E_lam, 0).shape, dtype=bool)
+    for x, y, core in zip((got.mean, got.cov, got.E_lam, got.E_lam0), ref, (1, 2, 0, 0)):
+        fx, fy = flat(x, core), flat(y, core)
+        np.testing.assert_allclose(fx, fy, rtol=1e-4, atol=1e-10)
+        close &= np.isclose(fx, fy, rtol=1e-8, atol=1e-12).reshape(len(close), -1).all(axis=1)
+    assert (~close).sum() <= 1, np.flatnonzero(~close)
     assert _same(got.converged, ref[5])
     return got
 
 
 @pytest.mark.parametrize("case", ["rplr", "trials", "noise_free", "flat_one"])
-def test_loop_equals_the_plain_updates_to_the_bit(case):
-    """The buffered loop (diagonals written in place, fused reductions, no masking before the first problem
-    converges) gives every float of the plain updates: on rplr's releases with public rows (problems converging at
-    different iterations, so frozen ones ride along), a (splits, trials) batch, the noise-free limit (T = 0, signed
-    zeros in the products) and one problem with a flat design prior."""
+def test_loop_agrees_with_the_plain_updates(case):
+    """The compiled loop gives the plain updates' fit (``_close_to_plain``) on rplr's releases with public rows
+    (problems converging at different iterations), a (splits, trials) batch, the noise-free limit (T = 0) and one
+    problem with a flat design prior."""
     from dpexp.models.gram_prior import flat_gram_prior
 
     prior = (2.0, 2.0, 2.0, 2.0)
@@ -222,7 +215,7 @@ def test_loop_equals_the_plain_updates_to_the_bit(case):
     elif case == "noise_free":
         rng = np.random.default_rng(2)
         X, Xp = rng.normal(size=(5, 40, 3)), rng.normal(size=(5, 6, 3))
-        X[:, :, 0] = 0.0                                   # a zero column: exact (signed) zeros in the products
+        X[:, :, 0] = 0.0                                   # a zero column: exact zeros in the products
         y, yp = X.sum(-1) + rng.normal(size=(5, 40)), Xp.sum(-1) + rng.normal(size=(5, 6))
         stats = NoisyStats(X.swapaxes(-1, -2) @ X, np.einsum("bnd,bn->bd", X, y), (y * y).sum(-1), 40, 0.0, 0.0, 0.0)
         public, gram = ExactStats.of(Xp, yp), clipped_gaussian_gram_prior(40, 3, 2.0)
@@ -231,8 +224,8 @@ def test_loop_equals_the_plain_updates_to_the_bit(case):
         stats = NoisyStats(stats.XX[0], stats.Xy[0], stats.yy[0], stats.n, stats.b_xx[0], stats.b_xy[0],
                            stats.b_yy[0])
         public, gram = ExactStats.empty(3), flat_gram_prior(3)
-    got = _same_as_plain(stats, public, gram, prior)
-    if case == "rplr":   # frozen problems rode along
+    got = _close_to_plain(stats, public, gram, prior)
+    if case == "rplr":   # the problems stop at their own iterations
         assert len({fit_gaussian(*_take(stats, public, gram, i), prior).n_iter for i in range(8)}) > 1
 
 
@@ -242,22 +235,42 @@ def _take(stats, public, gram, i):
             ExactStats(public.XX[s], public.Xy[s], public.yy[s], public.n), type(gram)(gram.mean[s], gram.var[s]))
 
 
-@pytest.mark.parametrize("share", [0.0, 0.25, float("inf")])
-def test_dropping_converged_problems_changes_no_bit(monkeypatch, share):
-    """The loop's arrays taken again without its frozen problems (as soon as any converge, at the default share, or
-    never) give every float of the batch iterated whole — the plain updates — and of each problem fitted alone."""
-    from dpexp.models import noise_aware_fast
-
-    monkeypatch.setattr(noise_aware_fast, "_DROP_SHARE", share)
+def test_a_problem_fitted_alone_or_in_any_batch_gives_the_same_bits():
+    """Each problem iterates on its own, so its fit alone, in its batch, and in the batch reversed is the same to
+    the bit (what keeps results byte-identical for any chunking); capped at 30 iterations, the problems stopped
+    with some converged and some not still agree with the plain updates."""
     prior = (2.0, 2.0, 2.0, 2.0)
     stats, gram, public = _rplr_release(100, 10, 1.0, (0.05, 0.9, 0.05), 0.1, 0.3, B=40, seed=7, n_pub=10)
-    got = _same_as_plain(stats, public, gram, prior)
+    got = fit_gaussian(stats, public, gram, prior)
+    rev = slice(None, None, -1)
+    back = fit_gaussian(NoisyStats(stats.XX[rev], stats.Xy[rev], stats.yy[rev], stats.n, stats.b_xx[rev],
+                                   stats.b_xy[rev], stats.b_yy[rev]),
+                        ExactStats(public.XX[rev], public.Xy[rev], public.yy[rev], public.n),
+                        type(gram)(gram.mean[rev], gram.var[rev]), prior)
+    assert _same(back.mean[rev], got.mean) and _same(back.cov[rev], got.cov) and _same(back.E_lam[rev], got.E_lam)
     for i in range(0, 40, 7):
         one = fit_gaussian(*_take(stats, public, gram, i), prior)
         assert _same(one.mean[0], got.mean[i]) and _same(one.cov[0], got.cov[i])
         assert _same(one.E_lam[0], got.E_lam[i]) and _same(one.E_lam0[0], got.E_lam0[i])
-    capped = fit_gaussian(stats, public, gram, prior, max_iter=30)   # stopped with some converged, some not
-    ref8 = _plain_fit_gaussian(stats, public, gram, prior, max_iter=30)
-    for x, y in zip((capped.mean, capped.cov, capped.E_lam, capped.E_lam0, capped.converged),
-                    ref8[:4] + (ref8[5],)):
-        assert _same(x, y)
+    capped = _close_to_plain(stats, public, gram, prior, max_iter=30)
+    assert capped.converged.any() and not capped.converged.all()
+
+
+def test_lu_solve_and_the_singular_flag():
+    """The loop's LU solve (partial pivoting) against numpy's on random and on pivoting-needing systems; an exactly
+    singular system is refused (False) and makes ``_iterate`` flag its problem, which ``fit_gaussian`` raises as
+    numpy's LinAlgError — never a silent NaN."""
+    from dpexp.models.noise_aware_fast import _iterate, _lu_solve
+
+    rng = np.random.default_rng(3)
+    for d in (1, 3, 10):
+        M, R = rng.normal(size=(d, d)), rng.normal(size=(d, d))
+        M[0, 0] = 0.0 if d > 1 else M[0, 0]                  # the first pivot must come from another row
+        X = np.empty((d, d))
+        assert _lu_solve(M, R, X, np.empty((d, d)), np.empty(d, np.int64))
+        np.testing.assert_allclose(X, np.linalg.solve(M, R), rtol=1e-9, atol=1e-12)
+    assert not _lu_solve(np.zeros((2, 2)), np.eye(2), np.empty((2, 2)), np.empty((2, 2)), np.empty(2, np.int64))
+    z, o = np.zeros((1, 2, 2)), np.ones(1)
+    out = _iterate(z, z, z, z, z, np.zeros((1, 2)), np.zeros((1, 2)), np.zeros((1, 2)), np.zeros((1, 2)),
+                   np.zeros((2, 1)), o, o, o, o, o, np.ones((2, 1)), 1e-6, 10)
+    assert out[5][0] and np.isnan(out[0]).all()

@@ -10,9 +10,9 @@ public facts.
 Inference: model G of ``dpexp.models.noise_aware`` — the Laplace noise is part of the likelihood, the latent private
 Gram matrix has a prior from public facts, and the exact statistics of the public rows enter their own exact
 likelihood term (they are *not* added to the noisy ones as rplr does).  ``inference: gaussian`` (default) is the
-errors-in-variables Gaussian approximation (``noise_aware_fast.fit_gaussian``: deterministic, ~0.5 ms per problem
-batched over drugs × trials); ``inference: gibbs`` is the exact-for-model-G batched Gibbs sampler
-(``noise_aware.sample_posterior``; ~70× slower), drawing its inference randomness (not privacy noise) from each
+errors-in-variables Gaussian approximation (``noise_aware_fast.fit_gaussian``: deterministic, ~0.1 ms per problem
+of a call over drugs × trials); ``inference: gibbs`` is the exact-for-model-G batched Gibbs sampler
+(``noise_aware.sample_posterior``; far slower), drawing its inference randomness (not privacy noise) from each
 split's ``ledger.noise.generator`` through ``RowStreams``, so a split's draws do not depend on its chunk.
 
 Public rows: clipped with the private rows' bounds (``clip_public: true``, default), so the public and private
