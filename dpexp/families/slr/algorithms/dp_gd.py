@@ -16,14 +16,15 @@ clipped coordinate of Σ_i Δ_i by at most 2τ: L1 sensitivity 4τ, L2 sensitivi
   Lemma 2: ε = ρ + sqrt(4ρ log(sqrt(πρ)/δ)), Bun & Steinke 2016 Lemma 3.6; we take the smaller of that and
   Prop. 1.3's ρ + 2 sqrt(ρ log(1/δ)), both valid, and solve by bisection).
 
-Batched over the splits of a chunk and their trials: state (runs, 2), each step one pass over the flat rows of
-all runs (``GradientBatch``), each run summed over its own segment.
+Batched over the splits of a chunk and their trials: state (runs, 2), each step one compiled pass (numba) over
+each run's rows (``GradientBatch``), each run summed over its own split's rows.
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 from pydantic import Field
 
@@ -51,52 +52,50 @@ class GDApproxParams(GDParams):
     delta: float = Field(2.0 ** -30, gt=0, lt=1, description="δ of (ε, δ)-DP when the cell's delta is 0")
 
 
-class GradientBatch:
-    """The rows of several (split, trial) runs laid out for one pass per step: run r owns the segment
-    ``[offsets[r], offsets[r] + lengths[r])`` of the flat arrays (its split's x, y repeated once per trial).
+@numba.njit(cache=True, error_model="numpy")
+def _gradient_sums(x, y, starts, lengths, trials, p, tau, out):
+    """Σ_i Δ_i of run r = split·trials + trial at its iterate p[r] into out[r] (``GradientBatch.gradient_sums``):
+    one pass over the split's rows per run, the two clipped terms summed in row order."""
+    for sp in range(starts.shape[0]):
+        o, n = starts[sp], lengths[sp]
+        for t in range(trials):
+            r = sp * trials + t
+            p25, p75 = p[r, 0], p[r, 1]
+            s1, s2 = 0.0, 0.0
+            for i in range(o, o + n):
+                a, b = 0.75 - x[i], x[i] - 0.25
+                res = 2.0 * (y[i] - 2.0 * (p25 * a + p75 * b))      # r = 2 (y - ŷ)
+                g1, g2 = res * a, res * b
+                s1 += tau if g1 > tau else (-tau if g1 < -tau else g1)   # [·]_{-τ}^{τ} (NaN stays NaN)
+                s2 += tau if g2 > tau else (-tau if g2 < -tau else g2)
+            out[r, 0], out[r, 1] = s1, s2
+    return out
 
-    A run's sums are ``np.add.reduceat`` over its own segment only, so they depend on its rows alone: a split gives
-    the same bits alone (a batch of one) or batched with any others.  Work buffers are allocated once per batch and
-    reused by every step (no per-step allocation of the (runs × n) temporaries)."""
+
+class GradientBatch:
+    """The rows of several splits, each run ``trials`` times: run r = split·trials + trial reads its split's segment
+    ``[starts[s], starts[s] + lengths[s])`` of the flat arrays.
+
+    A run's sums are over its own split's rows only (a compiled pass per run, ``_gradient_sums``), so they depend on
+    its rows alone: a split gives the same bits alone (a batch of one) or batched with any others.  The rows are
+    not repeated per trial: each run reads its split's rows, which stay in cache across its trials."""
 
     def __init__(self, xs: list[np.ndarray], ys: list[np.ndarray], trials: int) -> None:
-        lengths = np.repeat(np.array([x.size for x in xs], dtype=np.int64), trials)
-        self.runs = lengths.size
-        self.x = np.concatenate([np.tile(np.asarray(x, dtype=float), trials) for x in xs]) if xs else np.zeros(0)
-        self.y = np.concatenate([np.tile(np.asarray(y, dtype=float), trials) for y in ys]) if ys else np.zeros(0)
-        self.a = 0.75 - self.x
-        self.b = self.x - 0.25
-        self.owner = np.repeat(np.arange(self.runs), lengths)   # run of each flat entry
-        self.filled = lengths > 0
-        self.starts = (np.cumsum(lengths) - lengths)[self.filled]
-        self._w1 = np.empty_like(self.x)
-        self._w2 = np.empty_like(self.x)
-
-    def _segment_sums(self, v: np.ndarray) -> np.ndarray:
-        out = np.zeros(self.runs)
-        if self.starts.size:
-            out[self.filled] = np.add.reduceat(v, self.starts)
-        return out
+        self.trials = int(trials)
+        self.lengths = np.array([np.size(x) for x in xs], dtype=np.int64)
+        self.starts = np.cumsum(self.lengths) - self.lengths
+        self.runs = self.lengths.size * self.trials
+        self.x = np.concatenate([np.asarray(x, dtype=float).ravel() for x in xs]) if xs else np.zeros(0)
+        self.y = np.concatenate([np.asarray(y, dtype=float).ravel() for y in ys]) if ys else np.zeros(0)
 
     def gradient_sums(self, p: np.ndarray, tau: float) -> np.ndarray:
         """Σ_i Δ_i of every run at its iterate: p (runs, 2) -> (runs, 2).  Per entry
         ŷ = 2(p25 (3/4 - x) + p75 (x - 1/4)), r = 2(y - ŷ), Δ = ([r (3/4 - x)]_{-τ}^{τ}, [r (x - 1/4)]_{-τ}^{τ})."""
-        w1, w2 = self._w1, self._w2
-        np.take(p[:, 0], self.owner, out=w1)
-        w1 *= self.a
-        np.take(p[:, 1], self.owner, out=w2)
-        w2 *= self.b
-        w1 += w2
-        w1 *= 2.0                     # ŷ
-        np.subtract(self.y, w1, out=w1)
-        w1 *= 2.0                     # r = 2 (y - ŷ)
-        np.multiply(w1, self.a, out=w2)
-        np.clip(w2, -tau, tau, out=w2)
-        g1 = self._segment_sums(w2)
-        w1 *= self.b
-        np.clip(w1, -tau, tau, out=w1)
-        g2 = self._segment_sums(w1)
-        return np.stack([g1, g2], axis=1)
+        p = np.ascontiguousarray(p, dtype=float)
+        if p.shape != (self.runs, 2):
+            raise ValueError(f"iterates must be (runs={self.runs}, 2), got {p.shape}")
+        return _gradient_sums(self.x, self.y, self.starts, self.lengths, self.trials, p, float(tau),
+                              np.empty((self.runs, 2)))
 
 
 def clipped_gradient_sum(p: np.ndarray, x: np.ndarray, y: np.ndarray, tau: float) -> np.ndarray:
