@@ -9,7 +9,8 @@ the parts are merged in canonical order.
 The choice (``make_executor``):
 
 * ``cluster=None``: ``jobs == 1`` runs in this process; ``jobs > 1`` uses joblib's ``loky`` processes, each of which
-  rebuilds the experiment from the payload once and ends with the driver, even a killed one (``end_with_parent``).
+  rebuilds the experiment from the payload once and ends with the driver, even a killed one (``end_with_parent``);
+  its memos last the run (``init_worker``: loky does not replace it as leaking when they grow).
 * ``cluster="local:N"``: a Dask ``LocalCluster`` of N worker processes (one thread each) on 127.0.0.1, started for
   this run and closed after it.
 * ``cluster=ADDRESS`` (``tcp://host:8786``, ``tls://...``): the scheduler of an existing Dask cluster.  Its workers
@@ -87,8 +88,9 @@ class Loky:
                                 category=UserWarning)
         from joblib.parallel import LokyBackend
 
-        # each worker ends with this process (``end_with_parent``), even when it is killed (kill -9) mid-run
-        backend = LokyBackend(initializer=end_with_parent, initargs=(os.getpid(),))
+        # each worker ends with this process (``end_with_parent``), even when it is killed (kill -9) mid-run, and
+        # keeps its memos for the whole run (``init_worker``)
+        backend = LokyBackend(initializer=init_worker, initargs=(os.getpid(),))
         par = Parallel(n_jobs=self.jobs, backend=backend, return_as="generator_unordered", batch_size=1)
         try:
             yield from par(delayed(chunk_task)(payload, c) for c in todo)
@@ -115,6 +117,24 @@ class Loky:
 #: how often a loky worker checks that the driver still runs (seconds), and the code it ends with when not
 PARENT_POLL_S = 0.5
 EXIT_ORPHANED = 70
+
+
+#: how much a loky worker may grow after its first chunk before loky replaces it as leaking.  loky's own limit
+#: (300 MB, where psutil is installed) is below what a worker's memos rightly hold after a few chunks — the rows and
+#: tuning of every dataset variant it has computed (gdsc_tradeoff_dim: 8 dimensions) — so it restarted workers
+#: mid-run, and each new one loaded and tuned again; whether it did depended on psutil being installed.  The
+#: runs' own budget is 2 GiB a process (checked by benchmarks/paper_scale.py).
+WORKER_GROWTH_LIMIT = 2 << 30
+
+
+def init_worker(parent: int) -> None:
+    """Initializer of every loky worker: ``end_with_parent(parent)``, and loky's leak check (a worker replaced once
+    it grew by more than a limit after its first chunk) at ``WORKER_GROWTH_LIMIT``."""
+    from joblib.externals.loky import process_executor
+
+    # a module setting of loky's worker loop, read after every task (there is no parameter for it)
+    process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, WORKER_GROWTH_LIMIT)
+    end_with_parent(parent)
 
 
 def end_with_parent(parent: int, interval: float | None = None) -> None:
