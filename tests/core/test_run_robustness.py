@@ -149,17 +149,19 @@ def test_loky_workers_end_after_kill_9_of_the_driver(slow_config, tmp_path):
                 c.kill()
 
 
-def _leak_limit(payload, chunk):   # a chunk task run in a loky worker: the worker's leak limit
-    from joblib.externals.loky import process_executor
-
-    return process_executor._MAX_MEMORY_LEAK_SIZE
-
-
 def test_loky_workers_keep_their_memos_for_the_run():
     """A --jobs worker is not replaced as leaking when its memos grow by loky's default 300 MB: ``init_worker`` raises
-    loky's limit to ``WORKER_GROWTH_LIMIT`` in every worker (the limit is read in the worker's own loop)."""
-    from dpexp.executors import WORKER_GROWTH_LIMIT, Loky
-
-    work = type("Work", (), {"chunk_task": staticmethod(_leak_limit)})
-    got = list(Loky(2).run(None, [0, 1, 2], None, work))
-    assert got == [WORKER_GROWTH_LIMIT] * 3 and WORKER_GROWTH_LIMIT > int(3e8)
+    loky's limit to ``WORKER_GROWTH_LIMIT`` in every worker (the limit is read in the worker's own loop).  Run in a
+    fresh interpreter: joblib's reusable executor of this (pytest) process may hold workers other tests made."""
+    code = ("from joblib.externals.loky import process_executor as pe\n"
+            "from dpexp.executors import WORKER_GROWTH_LIMIT, Loky\n"
+            "def limit(payload, chunk):\n"
+            "    from joblib.externals.loky import process_executor\n"
+            "    return process_executor._MAX_MEMORY_LEAK_SIZE\n"
+            "work = type('Work', (), {'chunk_task': staticmethod(limit)})\n"
+            "if __name__ == '__main__':\n"
+            "    got = list(Loky(2).run(None, [0, 1, 2], None, work))\n"
+            "    print(got == [WORKER_GROWTH_LIMIT] * 3, WORKER_GROWTH_LIMIT > int(3e8), pe._MAX_MEMORY_LEAK_SIZE)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True", str(int(3e8))]   # the workers' limit raised, the driver's not

@@ -40,7 +40,6 @@ from dpexp.components import BatchedAlgorithm, Params
 from dpexp.families.gdsc.batching import Rows, each, record_each, repeat_trials, run_grouped, solve_stacked
 from dpexp.families.gdsc.algorithms.functional_mechanism import (fm_sensitivity_paper, objective_noise_rows,
                                                                   trimmed_minimiser, with_bias)
-from dpexp.models.minconf import oplr_minconf
 from dpexp.privacy.mechanisms import heuristic_gamma_norm_rows, heuristic_laplace_rows
 from dpexp.registry import register_algorithm
 from dpexp.types import Output, Split
@@ -49,6 +48,14 @@ from dpexp.types import Output, Split
 FM_EIG_TOL = 1e-8
 #: numpy's float64 dtype (arrays of floats carry this object: an identity test, the others take the plain path)
 _FLOAT = np.dtype(float)
+
+
+def oplr_minconf(A: np.ndarray, b: np.ndarray, lam: np.ndarray, R: float) -> np.ndarray:
+    """``dpexp.models.minconf.oplr_minconf``, imported at the first fit: that module loads numba (≈ 0.5 s a
+    process), which a run without ``oplr_paper`` (and ``dpexp --help``) need not pay."""
+    from dpexp.models.minconf import oplr_minconf as solve
+
+    return solve(A, b, lam, R)
 
 
 def public_ridge(X: np.ndarray, y: np.ndarray, lam: float = 1.0) -> np.ndarray:

@@ -57,7 +57,6 @@ from dpexp.models.gram_prior import (GramPrior, clipped_gaussian_gram_prior, cli
                                      empirical_gram_prior)
 from dpexp.models.intervals import draw_intervals, gaussian_intervals_many, lazy_gaussian_intervals
 from dpexp.models.noise_aware import ExactStats, NoisyStats, sample_posterior
-from dpexp.models.noise_aware_fast import fit_gaussian
 from dpexp.models.row_streams import RowStreams
 from dpexp.models.vb import PAPER_PRIOR, VBResult
 from dpexp.privacy.ledger import as_ledger
@@ -66,6 +65,14 @@ from dpexp.types import Output, Split
 
 #: rplr parameters that choose its *inference*, not its release: they do not apply here
 _RPLR_INFERENCE = ("prior", "engine", "stabilize", "lam", "lam0", "solver")
+
+
+def fit_gaussian(*args: Any, **kwargs: Any) -> Any:
+    """``dpexp.models.noise_aware_fast.fit_gaussian``, imported at the first fit: that module loads numba (≈ 0.5 s a
+    process), which a run without ``narplr`` need not pay."""
+    from dpexp.models.noise_aware_fast import fit_gaussian as fit
+
+    return fit(*args, **kwargs)
 
 
 class _NARPLRParams(_RPLRParams):

@@ -22,9 +22,9 @@ each run's rows (``GradientBatch``), each run summed over its own split's rows.
 
 from __future__ import annotations
 
+import functools
 import math
 
-import numba
 import numpy as np
 from pydantic import Field
 
@@ -52,10 +52,10 @@ class GDApproxParams(GDParams):
     delta: float = Field(2.0 ** -30, gt=0, lt=1, description="δ of (ε, δ)-DP when the cell's delta is 0")
 
 
-@numba.njit(cache=True, error_model="numpy")
 def _gradient_sums(x, y, starts, lengths, trials, p, tau, out):
     """Σ_i Δ_i of run r = split·trials + trial at its iterate p[r] into out[r] (``GradientBatch.gradient_sums``):
-    one pass over the split's rows per run, the two clipped terms summed in row order."""
+    one pass over the split's rows per run, the two clipped terms summed in row order.  Plain Python that
+    ``_compiled`` compiles (numba) at the first pass."""
     for sp in range(starts.shape[0]):
         o, n = starts[sp], lengths[sp]
         for t in range(trials):
@@ -72,12 +72,21 @@ def _gradient_sums(x, y, starts, lengths, trials, p, tau, out):
     return out
 
 
+@functools.cache
+def _compiled():
+    """``_gradient_sums`` compiled by numba (cached on disk), made at the first pass: numba takes ≈ 0.5 s to import,
+    which registering the SLR algorithms (every dpexp process) need not pay."""
+    import numba
+
+    return numba.njit(cache=True, error_model="numpy")(_gradient_sums)
+
+
 class GradientBatch:
     """The rows of several splits, each run ``trials`` times: run r = split·trials + trial reads its split's segment
     ``[starts[s], starts[s] + lengths[s])`` of the flat arrays.
 
-    A run's sums are over its own split's rows only (a compiled pass per run, ``_gradient_sums``), so they depend on
-    its rows alone: a split gives the same bits alone (a batch of one) or batched with any others.  The rows are
+    A run's sums are over its own split's rows only (a compiled pass per run, ``_gradient_sums``), so
+    they depend on its rows alone: a split gives the same bits alone (a batch of one) or batched with any others.  The rows are
     not repeated per trial: each run reads its split's rows, which stay in cache across its trials."""
 
     def __init__(self, xs: list[np.ndarray], ys: list[np.ndarray], trials: int) -> None:
@@ -94,8 +103,8 @@ class GradientBatch:
         p = np.ascontiguousarray(p, dtype=float)
         if p.shape != (self.runs, 2):
             raise ValueError(f"iterates must be (runs={self.runs}, 2), got {p.shape}")
-        return _gradient_sums(self.x, self.y, self.starts, self.lengths, self.trials, p, float(tau),
-                              np.empty((self.runs, 2)))
+        return _compiled()(self.x, self.y, self.starts, self.lengths, self.trials, p, float(tau),
+                           np.empty((self.runs, 2)))
 
 
 def clipped_gradient_sum(p: np.ndarray, x: np.ndarray, y: np.ndarray, tau: float) -> np.ndarray:
