@@ -155,6 +155,14 @@ def _project_rows(W, kind, R):
     return out
 
 
+@_jit
+def _simplex_rows(C, R):
+    out, u = np.empty_like(C), np.empty(C.shape[1])
+    for i in range(C.shape[0]):
+        _simplex_row(C[i], R, out[i], u)
+    return out
+
+
 def _rows(W) -> tuple[np.ndarray, tuple[int, ...]]:
     W = np.asarray(W, dtype=float)
     return np.ascontiguousarray(W.reshape(-1, W.shape[-1])), W.shape
@@ -163,10 +171,7 @@ def _rows(W) -> tuple[np.ndarray, tuple[int, ...]]:
 def simplex_projection(C: np.ndarray, R: float = 1.0) -> np.ndarray:
     """The Euclidean projection of every row of C (…, d) onto the simplex {c ≥ 0, Σc = R} (``_simplex_row``)."""
     C2, shape = _rows(C)
-    out, u = np.empty_like(C2), np.empty(C2.shape[1])
-    for i in range(C2.shape[0]):
-        _simplex_row(C2[i], float(R), out[i], u)
-    return out.reshape(shape)
+    return _simplex_rows(C2, float(R)).reshape(shape)
 
 
 def project(W: np.ndarray, projection: str = "authors", R: float = 1.0) -> np.ndarray:
@@ -593,8 +598,14 @@ def minconf_spg(A: np.ndarray, b: np.ndarray, lam: np.ndarray, x0: np.ndarray, p
 def ridge_objective(A: np.ndarray, b: np.ndarray, lam: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """f(w) = wᵀAw − 2bᵀw + lam‖w‖² and ∇f = 2(Aw − b + lam·w) of every problem at its row of W (B, d)."""
     A, b, lam, W = _problems(A, b, lam, W)
-    G = np.empty_like(W)
-    f = np.array([_objective(A[i], b[i], lam[i], W[i], G[i]) for i in range(len(b))])
+    return _objective_rows(A, b, lam, W)
+
+
+@_jit
+def _objective_rows(A, b, lam, W):
+    f, G = np.empty(W.shape[0]), np.empty_like(W)
+    for i in range(W.shape[0]):
+        f[i] = _objective(A[i], b[i], lam[i], W[i], G[i])
     return f, G
 
 
