@@ -44,15 +44,14 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
-## figures: run every config into results/<name>, then draw every experiment of results/ into figures/<name> and
+## figures: run every config into results/<name>, $(JOBS) configs side by side in one process each, the longest
+## first (`dpexp run CONFIG... --out results`), then draw every experiment of results/ into figures/<name> and
 ## write the HTML report of all of them in $(REPORT)/index.html, in $(JOBS) processes that read each table once
 ## (`dpexp report --redraw --jobs`); FAST=1 applies each config's `fast:` section (2 repeats by default) and writes to
 ## results/fast, figures/fast
 figures: $(STAMP)
-	@failed=""; for c in $(CONFIGS); do n=$$(basename $$c .yaml); \
-	  echo "== $$n"; \
-	  $(BIN)/dpexp run $$c --out $(OUTROOT)/$$n --jobs $(JOBS) $(if $(FAST),--fast) || failed="$$failed $$n"; \
-	done; \
+	@failed=""; \
+	$(BIN)/dpexp run $(CONFIGS) --out $(OUTROOT) --jobs $(JOBS) $(if $(FAST),--fast) || failed=" runs"; \
 	echo "== figures and report"; \
 	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --redraw --jobs $(JOBS) --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi

@@ -57,8 +57,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -731,9 +731,11 @@ class Step:
         return f"{self.wall:.1f} s wall, {self.cpu:.1f} CPU-s, peak RSS {self.peak / 2**20:.0f} MiB"
 
 
-def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step) -> list[str]:
+def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step, runs_wall: float | None = None,
+                 slots: int = 1) -> list[str]:
     """The lines ``--configs`` prints: one per config, ranked (``ranked``), then the figures-and-report step and
-    the totals."""
+    the totals.  ``runs_wall``: the wall of the runs (the queue's, where configs ran ``slots`` side by side; None:
+    one after another, the sum of their walls)."""
     lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
              f"{'peak RSS MiB (each process)':s}"]
     for t in ranked(timings):
@@ -741,12 +743,15 @@ def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step) 
         ratio = f"{t.ratio:9.1f}" if t.ratio != float("inf") else f"{'-':>9s}"
         lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
                      f"{rss}" + (f"  ({t.error})" if t.error else ""))
-    runs = sum(t.wall for t in timings)
+    side = runs_wall is not None
+    runs = runs_wall if side else sum(t.wall for t in timings)
+    cpu = sum(t.cpu for t in timings)
     lines.append(f"figures and report (`dpexp report --redraw --jobs`, as the runs): {figures.words()}")
     largest = max([b for t in timings for _, b in t.peaks] + [figures.peak])
-    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s + figures and report {figures.wall:.1f} s "
+    how = f" ({slots} configs side by side: {cpu / max(runs * slots, 1e-9):.0%} of the cores busy)" if side else ""
+    lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s{how} + figures and report {figures.wall:.1f} s "
                  f"(+ {max(total_wall - runs - figures.wall, 0.0):.1f} s of floors and set-up, not part of "
-                 f"`make figures`); CPU of the runs {sum(t.cpu for t in timings):.1f} s; "
+                 f"`make figures`); CPU of the runs {cpu:.1f} s; "
                  f"largest process {largest / 2**20:.0f} MiB")
     return lines
 
@@ -767,37 +772,63 @@ def cli_step(args: list[str]) -> Step:
 
 
 def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, timeout: float | None) -> None:
-    """``make figures`` as one measured run (``--configs all``): every config run into work/results/<name>, then
-    every figure drawn into work/figures/<name> and the report made (``dpexp report --redraw``); per config its
-    wall, the CPU of all its processes, its floor (``config_floor``, measured in this process before the run), the
-    ratio and the peak RSS of each process, ranked by ratio, then the figures-and-report step (``format_table``)."""
+    """``make figures`` as one measured run (``--configs all``): every config's floor measured in this process
+    (``config_floor``), then every config run into work/results/<name> by one ``dpexp run CONFIG... --jobs J`` (the
+    configs side by side, one process each, as ``make figures`` runs them), then every figure drawn into
+    work/figures/<name> and the report made (``dpexp report --redraw``); per config its wall, CPU, floor, ratio and
+    peak RSS (from the queue's ``runs.json``), ranked by ratio, then the figures-and-report step (``format_table``).
+    ``NAME:R`` runs R repeats: the configs of each repeats setting are one queue, one queue after another."""
+    if "--cluster" in how:
+        raise SystemExit("--configs runs the configs side by side on this machine (--jobs), not on a cluster")
+    jobs = how[how.index("--jobs") + 1] if "--jobs" in how else "1"
     t_all = time.perf_counter()
     res, figs = work / "results", work / "figures"
-    timings: list[ConfigTiming] = []
+    groups: dict[str, list[tuple[str, Path]]] = {}
+    floors: dict[str, tuple[str, float, str]] = {}
     for item in names:
         name, _, r = item.partition(":")          # NAME:R: R repeats instead of the config's (or its fast ones)
         cfg = REPO / "configs" / f"{name}.yaml"
-        extra = (["--fast"] if fast else []) + (["--repeats", r] if r else [])
         exp = load_fast(cfg) if fast else load(cfg, [])
         if r:
-            exp = load(cfg, extra) if not fast else _with_repeats(cfg, int(r))
+            exp = load(cfg, ["--repeats", r]) if not fast else _with_repeats(cfg, int(r))
         floor, kind = config_floor(exp)
-        cpu_by: dict[int, float] = {}
-        c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        wall, pk, polled = timed_run(cfg, res / name, how, extra, timeout, cpu_by=cpu_by)
-        c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # all processes of the run: the reaped ones (the run and the workers it waited for), or what was polled
-        cpu = max(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime, polled)
-        t = ConfigTiming(name, config_family(exp), wall, cpu, floor, kind, [(n, b) for n, b in pk.values()])
-        if wall == float("inf"):
-            t.error = f"stopped after {timeout:.0f} s"
-        timings.append(t)
-        print(f"  {name:26s} {wall:7.1f} s wall, {cpu:7.1f} CPU-s, floor {seconds(floor):>7s} s ({kind})", flush=True)
+        floors[name] = (config_family(exp), floor, kind)
+        print(f"  floor of {name:26s} {seconds(floor):>8s} s ({kind})", flush=True)
+        groups.setdefault(r, []).append((name, cfg))
+    timings: list[ConfigTiming] = []
+    runs_wall = 0.0
+    for r, group in groups.items():
+        extra = (["--fast"] if fast else []) + (["--repeats", r] if r else [])
+        args = ["run", *(str(cfg) for _, cfg in group), "--out", str(res), "--force", "-q", "--jobs", jobs, *extra]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 15)   # the queue and its runs (their own session)
+            _, err = proc.communicate()
+        runs_wall += time.perf_counter() - t0
+        print(err.strip(), flush=True)
+        try:
+            runs = {Path(d["config"]).stem: d for d in json.loads((res / "runs.json").read_text())["runs"]}
+        except (OSError, ValueError):
+            runs = {}
+        for name, _ in group:
+            family, floor, kind = floors[name]
+            d = runs.get(name)
+            if d is None:
+                timings.append(ConfigTiming(name, family, float("inf"), 0.0, floor, kind, [],
+                                            error=f"not run (stopped after {timeout:.0f} s?)" if timeout else "not run"))
+                continue
+            t = ConfigTiming(name, family, d["wall_s"], d["cpu_s"], floor, kind, [("run", int(d["peak_mib"] * 2**20))])
+            if d["returncode"] not in (0, 1):   # 1: some cells failed (recorded), still a full run
+                t.error = f"exit {d['returncode']}: {d['message']}"
+            timings.append(t)
     # as make figures: every figure and the report, each table read once, in as many processes as the runs had
-    jobs = how[how.index("--jobs") + 1] if "--jobs" in how else "1"
     figures = cli_step(["report", str(res), "--figures", str(figs), "--redraw", "--out", str(work / "report"),
                         "--jobs", jobs])
-    for line in format_table(timings, time.perf_counter() - t_all, figures):
+    for line in format_table(timings, time.perf_counter() - t_all, figures, runs_wall, int(jobs)):
         print(line)
 
 

@@ -114,9 +114,10 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("config", type=click.Path(dir_okay=False))
+@click.argument("configs", metavar="CONFIG...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Output directory (default results/<experiment name>).")
+              help="Output directory (default results/<experiment name>); with several configs, the folder of "
+                   "their results folders, OUT/<config file stem> (default results).")
 @click.option("--jobs", "-j", type=int, default=-1, show_default=True, help="Parallel processes (-1 = all cores).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Compute on a Dask cluster: its scheduler address (tcp://HOST:8786) or local:N to start N local "
@@ -135,10 +136,14 @@ def main() -> None:
               help="Privacy noise: seeded (reproducible from the manifest; experiments only) or secure (OS CSPRNG, "
                    "never recorded). Default: the config's `noise:` (seeded). Recorded as the override noise=MODE.")
 @click.pass_context
-def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: str | None, repeats: int | None,
-        overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool, quiet: bool,
-        noise: str | None) -> None:
-    """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json."""
+def run(ctx: click.Context, configs: tuple[str, ...], out: str | None, jobs: int, cluster: str | None,
+        repeats: int | None, overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool,
+        quiet: bool, noise: str | None) -> None:
+    """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json.
+
+    With several configs, each runs into OUT/<config file stem> as its own one-process run, --jobs of them at a
+    time, the longest first (what `make figures` does); OUT/runs.json then records each run's exit code, wall and
+    CPU seconds and peak memory.  Exit code 1 if any of them failed."""
     import json
 
     from dpexp import api, executors, runner
@@ -148,6 +153,10 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
     jobs_given = ctx.get_parameter_source("jobs") == click.core.ParameterSource.COMMANDLINE
     if cluster is not None and jobs_given:
         _fail("give either --jobs (processes on this machine) or --cluster (a Dask cluster), not both")
+    if len(configs) > 1:
+        _run_several(configs, out, jobs, cluster, repeats, overrides, seed, resume, dry_run, fast, quiet, noise)
+        return
+    config = configs[0]
     cluster = executors.cluster_from(cluster, jobs_given)
     exp, raw, repeats = api.prepare(config, list(overrides), repeats, fast, noise)   # the same path as dpexp.run
     if dry_run:
@@ -172,6 +181,43 @@ def run(ctx: click.Context, config: str, out: str | None, jobs: int, cluster: st
         click.echo(f"{msg}; {report.failed_cells} cells FAILED (see {out_dir / 'failures.csv'})", err=True)
         sys.exit(1)
     click.echo(msg, err=True)
+
+
+def _run_several(configs: tuple[str, ...], out: str | None, jobs: int, cluster: str | None, repeats: int | None,
+                 overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool,
+                 quiet: bool, noise: str | None) -> None:
+    """``dpexp run`` of several configs: every config read and checked first (a bad one stops the call before any
+    runs, exit 2), then ``run_queue`` runs them side by side."""
+    from dpexp import api, run_queue
+
+    if cluster is not None:
+        _fail("--cluster runs one config at a time: give one config per call")
+    root = Path(out) if out else Path("results")
+    child: list[str] = []
+    for o in overrides:
+        child += ["--set", o]
+    if repeats is not None:
+        child += ["--repeats", str(repeats)]
+    if seed is not None:
+        child += ["--seed", str(seed)]
+    child += [*(["--fast"] if fast else []), *(["--noise", noise] if noise else []),
+              "--resume" if resume else "--force"]
+    queue = []
+    for config in configs:
+        exp, _, _ = api.prepare(config, list(overrides), repeats, fast, noise)
+        queue.append(run_queue.Job(Path(config), root / Path(config).stem, exp.n_cells,
+                                   run_queue.cost_key(Path(config), child)))
+        if dry_run:
+            click.echo(f"{exp.spec.name}: {exp.n_cells} cells -> {root / Path(config).stem}")
+    run_queue.check_outputs(queue)
+    if dry_run:
+        return
+    slots = (os.cpu_count() or 1) if jobs == -1 else jobs
+    done = run_queue.run_queue(queue, min(slots, len(queue)), child, root, echo=lambda m: click.echo(m, err=True))
+    failed = [Path(d.config).stem for d in done if d.returncode != 0]
+    if failed:
+        click.echo(f"failed: {' '.join(failed)}", err=True)
+        sys.exit(1)
 
 
 @main.command()
