@@ -95,6 +95,33 @@ def test_unit_norm_truth_matches_brute_force_simulation():
     np.testing.assert_allclose(truth.unit_norm_target(beta, 1.0, 0.2, 1.0), brute, atol=0.05)
 
 
+def _unit_norm_target_numpy(beta, lam, B_x, B_y):
+    """The plain numpy form of ``truth.unit_norm_target`` (np.interp, np.clip, a matrix product)."""
+    d = beta.size
+    u = truth._unit_norm_population(d)
+    s = u @ beta
+    nb = float(np.linalg.norm(beta))
+    grid = np.linspace(-nb, nb, truth.GRID_POINTS)
+    g = np.interp(s, grid, truth._clipped_response(grid, d, lam, B_y)) if np.isfinite(B_y) else s * truth._mean_norm(d)
+    uc = np.clip(u, -B_x, B_x)
+    return (uc.T @ g) / np.sum(uc * uc) * d
+
+
+def test_unit_norm_truth_compiled_pass_matches_numpy_and_is_batch_independent():
+    """The compiled pass agrees with the numpy form to 1e-10 relative (summation order only), for clipped and
+    unclipped bounds on either side; each bound's target is the same bits alone or in a batch."""
+    beta = np.random.default_rng(5).normal(size=10) * 0.7
+    bounds = np.array([[0.3, 1.5], [0.9, 0.4], [np.inf, 2.0], [0.2, np.inf], [1.0, 50.0], [np.inf, np.inf]])
+    batch = truth.unit_norm_targets(beta, 1.3, bounds)
+    for (bx, by), got in zip(bounds, batch):
+        want = truth._mean_norm(10) * beta if not (np.isfinite(bx) or np.isfinite(by)) else \
+            _unit_norm_target_numpy(beta, 1.3, bx, by)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(truth.unit_norm_target(beta, 1.3, bx, by), got)
+    np.testing.assert_array_equal(truth.unit_norm_targets(beta, 1.3, bounds[::-1]), batch[::-1])
+    np.testing.assert_array_equal(truth.unit_norm_targets(np.zeros(10), 1.0, bounds[:2]), np.zeros((2, 10)))
+
+
 CONFIG = REPO / "configs" / "noise_aware_synthetic.yaml"
 
 

@@ -22,6 +22,7 @@ an algorithm that does not clip is compared with the unclipped regression (B = �
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -54,22 +55,75 @@ def _clipped_response(s: np.ndarray, d: int, lam: float, B_y: float, nodes: int 
     return clipped_mean(s[:, None] * r[None, :], 1.0 / math.sqrt(lam), B_y) @ wt
 
 
+#: points of the grid of s = uᵀβ on which g is evaluated and then interpolated linearly
+GRID_POINTS = 2001
+
+
 def unit_norm_target(beta: np.ndarray, lam: float, B_x: float, B_y: float) -> np.ndarray:
-    """w̃ for unit-norm rows of Eq. (10) data clipped at (B_x, B_y) (module docstring): (d,).
+    """w̃ for unit-norm rows of Eq. (10) data clipped at (B_x, B_y) (module docstring): (d,)."""
+    return unit_norm_targets(beta, lam, np.array([[B_x, B_y]], dtype=float))[0]
+
+
+def unit_norm_targets(beta: np.ndarray, lam: float, bounds: np.ndarray) -> np.ndarray:
+    """w̃ for each row (B_x, B_y) of ``bounds`` (T, 2): (T, d).
 
     E[ũ_j ỹ] = E[ũ_j g(uᵀβ)] with g the response integrated over ‖x‖ and the noise (``_clipped_response``, on a
-    grid of s and interpolated), so the Monte Carlo is over the direction u only; E[ũ_j²] is pooled over j."""
+    grid of s and interpolated linearly), so the Monte Carlo is over the direction u only; E[ũ_j²] is pooled over j.
+    The sums over the ``MC_ROWS`` directions are one compiled pass per bound (``_moments``; numpy's clip, matrix
+    product and interpolation made three passes over the population and a copy of it)."""
     beta = np.asarray(beta, dtype=float)
+    b = np.asarray(bounds, dtype=float).reshape(-1, 2)
     d = beta.size
-    if not (np.isfinite(B_x) or np.isfinite(B_y)):
-        return _mean_norm(d) * beta
+    out = np.empty((b.shape[0], d))
+    free = ~(np.isfinite(b[:, 0]) | np.isfinite(b[:, 1]))
+    out[free] = _mean_norm(d) * beta                 # no clipping: E‖x‖ β exactly
+    if free.all():
+        return out
     u = _unit_norm_population(d)
-    s = u @ beta
     nb = float(np.linalg.norm(beta))
-    grid = np.linspace(-nb, nb, 2001)
-    g = np.interp(s, grid, _clipped_response(grid, d, lam, B_y)) if np.isfinite(B_y) else s * _mean_norm(d)
-    uc = np.clip(u, -B_x, B_x)
-    return (uc.T @ g) / np.sum(uc * uc) * d
+    grid = np.linspace(-nb, nb, GRID_POINTS)
+    clipped = b[~free]
+    g = np.stack([_clipped_response(grid, d, lam, by) if np.isfinite(by) else grid * _mean_norm(d)
+                  for by in clipped[:, 1]])
+    num, den = _compiled()(u, u @ beta, nb, g, clipped[:, 0])
+    out[~free] = num / den[:, None] * d
+    return out
+
+
+def _moments(u: np.ndarray, s: np.ndarray, nb: float, g: np.ndarray, bx: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """For each bound t: (Σ_i clip(u_i, ±bx_t) g_t(s_i), Σ_ij clip(u_ij, ±bx_t)²), with g_t tabulated on the uniform
+    grid of ``g.shape[1]`` points over [−nb, nb] and interpolated linearly (|s_i| ≤ nb as ‖u_i‖ = 1; ``nb`` = 0: g
+    at s = 0).  Sums in row order (a fixed order: the same bits on every CPU)."""
+    n, d = u.shape
+    T, K = g.shape
+    num = np.zeros((T, d))
+    den = np.zeros(T)
+    scale = (K - 1) / (2.0 * nb) if nb > 0 else 0.0
+    for t in range(T):
+        b = bx[t]
+        acc = 0.0
+        for i in range(n):
+            pos = (s[i] + nb) * scale
+            pos = min(max(pos, 0.0), K - 1.0)
+            k = min(int(pos), K - 2)
+            f = pos - k
+            gi = g[t, k] + f * (g[t, k + 1] - g[t, k])
+            for j in range(d):
+                c = min(max(u[i, j], -b), b)
+                num[t, j] += c * gi
+                acc += c * c
+        den[t] = acc
+    return num, den
+
+
+@functools.cache
+def _compiled():
+    """``_moments`` compiled by numba (cached on disk), made at the first target: importing numba (≈ 0.5 s) is not
+    paid by a process that computes no target."""
+    import numba
+
+    return numba.njit(cache=True, error_model="numpy")(_moments)
 
 
 def _mean_norm(d: int) -> float:
@@ -88,7 +142,7 @@ def coef_target_eq10(beta: np.ndarray, lam: float, unit_norm: bool) -> Callable[
             return unit_norm_target(beta, lam, math.inf, math.inf) if unit_norm else beta.copy()
         b = np.asarray(bounds, dtype=float).reshape(-1, 2)
         if unit_norm:
-            return np.stack([unit_norm_target(beta, lam, bx, by) for bx, by in b])
+            return unit_norm_targets(beta, lam, b)
         return clipped_regression_coef(np.broadcast_to(beta, (b.shape[0], beta.size)), lam, b[:, 0], b[:, 1])
 
     def target(bounds: np.ndarray | None) -> np.ndarray:
