@@ -92,6 +92,20 @@ def check_table(path: Path, frame: pd.DataFrame, first_row: int = 0) -> None:
             raise UserError(f"{path}: row {first_row + i + 1}, column {c}: {str(col.iloc[i])!r} is not a number")
 
 
+class _TextColumn(Exception):
+    """A repeated column whose values in some chunk all read as numbers (or booleans): pandas' categorical parse
+    gave them numeric categories, which would lose their text ("007" → 7).  The table is parsed again with that
+    column as text."""
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        self.column = column
+
+
+def _is_text(index: pd.Index) -> bool:
+    return index.dtype == object or isinstance(index.dtype, pd.StringDtype)
+
+
 @dataclass
 class _Piece:
     """Rows of one chunk (and one metric): the categorical frame, the table's row numbers, and the dtype each
@@ -102,19 +116,12 @@ class _Piece:
     dtypes: dict[str, np.dtype]
 
     @staticmethod
-    def of(frame: pd.DataFrame, categorical: set[str]) -> "_Piece":
-        dtypes = {}
-        out = {}
-        for c in frame.columns:
-            col = frame[c]
-            if c in categorical or c in _PLAIN or col.dtype == object:
-                out[c] = col.to_numpy() if c in _PLAIN or col.dtype == object else col.array
-                continue
-            dtypes[c] = col.dtype
-            out[c] = pd.Categorical(col.to_numpy())
-        rows = frame.index.to_numpy(dtype=np.int64)
+    def of(chunk: pd.DataFrame, dtypes: dict[str, np.dtype]) -> "_Piece":
+        """Rows of a chunk already made compact by ``ResultsTable._compact`` (``dtypes``: its numeric columns'
+        parsed types)."""
+        rows = chunk.index.to_numpy(dtype=np.int64)
         small = len(rows) == 0 or rows[-1] < 2**31     # the row numbers of a chunk increase
-        return _Piece(pd.DataFrame(out, copy=False), rows.astype(np.int32) if small else rows, dtypes)
+        return _Piece(chunk, rows.astype(np.int32) if small else rows, dtypes)
 
     def column(self, c: str) -> np.ndarray:
         """Column ``c`` (not one of the string categoricals) with its parsed values and dtype."""
@@ -135,18 +142,26 @@ class ResultsTable:
         self.columns: list[str] = []
         self.rows = 0
         self.any_all = False       # "all" among the requested private sizes (whole datasets): the column stays text
+        self.text: set[str] = set()   # repeated columns parsed as text (the others as pandas categoricals)
 
     @classmethod
     def read(cls, results_dir: Path) -> "ResultsTable":
-        table = cls(results_file(results_dir))
-        seen: set[tuple] = set()
-        with parsed(table.path):
-            for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
-                                     keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
-                                     chunksize=CHUNK_ROWS):
-                check_table(table.path, chunk, table.rows)
-                table._add(chunk, seen)
-        return table
+        path = results_file(results_dir)
+        text = {"n_private_requested"}        # numbers, or "all": always parsed as text, typed in ``_typed``
+        while True:
+            table = cls(path)
+            table.text = set(text)
+            seen: set[tuple] = set()
+            try:
+                with parsed(table.path):
+                    for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
+                                             keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
+                                             chunksize=CHUNK_ROWS):
+                        check_table(table.path, chunk, table.rows)
+                        table._add(chunk, seen)
+                return table
+            except _TextColumn as again:       # rare: a repeated column of number-like text (``_TextColumn``)
+                text.add(again.column)
 
     @property
     def metrics(self) -> list[str]:
@@ -182,17 +197,23 @@ class ResultsTable:
 
     # ------------------------------------------------------------------------------------------------------------
 
-    def _dtypes(self) -> dict[str, type]:
-        # parsed as text, then made categorical per chunk (``_add``): pandas' own "category" parse infers the
-        # categories' type per chunk (a chunk whose requested sizes are all numbers would get int categories)
-        return {c: str for c in self.categorical}
+    def _dtypes(self) -> dict[str, object]:
+        # pandas' "category" parse hashes the parser's own bytes, making no Python string per field (a third of the
+        # read, with text and then ``pd.Categorical``); it infers the categories' type per chunk, so a chunk whose
+        # values all look like numbers gets numeric categories: ``_add`` checks, and ``read`` parses such a column
+        # as text (the requested private sizes always are)
+        return {c: (str if c in self.text else "category") for c in self.categorical}
 
     def _add(self, chunk: pd.DataFrame, seen: set[tuple]) -> None:
         if not self.columns:
             self.columns = list(chunk.columns)
         self.rows += len(chunk)
         for c in self.categorical & set(chunk.columns):
-            chunk[c] = pd.Categorical(chunk[c])
+            if c in self.text:
+                chunk[c] = pd.Categorical(chunk[c])
+            elif not _is_text(chunk[c].cat.categories):
+                raise _TextColumn(c)
+        dtypes = self._compact(chunk)
         req = chunk.get("n_private_requested")
         if req is not None and "all" in set(req.cat.categories):
             self.any_all = True
@@ -206,13 +227,25 @@ class ResultsTable:
                 seen.add(key)
                 new.append(i)
         if new:
-            self.first.append(_Piece.of(chunk.loc[new], self.categorical))
+            self.first.append(_Piece.of(chunk.loc[new], dtypes))
         codes = chunk["metric"].cat.codes.to_numpy()
         names = chunk["metric"].cat.categories
         # metrics in the order first seen in this chunk (a new metric's first row is also a first row above)
         for k in pd.unique(codes):
             piece = chunk[codes == k]
-            self.by_metric.setdefault(str(names[k]), []).append(_Piece.of(piece, self.categorical))
+            self.by_metric.setdefault(str(names[k]), []).append(_Piece.of(piece, dtypes))
+
+    def _compact(self, chunk: pd.DataFrame) -> dict[str, np.dtype]:
+        """Makes every numeric column of ``chunk`` but ``value`` a categorical of its values, once per chunk (its
+        metrics' pieces then take codes); returns their parsed dtypes, which ``_Piece.column`` restores."""
+        dtypes = {}
+        for c in chunk.columns:
+            col = chunk[c]
+            if c in self.categorical or c in _PLAIN or col.dtype == object:
+                continue
+            dtypes[c] = col.dtype
+            chunk[c] = pd.Categorical(col.to_numpy())
+        return dtypes
 
     def _typed(self, df: pd.DataFrame) -> pd.DataFrame:
         """``read_results``' typing after the parse: the requested private sizes as numbers unless a whole dataset

@@ -158,3 +158,33 @@ def test_a_table_cut_short_or_without_its_columns_is_one_line(tmp_path, compact)
     (d / "results.csv.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
     with pytest.raises(results.UserError, match=r"results\.csv\.gz: not a readable results table"):
         results.read_results(d, compact=compact)
+
+
+@pytest.mark.parametrize("chunk", [7, 10_000])
+def test_number_like_text_in_a_repeated_column_keeps_its_text(tmp_path, monkeypatch, chunk):
+    """pandas' categorical parse types the categories by their look, per chunk: a subset "007" in every row of a
+    chunk would come back as 7, a label "1.50" as 1.5.  The reader parses such a column again as text, so the frame
+    holds the file's text, in every chunk."""
+    d = _table(tmp_path, rows=60)
+    monkeypatch.setattr(results_table, "CHUNK_ROWS", chunk)
+
+    def edit(lines):
+        import csv
+        import io
+
+        rows = list(csv.reader(lines))
+        s, lab = rows[0].index("subset"), rows[0].index("label")
+        for i, row in enumerate(rows[1:]):
+            row[s] = "007" if i < 30 else f"Drug_{i % 3}"
+            row[lab] = "1.50"
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows(rows)
+        return out.getvalue().splitlines()
+
+    _rewrite(d, edit)
+    table = ResultsTable.read(d)
+    frame = table.frame()
+    assert list(frame["subset"].astype(str)[:30]) == ["007"] * 30 and frame["subset"].iloc[40] == "Drug_1"
+    assert set(frame["label"].astype(str)) == {"1.50"}
+    assert "label" in table.text and ("subset" in table.text) == (chunk < 30)   # a chunk of "007" subsets only
+    assert list(frame.index) == list(range(60)) and table.rows == 60
