@@ -205,8 +205,7 @@ def _run_several(configs: tuple[str, ...], out: str | None, jobs: int, cluster: 
     queue = []
     for config in configs:
         exp, _, _ = api.prepare(config, list(overrides), repeats, fast, noise)
-        queue.append(run_queue.Job(Path(config), root / Path(config).stem, exp.n_cells,
-                                   run_queue.cost_key(Path(config), child)))
+        queue.append(run_queue.Job(Path(config), root / Path(config).stem, run_queue.cost_key(Path(config), child)))
         if dry_run:
             click.echo(f"{exp.spec.name}: {exp.n_cells} cells -> {root / Path(config).stem}")
     run_queue.check_outputs(queue)

@@ -13,8 +13,11 @@ The children run with one BLAS/OpenMP thread each, as the loky workers of a sing
 
 The expected cost of a config is its wall time the last time it ran this way on this machine
 (``cache_dir("runs")/costs.json``, keyed by the config's stem and its ``--fast``/``--repeats``/``--set``
-options; only runs that computed every chunk are remembered, not a resumed or already complete one), else the seconds its previous run in ``ROOT/<stem>`` recorded in its manifest, else its number of cells
-× ``SECONDS_PER_CELL``.  It only orders the queue; a wrong guess costs wall time, never a result.
+options; only runs that computed every chunk are remembered, not a resumed or already complete one), else the
+seconds its previous run in ``ROOT/<stem>`` recorded in its manifest.  Configs of unknown cost go first, in the
+order given: a config's cells say little about its cost (dca_scaling's 32 cells take longer than gdsc_eps2's 2.4
+million), and an unknown config started last could be the longest.  The cost only orders the queue; a wrong guess
+costs wall time, never a result.
 
 When the queue is done, ``ROOT/runs.json`` says what each child did: its config, results folder, exit code, wall and
 CPU seconds, peak resident memory and its last line of output (README, "Results format").
@@ -35,8 +38,6 @@ from typing import Callable
 from dpexp import cache
 from dpexp.errors import UserError
 
-#: the fallback estimate of a config's wall seconds per cell (a GDSC cell costs about 1e-4 s on one core)
-SECONDS_PER_CELL = 1e-4
 #: how often the queue looks for a finished child
 POLL_SECONDS = 0.2
 #: one thread per child for the BLAS and OpenMP pools (a loky worker's setting)
@@ -50,7 +51,6 @@ class Job:
 
     config: Path
     out: Path
-    cells: int
     key: str
     expected_s: float = 0.0
     whole: bool = False    # computes every chunk (--force, or nothing in ``out`` yet): its wall is its cost
@@ -111,13 +111,14 @@ def _previous_seconds(out: Path) -> float | None:
 
 
 def plan(jobs: list[Job]) -> list[Job]:
-    """``jobs`` with their expected cost, the longest first (ties in the order given)."""
+    """``jobs`` with their expected cost (``inf`` when unknown): those of unknown cost first, in the order given,
+    then the others, the longest first (ties in the order given)."""
     costs = read_costs()
     for j in jobs:
         prev = costs.get(j.key)
         if prev is None:
             prev = _previous_seconds(j.out)
-        j.expected_s = prev if prev is not None else j.cells * SECONDS_PER_CELL
+        j.expected_s = prev if prev is not None else float("inf")
     return sorted(jobs, key=lambda j: -j.expected_s)
 
 
@@ -144,7 +145,9 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
     are kept: run the same command again to resume)."""
     queue = plan(jobs)
     env = {**os.environ, **ONE_THREAD}
-    echo(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first")
+    unknown = sum(j.expected_s == float("inf") for j in queue)
+    echo(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first"
+         + (f" ({unknown} of unknown cost first: none ran here before)" if unknown else ""))
     running: dict[int, tuple[Job, subprocess.Popen, float, object]] = {}
     done: list[Done] = []
     t_start = time.perf_counter()

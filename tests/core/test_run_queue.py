@@ -71,18 +71,16 @@ def test_resumed_or_complete_runs_do_not_overwrite_the_remembered_cost(tmp_path)
     assert run_queue.read_costs() == first
 
 
-def test_longest_expected_first(tmp_path):
+def test_unknown_first_in_the_order_given_then_the_longest_expected(tmp_path):
     root = tmp_path / "r"
-    jobs = [run_queue.Job(Path(f"{n}.yaml"), root / n, cells, n) for n, cells in
-            [("small", 10), ("remembered", 10), ("big", 10**6), ("previous", 10)]]
-    run_queue.remember_costs({"remembered": 500.0})
+    jobs = [run_queue.Job(Path(f"{n}.yaml"), root / n, n) for n in ["short", "new_b", "remembered", "new_a", "previous"]]
+    run_queue.remember_costs({"remembered": 500.0, "short": 3.0})
     (root / "previous").mkdir(parents=True)
     (root / "previous" / "manifest.json").write_text(json.dumps(
         {"status": "complete", "seconds_this_invocation": 60.0, "jobs": 2}))
     order = run_queue.plan(jobs)
-    assert [j.key for j in order] == ["remembered", "previous", "big", "small"]
-    assert [j.expected_s for j in order] == [500.0, 120.0, 10**6 * run_queue.SECONDS_PER_CELL,
-                                             10 * run_queue.SECONDS_PER_CELL]
+    assert [j.key for j in order] == ["new_b", "new_a", "remembered", "previous", "short"]
+    assert [j.expected_s for j in order] == [float("inf"), float("inf"), 500.0, 120.0, 3.0]
 
 
 def test_a_bad_config_stops_the_call_before_anything_runs(tmp_path):
