@@ -212,7 +212,8 @@ def _run_several(configs: tuple[str, ...], out: str | None, jobs: int, cluster: 
     if dry_run:
         return
     slots = (os.cpu_count() or 1) if jobs == -1 else jobs
-    done = run_queue.run_queue(queue, min(slots, len(queue)), child, root, echo=lambda m: click.echo(m, err=True))
+    done = run_queue.run_queue(queue, min(slots, len(queue)), child, root, echo=lambda m: click.echo(m, err=True),
+                               quiet=quiet)
     failed = [Path(d.config).stem for d in done if d.returncode != 0]
     if failed:
         click.echo(f"failed: {' '.join(failed)}", err=True)

@@ -138,15 +138,15 @@ def _last_line(text: str) -> str:
 
 
 def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
-              echo: Callable[[str], None] = print) -> list[Done]:
+              echo: Callable[[str], None] = print, quiet: bool = False) -> list[Done]:
     """Runs every job as ``dpexp run CONFIG --out OUT --jobs 1 -q CHILD_ARGS``, ``slots`` at a time, longest
-    expected first; prints one line as each starts and ends; writes ``root/runs.json``; returns what each did, in
-    the order they finished.  Interrupted (Ctrl-C, SIGTERM), it stops every child it started (their finished chunks
-    are kept: run the same command again to resume)."""
+    expected first; prints a line at the start and one as each run ends (``quiet``: only the failed ones); writes
+    ``root/runs.json``; returns what each did, in the order they finished.  Interrupted (Ctrl-C, SIGTERM), it stops
+    every child it started (their finished chunks are kept: run the same command again to resume)."""
     queue = plan(jobs)
     env = {**os.environ, **ONE_THREAD}
     unknown = sum(j.expected_s == float("inf") for j in queue)
-    echo(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first"
+    (echo if not quiet else _silent)(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first"
          + (f" ({unknown} of unknown cost first: none ran here before)" if unknown else ""))
     running: dict[int, tuple[Job, subprocess.Popen, float, object]] = {}
     done: list[Done] = []
@@ -176,7 +176,7 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
                          t0 - t_start)
                 done.append(d)
                 state = "ok" if d.returncode == 0 else f"FAILED (exit {d.returncode})"
-                echo(f"[{len(done)}/{len(jobs)}] {job.config.stem}: {state}, {d.wall_s:.0f} s wall, {d.cpu_s:.0f} "
+                (echo if d.returncode or not quiet else _silent)(f"[{len(done)}/{len(jobs)}] {job.config.stem}: {state}, {d.wall_s:.0f} s wall, {d.cpu_s:.0f} "
                      f"CPU-s, peak {d.peak_mib:.0f} MiB — {message}")
     finally:
         for job, proc, _, log in running.values():   # interrupted: stop and reap the children still running
@@ -195,6 +195,10 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
     cache.write_atomic(root / "runs.json", (json.dumps(
         {"slots": slots, "wall_s": round(total, 3), "runs": [asdict(d) for d in done]}, indent=1) + "\n").encode())
     return done
+
+
+def _silent(_line: str) -> None:
+    pass
 
 
 def _reap(running: dict[int, tuple]) -> list[tuple[int, int, object]]:

@@ -116,6 +116,9 @@ def test_a_failing_config_does_not_stop_the_others(tmp_path):
     runs = {Path(d["config"]).stem: d for d in json.loads((root / "runs.json").read_text())["runs"]}
     assert runs["alpha"]["returncode"] == 0 and runs["beta"]["returncode"] == 2
     assert str(root / "beta") in runs["beta"]["message"]
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "2", "-q", *SMALL])
+    assert r.exit_code == 1 and "alpha" not in r.output                 # -q: only what failed
+    assert "beta: FAILED (exit 2)" in r.output and r.output.strip().endswith("failed: beta")
     assert list(run_queue.read_costs()) == ["alpha --set sizes.n_private=[0, 100] --repeats 2"]   # not a failed run's
 
 
