@@ -45,13 +45,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n $(JOBS) --dist loadfile
 
 ## figures: run every config into results/<name>, $(JOBS) configs side by side in one process each, the longest
-## first (`dpexp run CONFIG... --out results`), then draw every experiment of results/ into figures/<name> and
+## first (`dpexp run CONFIG... --into results`), then draw every experiment of results/ into figures/<name> and
 ## write the HTML report of all of them in $(REPORT)/index.html, in $(JOBS) processes that read each table once
 ## (`dpexp report --redraw --jobs`); FAST=1 applies each config's `fast:` section (2 repeats by default) and writes to
 ## results/fast, figures/fast
 figures: $(STAMP)
 	@failed=""; \
-	$(BIN)/dpexp run $(CONFIGS) --out $(OUTROOT) --jobs $(JOBS) $(if $(FAST),--fast) || failed=" runs"; \
+	$(BIN)/dpexp run $(CONFIGS) --into $(OUTROOT) --jobs $(JOBS) $(if $(FAST),--fast) || failed=" runs"; \
 	echo "== figures and report"; \
 	$(BIN)/dpexp report $(OUTROOT) --figures $(FIGROOT) --redraw --jobs $(JOBS) --out $(REPORT) || failed="$$failed report"; \
 	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi

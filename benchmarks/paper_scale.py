@@ -773,7 +773,7 @@ def cli_step(args: list[str]) -> Step:
 
 def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, timeout: float | None) -> None:
     """``make figures`` as one measured run (``--configs all``): every config's floor measured in this process
-    (``config_floor``), then every config run into work/results/<name> by one ``dpexp run CONFIG... --jobs J`` (the
+    (``config_floor``), then every config run into work/results/<name> by one ``dpexp run CONFIG... --into work/results --jobs J`` (the
     configs side by side, one process each, as ``make figures`` runs them), then every figure drawn into
     work/figures/<name> and the report made (``dpexp report --redraw``); per config its wall, CPU, floor, ratio and
     peak RSS (from the queue's ``runs.json``), ranked by ratio, then the figures-and-report step (``format_table``).
@@ -799,7 +799,8 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
     runs_wall = 0.0
     for r, group in groups.items():
         extra = (["--fast"] if fast else []) + (["--repeats", r] if r else [])
-        args = ["run", *(str(cfg) for _, cfg in group), "--out", str(res), "--force", "-q", "--jobs", jobs, *extra]
+        args = ["run", *(str(cfg) for _, cfg in group), "--into", str(res), "--force", "-q", "--jobs", jobs, *extra]
+        (res / "runs.json").unlink(missing_ok=True)      # an earlier group's
         t0 = time.perf_counter()
         proc = subprocess.Popen(dpexp(*args), cwd=REPO, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)
@@ -828,7 +829,8 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
     # as make figures: every figure and the report, each table read once, in as many processes as the runs had
     figures = cli_step(["report", str(res), "--figures", str(figs), "--redraw", "--out", str(work / "report"),
                         "--jobs", jobs])
-    for line in format_table(timings, time.perf_counter() - t_all, figures, runs_wall, int(jobs)):
+    slots = min(int(jobs) if int(jobs) > 0 else (os.cpu_count() or 1), max(len(g) for g in groups.values()))
+    for line in format_table(timings, time.perf_counter() - t_all, figures, runs_wall, slots):
         print(line)
 
 

@@ -116,8 +116,10 @@ def main() -> None:
 @main.command()
 @click.argument("configs", metavar="CONFIG...", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="Output directory (default results/<experiment name>); with several configs, the folder of "
-                   "their results folders, OUT/<config file stem> (default results).")
+              help="Output directory of one config (default results/<experiment name>).")
+@click.option("--into", "into", type=click.Path(file_okay=False), default=None, metavar="ROOT",
+              help="Run every CONFIG into ROOT/<config file stem>, each in its own one-process run, --jobs of them "
+                   "side by side, the longest first (what `make figures` does; several configs: default results).")
 @click.option("--jobs", "-j", type=int, default=-1, show_default=True, help="Parallel processes (-1 = all cores).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Compute on a Dask cluster: its scheduler address (tcp://HOST:8786) or local:N to start N local "
@@ -131,19 +133,20 @@ def main() -> None:
 @click.option("--dry-run", is_flag=True, help="Validate, print the number of cells and a sample; run nothing.")
 @click.option("--fast", is_flag=True,
               help="Quick look: apply the config's `fast:` section (few repeats, smaller grids); recorded as overrides.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar (--into: only the runs that failed are printed).")
 @click.option("--noise", type=click.Choice(["seeded", "secure"]), default=None,
               help="Privacy noise: seeded (reproducible from the manifest; experiments only) or secure (OS CSPRNG, "
                    "never recorded). Default: the config's `noise:` (seeded). Recorded as the override noise=MODE.")
 @click.pass_context
-def run(ctx: click.Context, configs: tuple[str, ...], out: str | None, jobs: int, cluster: str | None,
-        repeats: int | None, overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool,
-        quiet: bool, noise: str | None) -> None:
+def run(ctx: click.Context, configs: tuple[str, ...], out: str | None, into: str | None, jobs: int,
+        cluster: str | None, repeats: int | None, overrides: tuple[str, ...], seed: int | None, resume: bool,
+        dry_run: bool, fast: bool, quiet: bool, noise: str | None) -> None:
     """Run the experiment described by CONFIG and write OUT/results.csv and OUT/manifest.json.
 
-    With several configs, each runs into OUT/<config file stem> as its own one-process run, --jobs of them at a
-    time, the longest first (what `make figures` does); OUT/runs.json then records each run's exit code, wall and
-    CPU seconds and peak memory.  Exit code 1 if any of them failed."""
+    With --into ROOT (or several configs), each config runs into ROOT/<config file stem> as its own one-process
+    run, --jobs of them at a time, the longest first (what `make figures` does); ROOT/runs.json then records each
+    run's exit code, wall and CPU seconds and peak memory, and -q prints only the runs that failed.  Exit code 1
+    if any of them failed."""
     import json
 
     from dpexp import api, executors, runner
@@ -153,8 +156,11 @@ def run(ctx: click.Context, configs: tuple[str, ...], out: str | None, jobs: int
     jobs_given = ctx.get_parameter_source("jobs") == click.core.ParameterSource.COMMANDLINE
     if cluster is not None and jobs_given:
         _fail("give either --jobs (processes on this machine) or --cluster (a Dask cluster), not both")
-    if len(configs) > 1:
-        _run_several(configs, out, jobs, cluster, repeats, overrides, seed, resume, dry_run, fast, quiet, noise)
+    if into is not None or len(configs) > 1:
+        if out is not None:
+            _fail("--out names the results folder of one config; for several, give --into ROOT "
+                  "(each into ROOT/<config file stem>)")
+        _run_several(configs, into, jobs, cluster, repeats, overrides, seed, resume, dry_run, fast, quiet, noise)
         return
     config = configs[0]
     cluster = executors.cluster_from(cluster, jobs_given)
@@ -183,16 +189,16 @@ def run(ctx: click.Context, configs: tuple[str, ...], out: str | None, jobs: int
     click.echo(msg, err=True)
 
 
-def _run_several(configs: tuple[str, ...], out: str | None, jobs: int, cluster: str | None, repeats: int | None,
+def _run_several(configs: tuple[str, ...], into: str | None, jobs: int, cluster: str | None, repeats: int | None,
                  overrides: tuple[str, ...], seed: int | None, resume: bool, dry_run: bool, fast: bool,
                  quiet: bool, noise: str | None) -> None:
-    """``dpexp run`` of several configs: every config read and checked first (a bad one stops the call before any
+    """``dpexp run --into ROOT`` (or of several configs): every config read and checked first (a bad one stops the call before any
     runs, exit 2), then ``run_queue`` runs them side by side."""
     from dpexp import api, run_queue
 
     if cluster is not None:
         _fail("--cluster runs one config at a time: give one config per call")
-    root = Path(out) if out else Path("results")
+    root = Path(into) if into else Path("results")
     child: list[str] = []
     for o in overrides:
         child += ["--set", o]

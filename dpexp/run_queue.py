@@ -1,4 +1,4 @@
-"""Several configs in one call: ``dpexp run A.yaml B.yaml … --out ROOT --jobs J`` (what ``make figures`` runs).
+"""Several configs in one call: ``dpexp run A.yaml B.yaml … --into ROOT --jobs J`` (what ``make figures`` runs).
 
 Each config runs into ``ROOT/<config file stem>`` as its own ``dpexp run CONFIG --jobs 1`` process, ``J`` of them at
 a time, the one expected to take longest first (longest-processing-time-first list scheduling).  Why not each
@@ -14,12 +14,12 @@ The children run with one BLAS/OpenMP thread each, as the loky workers of a sing
 The expected cost of a config is its wall time the last time it ran this way on this machine
 (``cache_dir("runs")/costs.json``, keyed by the config's stem and its ``--fast``/``--repeats``/``--set``
 options; only runs that computed every chunk are remembered, not a resumed or already complete one), else the
-seconds its previous run in ``ROOT/<stem>`` recorded in its manifest.  Configs of unknown cost go first, in the
+seconds its previous run in ``ROOT/<stem>`` recorded in its manifest times the processes it ran in.  Configs of unknown cost go first, in the
 order given: a config's cells say little about its cost (dca_scaling's 32 cells take longer than gdsc_eps2's 2.4
 million), and an unknown config started last could be the longest.  The cost only orders the queue; a wrong guess
 costs wall time, never a result.
 
-When the queue is done, ``ROOT/runs.json`` says what each child did: its config, results folder, exit code, wall and
+A child's output goes to ``ROOT/<stem>.log``, kept where it failed.  When the queue is done, ``ROOT/runs.json`` says what each child did: its config, results folder, exit code, wall and
 CPU seconds, peak resident memory and its last line of output (README, "Results format").
 """
 
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -40,6 +40,8 @@ from dpexp.errors import UserError
 
 #: how often the queue looks for a finished child
 POLL_SECONDS = 0.2
+#: how long an interrupted queue waits for its children to stop, in all, before killing them
+STOP_SECONDS = 60.0
 #: one thread per child for the BLAS and OpenMP pools (a loky worker's setting)
 ONE_THREAD = {k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")}
@@ -141,14 +143,21 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
               echo: Callable[[str], None] = print, quiet: bool = False) -> list[Done]:
     """Runs every job as ``dpexp run CONFIG --out OUT --jobs 1 -q CHILD_ARGS``, ``slots`` at a time, longest
     expected first; prints a line at the start and one as each run ends (``quiet``: only the failed ones); writes
-    ``root/runs.json``; returns what each did, in the order they finished.  Interrupted (Ctrl-C, SIGTERM), it stops
-    every child it started (their finished chunks are kept: run the same command again to resume)."""
+    ``root/runs.json``; returns what each did, in the order they finished.
+
+    Each child's output goes to ``root/<stem>.log``, kept only when the child fails (its line names it).  The
+    children run in sessions of their own, so a Ctrl-C at the terminal (or a signal to the queue's process group)
+    reaches the queue alone, which sends each running child the one signal it got (SIGINT, else SIGTERM) and waits
+    for them, at most ``STOP_SECONDS`` in all before killing them; their finished chunks are kept: run the same
+    command again to resume."""
     queue = plan(jobs)
     env = {**os.environ, **ONE_THREAD}
+    root.mkdir(parents=True, exist_ok=True)
     unknown = sum(j.expected_s == float("inf") for j in queue)
-    (echo if not quiet else _silent)(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first"
-         + (f" ({unknown} of unknown cost first: none ran here before)" if unknown else ""))
-    running: dict[int, tuple[Job, subprocess.Popen, float, object]] = {}
+    say = _silent if quiet else echo
+    say(f"{len(queue)} configs into {root}, {slots} at a time, each in one process, the longest expected first"
+        + (f" ({unknown} of unknown cost first: none ran here before)" if unknown else ""))
+    running: dict[int, tuple[Job, subprocess.Popen, float, Path]] = {}
     done: list[Done] = []
     t_start = time.perf_counter()
     try:
@@ -156,10 +165,12 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
             while queue and len(running) < slots:
                 job = queue.pop(0)
                 job.whole = "--force" in child_args or not (job.out / "manifest.json").exists()
-                log = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+                log = root / f"{job.config.stem}.log"
                 cmd = [sys.executable, "-m", "dpexp.cli", "run", str(job.config), "--out", str(job.out),
                        "--jobs", "1", "-q", *child_args]
-                proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                with open(log, "w", encoding="utf-8") as fh:
+                    proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
                 running[proc.pid] = (job, proc, time.perf_counter(), log)
             finished = _reap(running)
             if not finished:
@@ -168,26 +179,21 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
             for pid, status, usage in finished:
                 job, proc, t0, log = running.pop(pid)
                 proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here, not by Popen
-                log.seek(0)
-                message = _last_line(log.read())
-                log.close()
+                message = _last_line(log.read_text(encoding="utf-8", errors="replace"))
+                if proc.returncode == 0:
+                    log.unlink(missing_ok=True)
+                else:
+                    message += f" (output in {log})"
                 d = Done(str(job.config), str(job.out), proc.returncode, time.perf_counter() - t0,
-                         usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0, message,
-                         t0 - t_start)
+                         usage.ru_utime + usage.ru_stime, _mib(usage.ru_maxrss), message, t0 - t_start)
                 done.append(d)
                 state = "ok" if d.returncode == 0 else f"FAILED (exit {d.returncode})"
-                (echo if d.returncode or not quiet else _silent)(f"[{len(done)}/{len(jobs)}] {job.config.stem}: {state}, {d.wall_s:.0f} s wall, {d.cpu_s:.0f} "
-                     f"CPU-s, peak {d.peak_mib:.0f} MiB — {message}")
-    finally:
-        for job, proc, _, log in running.values():   # interrupted: stop and reap the children still running
-            proc.terminate()
-        for job, proc, _, log in running.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
+                (echo if d.returncode else say)(f"[{len(done)}/{len(jobs)}] {job.config.stem}: {state}, "
+                                                f"{d.wall_s:.0f} s wall, {d.cpu_s:.0f} CPU-s, peak "
+                                                f"{d.peak_mib:.0f} MiB — {message}")
+    except BaseException as exc:
+        _stop(running, signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM)
+        raise
     by_config = {str(j.config): j for j in jobs}
     remember_costs({by_config[d.config].key: d.wall_s for d in done
                     if d.returncode == 0 and by_config[d.config].whole})
@@ -195,6 +201,34 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
     cache.write_atomic(root / "runs.json", (json.dumps(
         {"slots": slots, "wall_s": round(total, 3), "runs": [asdict(d) for d in done]}, indent=1) + "\n").encode())
     return done
+
+
+def _stop(running: dict[int, tuple], sig: int) -> None:
+    """Sends ``sig`` to every running child and waits for them (``STOP_SECONDS`` in all, then SIGKILL), with
+    SIGINT and SIGTERM ignored meanwhile: a second Ctrl-C does not leave children writing behind."""
+    try:
+        old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:     # not the main thread: signals stay as they are
+        old = {}
+    try:
+        for _, proc, _, _ in running.values():
+            if proc.poll() is None:
+                proc.send_signal(sig)
+        deadline = time.monotonic() + STOP_SECONDS
+        for _, proc, _, _ in running.values():
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _mib(maxrss: int) -> float:
+    """``ru_maxrss`` in MiB (KiB on Linux, bytes on macOS)."""
+    return maxrss / (2**20 if sys.platform == "darwin" else 1024.0)
 
 
 def _silent(_line: str) -> None:

@@ -1,4 +1,4 @@
-"""``dpexp run CONFIG... --out ROOT`` (``dpexp.run_queue``, what ``make figures`` runs): every config in its own
+"""``dpexp run CONFIG... --into ROOT`` (``dpexp.run_queue``, what ``make figures`` runs): every config in its own
 one-process run into ROOT/<stem>, side by side, the longest expected first; the same results bytes as a run alone;
 ``runs.json``; a bad config stops the call before anything runs; a failing config does not stop the others; an
 interrupted queue stops its children."""
@@ -42,7 +42,7 @@ def _configs(tmp_path: Path) -> list[Path]:
 def test_side_by_side_gives_the_bytes_of_a_run_alone(tmp_path):
     a, b = _configs(tmp_path)
     root = tmp_path / "results"
-    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "2", *SMALL])
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "2", *SMALL])
     assert r.exit_code == 0, r.output
     assert "[2/2]" in r.output and "2 configs into" in r.output
     for cfg in (a, b):
@@ -64,9 +64,9 @@ def test_side_by_side_gives_the_bytes_of_a_run_alone(tmp_path):
 def test_resumed_or_complete_runs_do_not_overwrite_the_remembered_cost(tmp_path):
     a, b = _configs(tmp_path)
     root = tmp_path / "results"
-    assert CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "1", *SMALL]).exit_code == 0
+    assert CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "1", *SMALL]).exit_code == 0
     first = run_queue.read_costs()
-    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "1", *SMALL])
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "1", *SMALL])
     assert r.exit_code == 0 and "already complete" in r.output
     assert run_queue.read_costs() == first
 
@@ -87,7 +87,7 @@ def test_a_bad_config_stops_the_call_before_anything_runs(tmp_path):
     a, b = _configs(tmp_path)
     b.write_text(b.read_text().replace("repeats:", "repeets:"))
     root = tmp_path / "results"
-    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "2"])
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "2"])
     assert r.exit_code == 2, r.output
     assert r.output.count("\n") == 1 and "beta.yaml" in r.output
     assert not root.exists()
@@ -98,7 +98,7 @@ def test_two_configs_of_one_name_are_refused(tmp_path):
     other = tmp_path / "other" / "alpha.yaml"
     other.parent.mkdir()
     other.write_text(a.read_text())
-    r = CliRunner().invoke(main, ["run", str(a), str(other), "--out", str(tmp_path / "res")])
+    r = CliRunner().invoke(main, ["run", str(a), str(other), "--into", str(tmp_path / "res")])
     assert r.exit_code == 2 and "would both write" in r.output
     r = CliRunner().invoke(main, ["run", str(a), str(a.with_name("beta.yaml")), "--cluster", "local:2"])
     assert r.exit_code == 2 and "one config per call" in r.output
@@ -109,14 +109,14 @@ def test_a_failing_config_does_not_stop_the_others(tmp_path):
     root = tmp_path / "results"
     root.mkdir()
     (root / "beta").write_text("a file where beta's results folder would go")
-    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "2", *SMALL])
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "2", *SMALL])
     assert r.exit_code == 1, r.output
     assert "beta: FAILED (exit 2)" in r.output and r.output.strip().endswith("failed: beta")
     assert (root / "alpha" / "results.csv").exists()
     runs = {Path(d["config"]).stem: d for d in json.loads((root / "runs.json").read_text())["runs"]}
     assert runs["alpha"]["returncode"] == 0 and runs["beta"]["returncode"] == 2
     assert str(root / "beta") in runs["beta"]["message"]
-    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root), "--jobs", "2", "-q", *SMALL])
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "2", "-q", *SMALL])
     assert r.exit_code == 1 and "alpha" not in r.output                 # -q: only what failed
     assert "beta: FAILED (exit 2)" in r.output and r.output.strip().endswith("failed: beta")
     assert list(run_queue.read_costs()) == ["alpha --set sizes.n_private=[0, 100] --repeats 2"]   # not a failed run's
@@ -126,23 +126,57 @@ def test_children_compute_with_one_blas_thread():
     assert all(run_queue.ONE_THREAD[k] == "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
 
 
-def test_sigterm_stops_every_child(tmp_path):
+def test_one_config_into_a_root_and_out_with_several_refused(tmp_path):
+    a, b = _configs(tmp_path)
+    root = tmp_path / "results"
+    r = CliRunner().invoke(main, ["run", str(a), "--into", str(root), "--jobs", "2", *SMALL])
+    assert r.exit_code == 0, r.output
+    assert (root / "alpha" / "results.csv").exists() and (root / "runs.json").exists()
+    assert not (root / "results.csv").exists() and not (root / "alpha.log").exists()   # a log only where it failed
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--out", str(root)])
+    assert r.exit_code == 2 and "--into ROOT" in r.output
+
+
+def test_a_failed_run_keeps_its_output(tmp_path):
+    a, b = _configs(tmp_path)
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / "beta").write_text("in the way")
+    r = CliRunner().invoke(main, ["run", str(a), str(b), "--into", str(root), "--jobs", "2", *SMALL])
+    assert r.exit_code == 1
+    log = root / "beta.log"
+    assert f"(output in {log})" in r.output and str(root / "beta") in log.read_text()
+    assert not (root / "alpha.log").exists()
+
+
+@pytest.mark.parametrize("how", ["ctrl-c at the terminal", "sigterm to the queue"])
+def test_an_interrupted_queue_stops_every_child_once(tmp_path, how):
+    """Ctrl-C reaches the terminal's whole process group; the children run in sessions of their own, so they get
+    the one SIGINT the queue forwards, end as an interrupted run does and leave no temporary file; the queue
+    exits 130."""
     psutil = pytest.importorskip("psutil")
     a, b = _configs(tmp_path)
     root = tmp_path / "results"
     env = {**os.environ, "DPEXP_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(a), str(b), "--out", str(root), "--jobs",
-                             "2", "--repeats", "2000"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(a), str(b), "--into", str(root),
+                             "--jobs", "2", "--repeats", "2000"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
     while len(parent.children()) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
     children = parent.children()
     assert len(children) == 2
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
+    time.sleep(2.0)
+    if how.startswith("ctrl-c"):
+        os.killpg(proc.pid, signal.SIGINT)        # the terminal's group: the queue only
+    else:
+        proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=90)
     assert proc.returncode != 0, out
+    if how.startswith("ctrl-c"):
+        assert proc.returncode == 130, out
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive
+    assert not list(root.rglob("*.tmp"))
     assert not (root / "runs.json").exists()          # written only when the queue is done

@@ -73,6 +73,9 @@ def unit_norm_targets(beta: np.ndarray, lam: float, bounds: np.ndarray) -> np.nd
     product and interpolation made three passes over the population and a copy of it)."""
     beta = np.asarray(beta, dtype=float)
     b = np.asarray(bounds, dtype=float).reshape(-1, 2)
+    if not np.all(np.isfinite(beta)) or np.isnan(b).any():   # the compiled pass indexes by s: no NaN in it
+        raise ValueError(f"the target needs finite coefficients and bounds that are numbers, got beta={beta}, "
+                         f"bounds={b.tolist()}")
     d = beta.size
     out = np.empty((b.shape[0], d))
     free = ~(np.isfinite(b[:, 0]) | np.isfinite(b[:, 1]))
