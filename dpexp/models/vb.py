@@ -31,7 +31,10 @@ there, and q(λ0) → 0, m → ∞ under VB), while a too small nyy makes the ex
    M = [[nXX, nXy], [nXyᵀ, nyy]] ((d+1) × (d+1)) onto the PSD cone by flooring its eigenvalues at 0 (the nearest
    PSD matrix in Frobenius norm), and use its blocks as (nXX, nXy, nyy).  A PSD M is the Gram matrix of some data
    [X y], so the residual R(β) = [β; −1]ᵀ M [β; −1] ≥ 0 for every β, nXy lies in the range of nXX and the
-   posterior is proper.  ``project="xx"``: only nXX is symmetrised and floored at 0 (what
+   posterior is proper.  Where M is already positive definite the floor leaves it as it is, which S's
+   eigendecomposition certifies (S positive definite and its Schur complement t − rᵀS⁻¹r > 0): those problems
+   use that decomposition and skip the projection's two (``_eigenbasis``).
+   ``project="xx"``: only nXX is symmetrised and floored at 0 (what
    ``dpexp.models.bayes_lr.posterior_mean_fixed`` does); offered for comparison, it can diverge on inconsistent
    statistics (non-converged problems are flagged).
 2. In addition, the expected residual is floored at zero, E_q[R] ← max(E_q[R], 0) (a no-op after the joint
@@ -146,9 +149,23 @@ def _iterate_one(s: list[float], rr: list[float], t: float, a_lam: float, a_lam0
     return (it, np.array([[e0], [e1]]), np.array([[r0], [r1]]), np.array([[rel0], [rel1]]), np.array([raw]))
 
 
-def _eigenbasis(nXX, nXy, nyy, n, project: str) -> tuple:
+#: the shortcut of the joint projection (``_eigenbasis``) takes the problems whose nXX is well conditioned (smallest
+#: eigenvalue above this fraction of the largest) and whose Schur complement nyy − nXyᵀ nXX⁻¹ nXy is above this
+#: fraction of |nyy|: their M is positive definite with a margin far above rounding, so flooring its eigenvalues at 0
+#: would leave it as it is.  The problems near the PSD boundary take the projection itself
+_SHORTCUT_MARGIN = 1e-10
+
+
+def _eigenbasis(nXX, nXy, nyy, n, project: str, eig: tuple[np.ndarray, np.ndarray] | None = None) -> tuple:
     """``fit_vb``'s set-up (module docstring, item 1): the statistics broadcast to their batch shape, symmetrised,
-    projected (``project``) and rotated into the eigenbasis of nXX.  Returns (batch, d, s, V, rr, t, nn, n_floored)."""
+    projected (``project``) and rotated into the eigenbasis of nXX.  Returns (batch, d, s, V, rr, t, nn, n_floored).
+
+    ``project="joint"``: M = [[S, r], [rᵀ, t]] is positive semi-definite — the projection's floor leaves it as it
+    is — exactly when, for a positive definite S = V diag(s) Vᵀ, the Schur complement t − rᵀS⁻¹r = t − Σ_k (Vᵀr)_k²/s_k
+    is ≥ 0.  So S's eigendecomposition comes first (``eig``: the caller's (s, V) of S's symmetric part, e.g.
+    ``ridge_stabilised``'s, else one ``eigh``), and only the problems without that certificate (with the margin
+    ``_SHORTCUT_MARGIN``) pay the projection: ``eigh`` of M, the floor, and ``eigh`` of the projected S.  Each
+    problem's path depends on its own values only, so a problem gives the same floats alone or in any batch."""
     S = np.asarray(nXX, dtype=float)
     r = np.asarray(nXy, dtype=float)
     d = S.shape[-1]
@@ -159,24 +176,40 @@ def _eigenbasis(nXX, nXy, nyy, n, project: str) -> tuple:
     nn = np.broadcast_to(np.asarray(n, dtype=float), batch)
 
     if project == "joint":
-        M = np.empty(batch + (d + 1, d + 1))
-        M[..., :d, :d] = S
-        M[..., :d, d] = r
-        M[..., d, :d] = r
-        M[..., d, d] = t
-        w, U = np.linalg.eigh(M)
-        n_floored = np.sum(w < 0.0, axis=-1)
-        M = (U * np.maximum(w, 0.0)[..., None, :]) @ np.swapaxes(U, -1, -2)
-        S, r, t = M[..., :d, :d], M[..., :d, d], M[..., d, d]
-        s, V = np.linalg.eigh(S)
-        s = np.maximum(s, 0.0)                            # rounding only
+        if eig is None:
+            s, V = np.linalg.eigh(S)                      # S = V diag(s) Vᵀ, eigenvalues ascending
+        else:
+            s, V = (np.array(np.broadcast_to(a, shape)) for a, shape in zip(eig, (batch + (d,), batch + (d, d))))
+        rr = np.ascontiguousarray(np.einsum("...dk,...d->...k", V, r))   # r in the eigenbasis
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            schur = t - np.sum(rr * rr / s, axis=-1)
+            psd = (s[..., 0] > _SHORTCUT_MARGIN * s[..., -1]) & (schur > _SHORTCUT_MARGIN * np.abs(t))
+        floored = np.zeros(batch, dtype=np.intp)
+        if not psd.all():   # the projection, for the problems without the certificate (flat views of the batch)
+            low = np.flatnonzero(~psd.reshape(-1))
+            t = np.array(t)
+            Sl, rl, tl = S.reshape(-1, d, d)[low], r.reshape(-1, d)[low], t.reshape(-1)[low]
+            M = np.empty((low.size, d + 1, d + 1))
+            M[:, :d, :d] = Sl
+            M[:, :d, d] = rl
+            M[:, d, :d] = rl
+            M[:, d, d] = tl
+            w, U = np.linalg.eigh(M)
+            floored.reshape(-1)[low] = np.sum(w < 0.0, axis=-1)
+            M = (U * np.maximum(w, 0.0)[..., None, :]) @ np.swapaxes(U, -1, -2)
+            sl, Vl = np.linalg.eigh(M[:, :d, :d])
+            s.reshape(-1, d)[low] = np.maximum(sl, 0.0)   # rounding only
+            V.reshape(-1, d, d)[low] = Vl
+            rr.reshape(-1, d)[low] = np.einsum("...dk,...d->...k", Vl, M[:, :d, d])
+            t.reshape(-1)[low] = M[:, d, d]
+        n_floored = floored[()]
     elif project == "xx":
         s, V = np.linalg.eigh(S)                          # S = V diag(s) Vᵀ
         n_floored = np.sum(s < 0.0, axis=-1)
         s = np.maximum(s, 0.0)
+        rr = np.einsum("...dk,...d->...k", V, r)          # r in the eigenbasis
     else:
         raise ValueError(f"project must be 'joint' or 'xx', got {project!r}")
-    rr = np.einsum("...dk,...d->...k", V, r)              # r in the eigenbasis
     return batch, d, s, V, rr, t, nn, n_floored
 
 
@@ -192,7 +225,8 @@ def _posterior(E_lam: np.ndarray, E_lam0: np.ndarray, s: np.ndarray, V: np.ndarr
 
 def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndarray | float,
            prior: tuple[float, float, float, float] = PAPER_PRIOR, tol: float = 1e-9, max_iter: int = 2000,
-           project: str = "joint", return_cov: bool = False) -> VBResult:
+           project: str = "joint", return_cov: bool = False,
+           eig: tuple[np.ndarray, np.ndarray] | None = None) -> VBResult:
     """Mean-field VB fit of the Gamma-prior model from statistics, batched over leading axes.
 
     Parameters
@@ -202,9 +236,12 @@ def fit_vb(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndar
     prior : (a, b, a0, b0) Gamma shape/rate of λ and λ0.
     tol : relative change of E[λ], E[λ0] that counts as converged.
     project : "joint" (PSD projection of the augmented Gram matrix) or "xx" (of nXX only); module docstring.
+    eig : optional (s, V), an eigendecomposition of nXX's symmetric part with ascending eigenvalues (what
+        ``ridge_stabilised(..., with_eig=True)`` returns beside its matrix), used by the joint projection instead of
+        computing one (``_eigenbasis``).
     """
     a, b, a0, b0 = (float(v) for v in prior)
-    batch, d, s, V, rr, t, nn, n_floored = _eigenbasis(nXX, nXy, nyy, n, project)
+    batch, d, s, V, rr, t, nn, n_floored = _eigenbasis(nXX, nXy, nyy, n, project, eig)
     a_lam = a + 0.5 * nn                                  # shapes are fixed by the updates
     a_lam0 = np.full(batch, a0 + 0.5 * d)
     # the array loop: its numpy calls are its cost at the batch sizes of a run (tens of problems, tens to hundreds
@@ -380,12 +417,16 @@ def noise_ridge(d: int, laplace_scale_xx: np.ndarray | float) -> np.ndarray:
     return 2.0 * np.sqrt(2.0 * d) * np.asarray(laplace_scale_xx, dtype=float)
 
 
-def ridge_stabilised(nXX: np.ndarray, rho: np.ndarray | float) -> np.ndarray:
-    """Symmetrise nXX (…, d, d), floor its eigenvalues at 0 and add ρ I (ρ broadcast over the batch)."""
+def ridge_stabilised(nXX: np.ndarray, rho: np.ndarray | float, with_eig: bool = False
+                     ) -> np.ndarray | tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Symmetrise nXX (…, d, d), floor its eigenvalues at 0 and add ρ I (ρ broadcast over the batch).
+    ``with_eig``: also the eigendecomposition (s, V) of the result, s = max(w, 0) + ρ ascending (``fit_vb``'s
+    ``eig``: its joint projection then needs no ``eigh`` of its own for the problems it leaves as they are)."""
     S = 0.5 * (nXX + np.swapaxes(nXX, -1, -2))
     w, V = np.linalg.eigh(S)
     w = np.maximum(w, 0.0) + np.asarray(rho, dtype=float)[..., None]
-    return (V * w[..., None, :]) @ np.swapaxes(V, -1, -2)
+    out = (V * w[..., None, :]) @ np.swapaxes(V, -1, -2)
+    return (out, (w, V)) if with_eig else out
 
 
 def posterior_mean_gamma(nXX: np.ndarray, nXy: np.ndarray, nyy: np.ndarray | float, n: np.ndarray | float,

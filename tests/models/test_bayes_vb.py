@@ -344,3 +344,69 @@ def test_fit_vb_each_zero_rate_nan_and_no_update_problems():
     assert any(both.b_lam[i] != alone[i].b_lam for i in range(20))
     for i, res in enumerate(fit_vb_each(S, R, T, n)):
         _same_result(alone[i], res)
+
+
+def _projected_reference(S, r, t):
+    """The joint projection of every problem, as it was computed before the shortcut: M = [[S, r], [rᵀ, t]]
+    symmetrised, its eigenvalues floored at 0, the projected S decomposed again.  Returns (s, V, rr, t, n_floored)."""
+    d = S.shape[-1]
+    S = 0.5 * (S + np.swapaxes(S, -1, -2))
+    M = np.empty(S.shape[:-2] + (d + 1, d + 1))
+    M[..., :d, :d], M[..., :d, d], M[..., d, :d], M[..., d, d] = S, r, r, t
+    w, U = np.linalg.eigh(M)
+    M = (U * np.maximum(w, 0.0)[..., None, :]) @ np.swapaxes(U, -1, -2)
+    s, V = np.linalg.eigh(M[..., :d, :d])
+    return np.maximum(s, 0.0), V, np.einsum("...dk,...d->...k", V, M[..., :d, d]), M[..., d, d], np.sum(w < 0, -1)
+
+
+def test_joint_projection_shortcut_is_the_projection():
+    """The problems whose M is certified positive definite (nXX well conditioned, Schur complement above the margin)
+    skip the projection's two eigendecompositions; every fit agrees with the projection computed for every problem
+    (the reference above, in the fit's own loop) to 1e-10, the certified ones have n_floored 0, and a batch mixing
+    both kinds gives each problem the floats it gets alone."""
+    from dpexp.models import vb
+
+    rng = np.random.default_rng(8)
+    S, R, T, n = _problems(rng, 200, 6)
+    with np.errstate(all="ignore"):
+        _, _, s, V, rr, t, _, nf = vb._eigenbasis(S, R, T, n, "joint")
+        s0, V0, rr0, t0, nf0 = _projected_reference(S, R, T)
+        certified = nf == 0
+        assert 0.2 < certified.mean() < 1.0 and np.all(nf0[~certified] == nf[~certified])
+        # the same posterior: Σ, m and t in the original basis (eigenvectors are unique up to sign and rotation
+        # within an eigenspace, so compare what the fit uses, V diag(f(s)) Vᵀ and V rr)
+        np.testing.assert_allclose(np.einsum("bij,bj,bkj->bik", V, s, V), np.einsum("bij,bj,bkj->bik", V0, s0, V0),
+                                   rtol=1e-10, atol=1e-10 * np.abs(S).max())
+        np.testing.assert_allclose(np.einsum("bij,bj->bi", V, rr), np.einsum("bij,bj->bi", V0, rr0), rtol=1e-10,
+                                   atol=1e-9 * np.abs(R).max())
+        np.testing.assert_allclose(t, t0, rtol=1e-10, atol=1e-10 * np.abs(T).max())
+        for i in range(0, 200, 7):
+            one = vb._eigenbasis(S[i], R[i], T[i], n[i], "joint")
+            for a, b in zip((*one[2:6], one[7]), (s[i], V[i], rr[i], t[i], nf[i])):
+                assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    # a problem at the boundary (y exactly in the span of x: Schur complement 0 up to rounding) takes the projection
+    X = rng.normal(size=(30, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    _, _, _, _, _, _, _, nf = vb._eigenbasis(X.T @ X, X.T @ y, float(y @ y), 30.0, "joint")
+    s_ref = _projected_reference(X.T @ X, X.T @ y, float(y @ y))
+    assert nf == s_ref[4]
+
+
+def test_ridge_eigendecomposition_given_to_the_fit():
+    """``ridge_stabilised(..., with_eig=True)``'s (s, V) handed to ``fit_vb`` give the fit of its matrix computed
+    from scratch (to 1e-10), with no ``eigh`` of nXX's size in the fit for the certified problems."""
+    from dpexp.models.vb import noise_ridge, ridge_stabilised
+
+    rng = np.random.default_rng(3)
+    S, R, T, n = _problems(rng, 60, 5)
+    rho = noise_ridge(5, rng.uniform(0.1, 3.0, size=60))
+    with np.errstate(all="ignore"):
+        Rm, eig = ridge_stabilised(S, rho, with_eig=True)
+        assert Rm.tobytes() == ridge_stabilised(S, rho).tobytes()
+        np.testing.assert_allclose(np.einsum("bij,bj,bkj->bik", eig[1], eig[0], eig[1]), Rm, rtol=1e-12,
+                                   atol=1e-12 * np.abs(Rm).max())
+        given = fit_vb(Rm, R, T, n, eig=eig, return_cov=True)
+        fresh = fit_vb(Rm, R, T, n, return_cov=True)
+    np.testing.assert_allclose(given.mean, fresh.mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(given.cov, fresh.cov, rtol=1e-8, atol=1e-10)
+    assert np.array_equal(given.n_floored, fresh.n_floored)

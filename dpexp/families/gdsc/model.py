@@ -155,7 +155,8 @@ def fit_posterior(XX: np.ndarray, Xy: np.ndarray, yy: np.ndarray, n: np.ndarray 
 
         return posterior_mean_pymc(XX, Xy, yy, n, rng if rng is not None else np.random.default_rng(0),
                                    project=project == "joint"), None
+    eig = None
     if ridge is not None:
-        XX = ridge_stabilised(XX, ridge)
-    r = fit_vb(XX, Xy, yy, n, return_cov=with_cov)
+        XX, eig = ridge_stabilised(XX, ridge, with_eig=True)
+    r = fit_vb(XX, Xy, yy, n, return_cov=with_cov, eig=eig)
     return r.mean, r.cov

@@ -375,12 +375,12 @@ def tune_split(n: int = PAPER_SPLIT_CASE["n"], d: int = PAPER_SPLIT_CASE["d"],
             sp = tuple(float(p) for p in sp)
             i, j = _best(prob.grid_scores(sp, float(epsilon)).mean(axis=(0, 1)), prob.omegas)
             XX, Xy, yy = prob.noisy(sp, float(epsilon))
-            XXi = XX[:, :, i]
+            XXi, eig = XX[:, :, i], None
             if stabilize == "noise_ridge":
                 bxx = noise_scales(prob.d, prob.Bx[:, :, None], prob.By[:, None, :], sp, float(epsilon),
                                    sensitivity)[0]
-                XXi = ridge_stabilised(XXi, noise_ridge(prob.d, bxx[:, i, 0])[:, None])
-            res = fit_vb(XXi, Xy[:, :, i, j], yy[:, :, j], int(n))                    # (A, N) problems
+                XXi, eig = ridge_stabilised(XXi, noise_ridge(prob.d, bxx[:, i, 0])[:, None], with_eig=True)
+            res = fit_vb(XXi, Xy[:, :, i, j], yy[:, :, j], int(n), eig=eig)          # (A, N) problems
             pred = np.einsum("and,amd->amn", prob.X, res.mean)
             rho = np.stack([spearman_rows(pred[a], prob.y_rank[a]) for a in range(A)])
             table.append([*sp, float(rho.mean()), float(prob.omegas[i]), float(prob.omegas[j])])
@@ -429,9 +429,10 @@ def _authors_split_scores(prob: _AuxProblem, splits: tuple[tuple[float, float, f
 
         weights = []
         for XX, Xy, yy, bxx in stats:
+            eig = None
             if stabilize == "noise_ridge":
-                XX = ridge_stabilised(XX, noise_ridge(d, bxx)[:, None])
-            weights.append(fit_vb(XX, Xy, yy, n).mean)
+                XX, eig = ridge_stabilised(XX, noise_ridge(d, bxx)[:, None], with_eig=True)
+            weights.append(fit_vb(XX, Xy, yy, n, eig=eig).mean)
     table = []
     for sp, (i, j), w in zip(splits, chosen, weights):
         good = np.isfinite(w).all(axis=-1)                                           # (A, N)
