@@ -379,3 +379,22 @@ def test_jobs_2_a_table_that_cannot_be_read_is_one_line_exit_2_nothing_written(r
     assert output.strip().splitlines()[-1].startswith(f"error: {res / 'inject' / 'results.csv'}: not a readable "
                                                       "results table (")
     assert not (tmp_path / "r").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".r.")]
+
+
+def test_table_is_the_tag_by_tag_markup():
+    """``page.table`` writes what one ``tag`` per cell writes (the form it replaced): text escaped, markup kept,
+    numbers as text, numeric columns of class "num", short rows as they are."""
+    from dpexp.report.page import Html, join, table, tag
+
+    def reference(headers, rows, numeric=None):
+        numeric = numeric or set()
+        head = tag("tr", join(tag("th", h) for h in headers))
+        body = [tag("tr", join(tag("td", c, class_="num" if i in numeric else None) for i, c in enumerate(r)))
+                for r in rows]
+        return f"<table>\n<thead>{head}</thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>\n"
+
+    rows = [["a<b", 1.5, Html("<i>x</i>"), "q\"uote & 'apos'"], ["plain", -2, "", None], ["short"], []]
+    for numeric in (None, {1}, {0, 3}):
+        assert table(["h&1", "h2", "h3", "h4"], rows, numeric) == reference(["h&1", "h2", "h3", "h4"], rows, numeric)
+    assert table(["only"], []) == reference(["only"], [])
+    assert isinstance(table(["h"], [["v"]]), Html)
