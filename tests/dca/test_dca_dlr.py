@@ -385,3 +385,37 @@ def test_code_digest_ignores_comments_and_docstrings():
     a = b'"""Doc."""\n# note\ndef f(x):\n    """f."""\n    return x * 2\n'
     b = b'def f(x):  # same\n    return (x *\n            2)\n'
     assert cache.code_of(a) == cache.code_of(b) != cache.code_of(b.replace(b"2", b"3"))
+
+
+@pytest.mark.parametrize("name", ["ta", "ddp", "input_perturbation"])
+def test_split_terms_kept_on_a_read_only_split_change_no_release(name):
+    """The unprojected settings keep a read-only split's clipped unique terms and their sum (``_split_terms``),
+    one entry per (c_x, c_y, clip): a second ε, a second setting and a fresh copy of the split give the releases
+    the computation from scratch gives; writable rows are never kept (they could change between calls)."""
+    from dpexp import registry
+
+    s = _split(n=200, d=3, seed=4)
+    frozen = Split(*(a.copy() for a in (s.X_private, s.y_private, s.X_public, s.y_public, s.X_test, s.y_test)),
+                   dict(s.meta))
+    for a in (frozen.X_private, frozen.y_private):
+        a.flags.writeable = False
+    cls = registry.get("algorithm", name)
+    for eps in (1.0, 5.0):
+        for params in ({}, {"bound_x": 2.0}):
+            kept = cls(**params).run(frozen, eps, 1e-4, np.random.default_rng(3), trials=2)
+            fresh = cls(**params).run(s, eps, 1e-4, np.random.default_rng(3), trials=2)
+            np.testing.assert_array_equal(kept.predictions, fresh.predictions)
+            assert kept.extras == fresh.extras and kept.guarantee == fresh.guarantee
+    assert sorted(frozen.__dict__["_dca_terms"]) == [(2.0, 7.5, True), (7.5, 7.5, True)]
+    assert "_dca_terms" not in s.__dict__
+    Z, total = frozen.__dict__["_dca_terms"][(7.5, 7.5, True)]
+    np.testing.assert_array_equal(Z, dlr.unique_terms(np.clip(s.X_private, -7.5, 7.5), np.clip(s.y_private, -7.5, 7.5)))
+    np.testing.assert_array_equal(total, Z.sum(axis=0))
+
+
+def test_distinct_is_numpys_unique():
+    for v in (np.array([3.0]), np.array([[1.0, 2.0]]), np.array([2.0, 1.0, 2.0]),
+              np.array([[1.0, 2.0], [0.5, 1.0], [1.0, 2.0]])):
+        a, inv = dlr._distinct(v)
+        b, binv = np.unique(v, axis=0, return_inverse=True)
+        assert a.tobytes() == b.tobytes() and np.array_equal(inv.reshape(-1), binv.reshape(-1))
