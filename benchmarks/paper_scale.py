@@ -167,6 +167,10 @@ def count_fits(exp) -> tuple[dict[tuple[str, int], int], dict[str, int]]:
     return fits, other
 
 
+#: the Laplace scale of ``_problems``' noise on XᵀX (the vb floor's noise ridge is made for it)
+PROBLEM_LAPLACE_XX = 5.0
+
+
 def _problems(rng: np.random.Generator, batch: int, d: int, n: int = 810):
     """``batch`` perturbed GDSC-like statistics (unit-norm rows, Laplace noise as in the releases)."""
     X = rng.normal(size=(n, d))
@@ -174,7 +178,7 @@ def _problems(rng: np.random.Generator, batch: int, d: int, n: int = 810):
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     y = X @ rng.normal(size=d) + rng.normal(size=n)
     S, r, t = X.T @ X, X.T @ y, float(y @ y)
-    N = rng.laplace(0, 5.0, size=(batch, d, d))
+    N = rng.laplace(0, PROBLEM_LAPLACE_XX, size=(batch, d, d))
     Sb = S[None] + 0.5 * (N + np.swapaxes(N, -1, -2))
     rb = r[None] + rng.laplace(0, 2.0, size=(batch, d))
     tb = t + np.abs(rng.laplace(0, 10.0, size=batch))
@@ -220,7 +224,13 @@ def per_fit_seconds(kind: str, d: int, batch: int = 5_000) -> float:
 
     S, r, t, n = _problems(np.random.default_rng(0), batch, d)
     if kind == "vb":
-        def f(): fit_vb(S, r, t, n)
+        from dpexp.models.vb import noise_ridge, ridge_stabilised
+
+        rho = noise_ridge(d, np.full(batch, PROBLEM_LAPLACE_XX))
+
+        def f():   # as rplr's fit_posterior: the noise ridge (its eigendecomposition handed on), then the fit
+            XX, eig = ridge_stabilised(S, rho, with_eig=True)
+            fit_vb(XX, r, t, n, eig=eig)
     elif kind.startswith("fixed/"):
         def f(): posterior_mean_fixed(S, r, 1.0, 1.0, kind.split("/")[1])
     elif kind == "solve":
