@@ -347,3 +347,28 @@ def test_clip_bounds_many_of_a_whole_batch_equal_per_release(trials, sigma):
     assert _whole_batch(rels) is not None
     for r, g in zip(rels, _clip_bounds_many(rels, trials)):
         _same(np.ascontiguousarray(r.clip_bounds(trials)), g)
+
+
+def test_one_bound_statistics_in_pieces_are_those_of_each_split(monkeypatch):
+    """With one pair of bounds for every split, ``RowBlocks.clipped_stats`` clips and multiplies a large group a
+    few splits at a time: the statistics of the clipped rows, and the same floats whatever the piece size (a
+    stacked matmul computes each matrix as alone: a chunk's splits give the same floats however they are grouped),
+    groups of one split and of several n included."""
+    from dpexp.families.gdsc import stats as gdsc_stats
+    from dpexp.families.gdsc.release_batch import RowBlocks
+
+    rng = np.random.default_rng(11)
+    Xs = [rng.normal(size=(n, 6)) for n in [50] * 9 + [37] + [20] * 5]
+    ys = [rng.normal(size=X.shape[0]) for X in Xs]
+    B_x, B_y = np.full(len(Xs), 0.8), np.full(len(Xs), 1.2)
+    expect = RowBlocks(Xs, ys).clipped_stats(B_x, B_y, False, 1)        # every group in one piece
+    own = [gdsc_stats.clip(X, y, 0.8, 1.2) for X, y in zip(Xs, ys)]
+    for a, b in zip(expect, (np.stack([Xc.T @ Xc for Xc, _ in own]), np.stack([Xc.T @ yc for Xc, yc in own]),
+                             np.array([float(yc @ yc) for _, yc in own]))):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-12)           # the statistics of the clipped rows
+    for whole, piece in ((0, 1), (0, 8 * 50 * 7 * 2), (0, 8 * 50 * 7 * 4)):
+        monkeypatch.setattr(RowBlocks, "CLIP_WHOLE_BYTES", whole)
+        monkeypatch.setattr(RowBlocks, "CLIP_PIECE_BYTES", piece)
+        got = RowBlocks(Xs, ys).clipped_stats(B_x, B_y, False, 1)
+        for a, b in zip(got, expect):
+            assert a.tobytes() == b.tobytes()

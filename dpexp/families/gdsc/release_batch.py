@@ -235,19 +235,41 @@ class RowBlocks:
             return self.kept("stats", lambda: tuple(map(_read_only, self._stats(self.X, self.y))))
         return self._stats(self.X if X is None else X, self.y if y is None else y)
 
-    def _stats(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    #: ``_stats`` with ``clip``: a group whose rows take more than ``CLIP_WHOLE_BYTES`` is clipped and multiplied
+    #: ``CLIP_PIECE_BYTES`` at a time (its clipped copy whole would leave the caches: d = 40, 222 splits of 800
+    #: rows, 27.4 → 18.6 ms a call); a smaller group in one piece (d = 10: pieces took 6.5 ms against 4.4)
+    CLIP_WHOLE_BYTES = 32 << 20
+    CLIP_PIECE_BYTES = 4 << 20
+
+    def _stats(self, X: np.ndarray, y: np.ndarray, clip: tuple[float, float] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The statistics of every split's rows in ``X``, ``y``; with ``clip`` = (B_x, B_y) of the rows clipped at
+        those bounds (``stats.clip``), a few splits at a time (``CLIP_PIECE_BYTES``), so that no clipped copy of
+        all the rows is made: a stacked matmul computes each split's product as alone, so the pieces give the
+        floats of the whole group's call."""
         S, d = self.S, X.shape[1]
         XX, Xy, yy = np.empty((S, d, d)), np.empty((S, d)), np.empty(S)
         for n, members, a in self.blocks:
             G = len(members)
             if G == 1:
                 Xi, yi = X[a:a + n], y[a:a + n]
+                if clip is not None:
+                    Xi, yi = gdsc_stats.clip(Xi, yi, *clip)   # looked up at call time (the audit's mutants)
                 XX[members[0]], Xy[members[0]], yy[members[0]] = Xi.T @ Xi, Xi.T @ yi, float(yi @ yi)
                 continue
-            Xg, yg = X[a:a + G * n].reshape(G, n, d), y[a:a + G * n].reshape(G, n)
-            XgT = np.swapaxes(Xg, -1, -2)
-            XX[members], Xy[members] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
-            yy[members] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
+            row_bytes = 8 * n * (d + 1)   # a split's x and y
+            P = G if clip is None or G * row_bytes <= self.CLIP_WHOLE_BYTES else \
+                max(1, self.CLIP_PIECE_BYTES // row_bytes)
+            for j in range(0, G, P):
+                k = min(G, j + P)
+                Xb, yb = X[a + j * n:a + k * n], y[a + j * n:a + k * n]
+                if clip is not None:
+                    Xb, yb = gdsc_stats.clip(Xb, yb, *clip)
+                Xg, yg = Xb.reshape(k - j, n, d), yb.reshape(k - j, n)
+                XgT = np.swapaxes(Xg, -1, -2)
+                ms = members[j:k]
+                XX[ms], Xy[ms] = XgT @ Xg, (XgT @ yg[..., None])[..., 0]
+                yy[ms] = (yg[:, None, :] @ yg[:, :, None])[:, 0, 0]
         return XX, Xy, yy
 
     def clipped_stats(self, B_x: np.ndarray, B_y: np.ndarray, per_trial: bool, T: int
@@ -259,10 +281,10 @@ class RowBlocks:
         S, d = self.S, self.X.shape[1]
         if not per_trial:
             if S and self.X.dtype == self.y.dtype == np.float64 and _one_bound(B_x) and _one_bound(B_y):
-                # one pair of bounds for every split (e.g. plr's public bounds): all rows clipped in one call each
-                # (clipping is elementwise: each split's rows equal their own clip)
-                bx, by = float(B_x[0]), float(B_y[0])
-                return self.stats(*gdsc_stats.clip(self.X, self.y, bx, by))
+                # one pair of bounds for every split (e.g. plr's public bounds, the paper protocol's pooled σ):
+                # the rows clipped a few splits at a time and multiplied (clipping is elementwise: each split's
+                # rows equal their own clip)
+                return self._stats(self.X, self.y, clip=(float(B_x[0]), float(B_y[0])))
             Xc, yc = self._clipped_rows(B_x[:, None], B_y[:, None])
             return self.stats(Xc[0], yc[0])
         if self._splitwise(B_x, B_y):
