@@ -133,7 +133,11 @@ def _min(x: Any) -> float:
 
 def _ratio_max(num: Any, den: Any) -> float:
     """max over trials of num/den, NaN entries (failed trials) ignored, x/0 = inf for x > 0 and 0/0 = 0."""
-    n, d = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
+    n, d = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    if n.size == 1 and d.size == 1:   # one trial: the same values in float arithmetic (numpy's calls cost more)
+        nv, dv = float(n.flat[0]), float(d.flat[0])
+        return 0.0 if nv == 0 else (math.inf if dv == 0 else nv / dv)
+    n, d = np.broadcast_arrays(n, d)
     with np.errstate(divide="ignore", invalid="ignore"):   # d == 0 covers -0.0, whose n/d would be -inf
         r = np.where(n == 0, 0.0, np.where(d == 0, np.inf, n / d))
     return _max(r)

@@ -125,3 +125,25 @@ def test_accounting_conversions():
         assert acc.zcdp_to_approx_dp(rho, 2**-30) == pytest.approx(eps)
     assert acc.basic_composition([(0.5, 1e-6), (1.5, 0.0)]) == (2.0, 1e-6)
     assert mech.gaussian_sigma_zcdp(2.0, 0.5) == pytest.approx(2.0)
+
+
+def test_ratio_max_of_one_trial_is_the_array_rule():
+    """``_ratio_max``'s one-trial float path gives the array rule's value (max over trials of Δ/σ, 0/0 = 0,
+    x/0 = inf, NaN kept) for every pair of edge values, given as floats, 0-d or one-element arrays."""
+    import itertools
+    import math
+
+    from dpexp.privacy import mechanisms as m
+
+    def rule(num, den):
+        n, d = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np.where(n == 0, 0.0, np.where(d == 0, np.inf, n / d))
+        return m._max(r)
+
+    vals = [0.0, -0.0, 1.0, 2.5, 1e308, 1e-320, math.inf, math.nan]
+    for a, b in itertools.product(vals, vals):
+        for num, den in ((a, b), (np.array([a]), b), (a, np.array([[b]])), (np.float64(a), np.array(b))):
+            got, want = m._ratio_max(num, den), rule(num, den)
+            assert type(got) is float and (got == want or (math.isnan(got) and math.isnan(want))), (a, b)
+    assert m._ratio_max([1.0, 4.0], [2.0, 2.0]) == 2.0 and m._ratio_max([1.0, np.nan], 1.0) == 1.0
