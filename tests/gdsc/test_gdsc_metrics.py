@@ -96,15 +96,6 @@ def test_many_equals_one_cell_at_a_time_with_shared_responses(name, many_equals_
         assert any(v != 0.0 for v in one)
 
 
-def test_wpc_many_without_the_batched_sum_equals_one_cell_at_a_time(monkeypatch):
-    from dpexp.families.gdsc import metrics
-
-    outs, splits = _shared_response_cells(3)
-    one = [float(WPC()(o, s)) for o, s in zip(outs, splits)]
-    monkeypatch.setattr(metrics, "batched_gamma_exact", lambda: False)
-    assert [repr(v) for v in WPC().many(outs, splits)] == [repr(v) for v in one]
-
-
 def _repeated_prediction_cells(seed: int, two_sds: bool = False):
     """Cells of two 'drugs' whose predictions repeat (a baseline that ignores n_private gives equal predictions at
     every size): the same array, equal copies, −0 against 0, tied rows, a repeated non-finite row; ``two_sds``: one
@@ -156,8 +147,11 @@ def test_distinct_rows_by_bytes():
 
 
 @pytest.mark.parametrize("n", [3, 8, 17, 90, 91, 100, 127, 128, 150])
-def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
-    from dpexp.families.gdsc.metrics import _gamma_one, _response_terms, batched_gamma
+def test_gamma_rows_is_the_sign_matrix_sum(n):
+    """``gamma_rows`` is Σ a_ij sign(p_i − p_j) (the einsum of the sign matrix, to 1e-12), the same floats from the
+    predictions and from their integer codes, and each row's value alone or among any other rows."""
+    from dpexp.families.gdsc.metrics import _response_terms, gamma_rows
+    from dpexp.metrics.cells import ranks_and_codes
 
     rng = np.random.default_rng(n)
     a = _response_terms(rng.normal(size=n), 0.9)[0]
@@ -165,17 +159,15 @@ def test_batched_gamma_equals_the_per_cell_einsum_to_the_bit(n):
     P[2] = np.round(P[2], 1)                                 # ties
     P[3] = 1.0                                               # all ties: Γ = 0
     P[4, :2] = [5e-324, -5e-324]                             # distinct subnormals still order
-    for rows in (P, P[:1], P[[6, 2, 4]], P[:7], P[:8], P[::-1]):     # fewer and 8+ rows: both sign-matrix builds
-        got = batched_gamma(a, rows)
-        assert [v.hex() for v in got.tolist()] == [_gamma_one(a, p).hex() for p in rows]
-    assert batched_gamma(a, P)[3] == 0.0
-
-
-def test_batched_sum_is_exact_in_this_numpy():
-    # the einsum order of one stacked call equals one call per cell for this build (else many scores per cell)
-    from dpexp.families.gdsc.metrics import batched_gamma_exact
-
-    assert batched_gamma_exact() is True
+    got = gamma_rows(a, P)
+    np.testing.assert_allclose(got, np.einsum("ij,tij->t", a, np.sign(P[:, :, None] - P[:, None, :])), rtol=1e-12,
+                               atol=1e-12 * n)
+    assert got[3] == 0.0
+    codes = ranks_and_codes(P)[1]
+    assert gamma_rows(a, codes).tobytes() == got.tobytes()
+    for rows in ([0], [6, 2, 4], list(range(7)), list(range(9, -1, -1))):
+        assert gamma_rows(a, P[rows]).tobytes() == got[rows].tobytes()
+        assert gamma_rows(a, codes[rows]).tobytes() == got[rows].tobytes()
 
 
 def test_ranks_and_codes_order_ties_and_widths():

@@ -30,6 +30,7 @@ conservative.  ``sd: test`` reads only the test lines and the predictions: its r
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -37,7 +38,7 @@ from scipy import special
 
 from dpexp import cache
 from dpexp.components import Metric, Params
-from dpexp.metrics.cells import ranks_and_codes, response_groups
+from dpexp.metrics.cells import response_groups
 from dpexp.registry import register_metric
 from dpexp.types import Output, Split
 
@@ -100,8 +101,7 @@ def standardised_pc(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
     if a is None or s <= 0:
         return np.zeros(pred.shape[0])
     n = a.shape[0]
-    b = np.sign(pred[:, :, None] - pred[:, None, :])
-    pc = 0.5 + np.einsum("ij,tij->t", a, b) / (n * (n - 1.0))
+    pc = 0.5 + gamma_rows(a, pred) / (n * (n - 1.0))
     z = (pc - 0.5) / s
     ok = np.all(np.isfinite(pred), axis=1)
     return np.where(ok, z, 0.0)
@@ -131,14 +131,11 @@ class WPC(Metric):
     def many(self, outputs: list[Output], splits: list[Split]) -> list[float]:
         """Every cell of a group: the one-trial cells per group of equal test responses (a drug's algorithms,
         budgets and sizes; ``dpexp.metrics.cells``, ranked once and shared with spearman) scored together
-        (``batched_gamma``), the others one by one.  The values equal ``__call__``'s to the bit: Γ is the same
-        ``einsum`` reduction of each cell's sign matrix (checked once per process, ``batched_gamma_exact``;
-        otherwise Γ one cell at a time), a row's sum does not depend on the other rows of the call (so cells with
-        equal predictions share one row, ``ResponseGroup.inverse``) and the scalar steps are the same IEEE
-        operations, elementwise."""
+        (``gamma_rows`` on the rows' integer codes, equal rows once), the others one by one.  The values equal
+        ``__call__``'s to the bit: Γ is the one compiled sum ``gamma_rows`` of each row alone, the codes order a
+        row's entries as its predictions do, and the scalar steps are the same IEEE operations, elementwise."""
         vals: list[float] = [0.0] * len(outputs)
         table = response_groups(outputs, splits)
-        batched = batched_gamma_exact()
         sd_of: dict[int, float] = {}                 # id(split) -> _sd(split) (the splits outlive this call)
         for k in table.other:
             vals[k] = self(outputs[k], splits[k])
@@ -158,13 +155,13 @@ class WPC(Metric):
                 if a is None or sn <= 0:
                     continue                         # undefined: 0
                 one = len(rows) == len(g.cells)
-                if batched and g.codes is not None and one and g.inverse is not None:
-                    gam = batched_gamma(a, g.unique_codes, codes=True)[g.inverse]   # equal rows summed once
-                elif batched and g.codes is not None:
-                    gam = batched_gamma(a, g.codes if one else g.codes[rows], codes=True)
-                else:
-                    gam = np.array([_gamma_one(a, np.asarray(outputs[g.cells[r]].predictions[0], dtype=float))
-                                    for r in rows])
+                if g.codes is not None and one and g.inverse is not None:
+                    gam = gamma_rows(a, g.unique_codes)[g.inverse]   # equal rows summed once
+                elif g.codes is not None:
+                    gam = gamma_rows(a, g.codes if one else g.codes[rows])
+                else:   # too many columns for codes: the predictions themselves
+                    gam = gamma_rows(a, np.concatenate([np.asarray(outputs[g.cells[r]].predictions, dtype=float)
+                                                        for r in rows]))
                 n = a.shape[0]
                 z = (0.5 + gam / (n * (n - 1.0)) - 0.5) / sn
                 for r, v in zip(rows, z.tolist()):
@@ -172,46 +169,54 @@ class WPC(Metric):
         return vals
 
 
-def batched_gamma(a: np.ndarray, P: np.ndarray, codes: bool = False) -> np.ndarray:
-    """Γ = Σ_ij a_ij sign(p_i − p_j) of every row of ``P`` (k, n) (finite; ``codes``: ``P`` already holds the
-    rows' integer codes, ``dpexp.metrics.cells.ranks_and_codes``) against one response matrix ``a``: one ``einsum``
-    over the stacked sign matrices, built in small integers from the codes (1 byte up to 127 columns).  The sign
-    matrix is -1/0/1, so the values the reduction sees are those of ``np.sign`` of the differences."""
+def gamma_rows(a: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Γ = Σ_{i≠j} a_ij sign(p_i − p_j) of every row of ``P`` (k, n) against one response matrix ``a`` (n, n): the
+    predictions themselves or their integer codes (``dpexp.metrics.cells.ranks_and_codes``: the same order, so the
+    same Γ).  One compiled loop (numba, cached on disk) over the pairs i < j of each row in a fixed order
+    (``_gamma_loop``), so a row's Γ does not depend on the other rows, the CPU or numpy's dispatch.  A NaN compares
+    neither way (its pairs add nothing; the callers score a non-finite row 0)."""
+    P = np.atleast_2d(P)
+    if P.dtype.kind not in "iuf":
+        P = P.astype(float)
+    out = np.empty(P.shape[0])
+    _gamma_kernel()(np.ascontiguousarray(a, dtype=float), np.ascontiguousarray(P), out)
+    return out
+
+
+def _gamma_loop(a: np.ndarray, P: np.ndarray, out: np.ndarray) -> None:
+    # a is antisymmetric (a_ji = −a_ij exactly: erf is odd) and so is the sign, so Γ = 2 Σ_{i<j} a_ij s_ij; the
+    # pairs of a row i go into four running sums by j mod 4 (a fixed order: the same floats on any CPU), signs
+    # as (p_i > p_j) − (p_i < p_j), without branches
     k, n = P.shape
-    c = P if codes else ranks_and_codes(P)[1]
-    if k >= 8:   # c_j tiled, c_i subtracted in place: the same array, faster than one broadcast subtraction
-        S = np.tile(c, (1, n)).reshape(k, n, n)
-        np.subtract(c[:, :, None], S, out=S)
-    else:
-        S = np.subtract(c[:, :, None], c[:, None, :])
-    np.sign(S, out=S)
-    return np.einsum("f,kf->k", a.reshape(-1), S.reshape(k, n * n))
+    for r in range(k):
+        total = 0.0
+        for i in range(n - 1):
+            pi = P[r, i]
+            s0 = 0.0
+            s1 = 0.0
+            s2 = 0.0
+            s3 = 0.0
+            j = i + 1
+            while j + 3 < n:
+                s0 += a[i, j] * ((pi > P[r, j]) - (pi < P[r, j]))
+                s1 += a[i, j + 1] * ((pi > P[r, j + 1]) - (pi < P[r, j + 1]))
+                s2 += a[i, j + 2] * ((pi > P[r, j + 2]) - (pi < P[r, j + 2]))
+                s3 += a[i, j + 3] * ((pi > P[r, j + 3]) - (pi < P[r, j + 3]))
+                j += 4
+            while j < n:
+                s0 += a[i, j] * ((pi > P[r, j]) - (pi < P[r, j]))
+                j += 1
+            total += (s0 + s1) + (s2 + s3)
+        out[r] = 2.0 * total
 
 
-def _gamma_one(a: np.ndarray, p: np.ndarray) -> float:
-    """Γ of one row as ``standardised_pc`` computes it (its sign matrix and ``einsum`` call)."""
-    return float(np.einsum("ij,tij->t", a, np.sign(p[None, :, None] - p[None, None, :]))[0])
+@functools.cache
+def _gamma_kernel():
+    """``_gamma_loop`` compiled (numba, cached on disk), made at the first score: a process that scores no wpc does
+    not import numba (≈ 0.5 s)."""
+    import numba
 
-
-def batched_gamma_exact() -> bool:
-    """Whether ``batched_gamma`` equals one cell at a time to the bit in this process (numpy's ``einsum`` fixes
-    the summation order of Γ per call: this build's order for one stacked call is checked once, on fixed probe
-    rows of several lengths, ties and one row included; memoised per numpy version)."""
-    return cache.memo("gdsc.wpc_batched_exact", np.__version__, _probe_batched_gamma)
-
-
-def _probe_batched_gamma() -> bool:
-    for n in (3, 8, 17, 64, 90, 91, 97, 100, 130):
-        x = np.arange(n, dtype=float)
-        y = np.sin(1.7 * x) + 0.01 * x
-        a = _response_terms(y, 0.7)[0]
-        P = np.vstack([np.cos(0.3 * x * (r + 1)) * (r + 2) for r in range(4)] + [np.round(np.sin(x) * 2)])
-        for rows in (P, P[:1], P[[4, 1, 3]], np.vstack([P, P[::-1]])):   # 8+ rows: the tiled sign matrix
-            got = batched_gamma(a, rows)
-            want = [_gamma_one(a, p) for p in rows]
-            if [float(v).hex() for v in got] != [float(v).hex() for v in want]:
-                return False
-    return True
+    return numba.njit(cache=True, error_model="numpy")(_gamma_loop)
 
 
 def _sd(split: Split, source: str = "dataset") -> float:
