@@ -68,6 +68,8 @@ def test_round_peak_falls_back_to_tracemalloc(monkeypatch):
 
 def test_time_round_reports_seconds_and_peak():
     out = timing.time_round(1000, 100, 4, False, 1.0, 1e-4, np.random.default_rng(0))
-    assert out["seconds"] > 0 and out["peak_mib"] >= 0 and out["noise_factor"] == pytest.approx(1000 / 999)
+    # the extras are reported, not judged here (speed lives in benchmarks/): present, finite, non-negative
+    assert all(np.isfinite(out[k]) and out[k] >= 0 for k in ("seconds", "peak_mib"))
+    assert out["noise_factor"] == pytest.approx(1000 / 999)
     assert timing.time_round(1000, 100, 4, False, 1.0, 1e-4, np.random.default_rng(0),
                              trace_memory=False)["peak_mib"] == 0.0

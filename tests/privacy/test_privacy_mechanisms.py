@@ -129,7 +129,8 @@ def test_accounting_conversions():
 
 def test_ratio_max_of_one_trial_is_the_array_rule():
     """``_ratio_max``'s one-trial float path gives the array rule's value (max over trials of Δ/σ, 0/0 = 0,
-    x/0 = inf, NaN kept) for every pair of edge values, given as floats, 0-d or one-element arrays."""
+    x/0 = inf, NaN kept) for every pair of edge values, given as floats, 0-d or one-element arrays: the special
+    values exactly, finite quotients to 1e-15."""
     import itertools
     import math
 
@@ -145,5 +146,9 @@ def test_ratio_max_of_one_trial_is_the_array_rule():
     for a, b in itertools.product(vals, vals):
         for num, den in ((a, b), (np.array([a]), b), (a, np.array([[b]])), (np.float64(a), np.array(b))):
             got, want = m._ratio_max(num, den), rule(num, den)
-            assert type(got) is float and (got == want or (math.isnan(got) and math.isnan(want))), (a, b)
+            assert type(got) is float, (a, b)
+            if math.isfinite(want) and want != 0:
+                assert math.isclose(got, want, rel_tol=1e-15), (a, b)
+            else:
+                assert got == want or (math.isnan(got) and math.isnan(want)), (a, b)
     assert m._ratio_max([1.0, 4.0], [2.0, 2.0]) == 2.0 and m._ratio_max([1.0, np.nan], 1.0) == 1.0

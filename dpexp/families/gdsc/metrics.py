@@ -49,9 +49,9 @@ def pc_index(pred: np.ndarray, y: np.ndarray, sd: float) -> np.ndarray:
     y = np.asarray(y, dtype=float)
     n = y.size
     a = 0.5 * special.erf((y[:, None] - y[None, :]) / (2.0 * sd))
-    b = np.sign(pred[..., :, None] - pred[..., None, :])
     P = n * (n - 1) / 2.0
-    return 0.5 + np.einsum("ij,...ij->...", a, b) / (2.0 * P)
+    gam = gamma_rows(a, pred.reshape(-1, n)).reshape(pred.shape[:-1])   # Γ (module docstring)
+    return 0.5 + gam / (2.0 * P)
 
 
 def pc_null_sd(y: np.ndarray, sd: float) -> float:
