@@ -47,9 +47,10 @@ Prints:
    CPU and peak RSS, and the total wall.  ``--fast`` runs each config's ``fast:`` section (``dpexp run --fast``), the
    cheap check of the harness.
 
-The results of every run go to a temporary folder; nothing under results/ is touched.
+The results of every run go to a temporary folder, removed at the end (``--keep DIR``: to DIR, kept); nothing
+under results/ is touched.
 Usage: ``python benchmarks/paper_scale.py [--jobs 2 | --cluster local:2] [--repeats R] [--slr]
-[--configs all|NAME[:R] ...] [--fast] [--skip-gdsc]`` (``make figures-bench``: ``--skip-gdsc --configs all``).
+[--configs all|NAME[:R] ...] [--fast] [--skip-gdsc] [--keep DIR]`` (``make figures-bench``: ``--skip-gdsc --configs all``).
 """
 
 from __future__ import annotations
@@ -918,10 +919,17 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=None, help="stop a --configs run after this many seconds")
     ap.add_argument("--skip-gdsc", action="store_true", help="only the --slr / --configs parts")
     ap.add_argument("--fast", action="store_true", help="--configs: each config's `fast:` section (dpexp run --fast)")
+    ap.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                    help="put the results, figures and report in DIR (a new or empty folder) and keep them, e.g. "
+                         "to profile `dpexp report` on a full run afterwards")
     a = ap.parse_args()
     how = ["--cluster", a.cluster] if a.cluster else ["--jobs", str(a.jobs)]
     extra = ["--repeats", str(a.repeats)] if a.repeats else []
-    work = Path(tempfile.mkdtemp(prefix="dpexp_bench_"))
+    if a.keep is not None:
+        if a.keep.exists() and any(a.keep.iterdir()):
+            ap.error(f"--keep {a.keep}: the folder is not empty")
+        a.keep.mkdir(parents=True, exist_ok=True)
+    work = a.keep.resolve() if a.keep is not None else Path(tempfile.mkdtemp(prefix="dpexp_bench_"))
     load1 = os.getloadavg()[0]
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
                "?") if Path("/proc/cpuinfo").exists() else "?"
@@ -953,7 +961,8 @@ def main() -> None:
                   f"{', --fast' if a.fast else ', full scale'}; results, figures and report in {work}):", flush=True)
             bench_figures(names, work, how, a.fast, a.timeout)
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if a.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def one_blas_thread():

@@ -79,3 +79,13 @@ def test_dca_cell_work(paper_scale):
     assert proj["mask"] == 2 * 9 * N * (d + 1 + p) and proj["terms"] == N * (d + 1) + 2 * N * p
     timing = w("dca_timing", type("P", (), {"n_compute": 4, "encrypt": True})(), 100, 1000, 1)
     assert timing == {"normal": 1e5, "mask": 3e5, "ring": 4e5, "aes": 8 * 4e5}
+
+
+def test_keep_refuses_a_folder_that_is_not_empty(paper_scale, tmp_path, monkeypatch, capsys):
+    (tmp_path / "old.csv").write_text("x\n")
+    monkeypatch.setattr("sys.argv", ["paper_scale.py", "--skip-gdsc", "--keep", str(tmp_path)])
+    with pytest.raises(SystemExit) as exc:
+        paper_scale.main()
+    assert exc.value.code == 2
+    assert "not empty" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["old.csv"]      # nothing removed, nothing written
