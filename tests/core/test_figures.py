@@ -354,3 +354,20 @@ def test_footnote_gives_the_main_reason_only():
     assert short_reason("paper protocol (matlab path): responses centred — not DP; more") == \
         "paper protocol (matlab path): responses centred"
     assert short_reason("") == "no differential-privacy guarantee"
+
+
+def test_text_width_is_measured_once_per_text_size_and_hinting(monkeypatch):
+    import matplotlib
+
+    calls = []
+    measure = layout._measured_width
+    monkeypatch.setattr(layout, "_measured_width", lambda t, s: calls.append((t, s)) or measure(t, s))
+    text = "robust private LR (ours): a width measured by this test only"
+    w = layout.text_width(text, 7.5)
+    assert calls == [(text, 7.5)] and w == measure(text, 7.5) > 0   # the kept width is the measured one
+    assert layout.text_width(text, 7.5) == w and len(calls) == 1    # a second call measures nothing
+    assert layout.text_width(text + "!", 7.5) > w                   # another text, another width
+    assert layout.text_width(text, 9.0) > w                         # another size
+    with matplotlib.rc_context({"text.hinting_factor": 1}):
+        layout.text_width(text, 7.5)                                # other hinting settings: measured again
+    assert calls[-1] == (text, 7.5) and len(calls) == 4
