@@ -29,10 +29,11 @@ TEXT_WIDTHS_KEPT = 16_384
 
 def text_width(text: str, size: float) -> float:
     """Width in inches of one line of ``text`` at font ``size`` in the style's font (measured, not estimated;
-    kept per text, size and the hinting settings the measurement reads)."""
+    kept per text, size and hinting setting)."""
     import matplotlib
 
-    hinting = (matplotlib.rcParams["text.hinting"], matplotlib.rcParams["text.hinting_factor"])
+    # text.hinting_factor, deprecated in Matplotlib 3.11, is not read: the style never sets it
+    hinting = matplotlib.rcParams["text.hinting"]
     return cache.memo("plotting.text_width", (str(text), float(size), hinting),
                       lambda: _measured_width(str(text), float(size)), maxsize=TEXT_WIDTHS_KEPT)
 

@@ -368,6 +368,7 @@ def test_text_width_is_measured_once_per_text_size_and_hinting(monkeypatch):
     assert layout.text_width(text, 7.5) == w and len(calls) == 1    # a second call measures nothing
     assert layout.text_width(text + "!", 7.5) > w                   # another text, another width
     assert layout.text_width(text, 9.0) > w                         # another size
-    with matplotlib.rc_context({"text.hinting_factor": 1}):
-        layout.text_width(text, 7.5)                                # other hinting settings: measured again
+    other = "no_hinting" if matplotlib.rcParams["text.hinting"] != "no_hinting" else "auto"
+    with matplotlib.rc_context({"text.hinting": other}):
+        layout.text_width(text, 7.5)                                # another hinting setting: measured again
     assert calls[-1] == (text, 7.5) and len(calls) == 4

@@ -4,6 +4,7 @@ again; loky workers end with their driver, even a killed one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -132,8 +133,7 @@ def test_loky_workers_end_after_kill_9_of_the_driver(slow_config, tmp_path):
         driver = psutil.Process(proc.pid)
         deadline, workers = time.time() + 120, []
         while time.time() < deadline and proc.poll() is None:   # wait for the workers to be computing chunks
-            workers = [c for c in driver.children() if "loky" in " ".join(c.cmdline())
-                       and "resource_tracker" not in " ".join(c.cmdline())]
+            workers = [c for c in driver.children() if "loky" in _cmdline(c) and "resource_tracker" not in _cmdline(c)]
             if len(workers) >= 2 and len(list((tmp_path / "o" / ".parts").glob("*.csv"))) >= 1:
                 break
             time.sleep(0.1)
@@ -145,8 +145,18 @@ def test_loky_workers_end_after_kill_9_of_the_driver(slow_config, tmp_path):
         if proc.poll() is None:
             proc.kill()
         for c in psutil.Process().children(recursive=True):
-            if "loky" in " ".join(c.cmdline()):
-                c.kill()
+            if "loky" in _cmdline(c):
+                with contextlib.suppress(psutil.Error):
+                    c.kill()
+
+
+def _cmdline(p) -> str:
+    """A process's command line, or "" for one that has ended or is a zombie by now (a child may end between the
+    listing and the read: psutil raises ZombieProcess or NoSuchProcess)."""
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:
+        return ""
 
 
 def test_loky_workers_keep_their_memos_for_the_run():
