@@ -386,3 +386,58 @@ def test_y_ranges_of_all_drugs_equal_each_drugs_range():
         assert [(float(a).hex(), float(b).hex()) for a, b in want] == [(a.hex(), b.hex()) for a, b in zip(lo, hi)]
         assert lo[4] == hi[4] == 0.0                                 # no response: (0, 0)
         assert lo[6] == 0.0 and hi[6] == 1.5                          # constant: centred 0, raw 1.5
+
+
+
+def _plant(ds, where, value):
+    """Writes ``value`` into the dataset's prepared rows, raw and preprocessed alike (Drug_5's response of its first
+    tested line, or the second gene of the first line): the loader refuses a non-finite number in the files
+    (``datasets.checks``), so this stands for a preprocessing step that made one."""
+    prep = ds._prep()
+    j = prep.drug_index["Drug_5"]
+    line = int(np.flatnonzero(prep.has[:, j])[0])
+    for a in ((prep.Y_raw, prep.Y) if where == "y" else (prep.X_raw, prep.X)):
+        a.flags.writeable = True
+        a[(line, j) if where == "y" else (line, 1)] = value
+
+
+@pytest.mark.parametrize("bad", [None, ("y", np.inf), ("y", -np.inf), ("x", np.inf)])
+@pytest.mark.parametrize("kw", [dict(public_pool=4), dict(public_pool=4, centre="all", missing="before_split"),
+                                dict(protocol="python", public_start=12), dict(protocol="matlab")])
+def test_a_split_vouched_finite_is_one_whose_rows_are_finite(kw, bad):
+    # ``Split.vouch_finite``: the dataset checks the rows its splits share once (``_finite_drugs``, ``_all_finite``)
+    # and records ``nonfinite``'s None without reading a split's rows.  Every split it vouches for must be one the
+    # full check passes, on clean data and on data with a non-finite response or expression value; and on clean
+    # data it vouches for every split (else the check it saves is still paid)
+    from dpexp.types import Split
+
+    _fresh_memos()
+    cache.clear("gdsc.prepared")
+    ds = Gdsc(data_dir=FIX, d=5, test_pool=6, **kw)
+    if bad:
+        _plant(ds, *bad)
+    vouched = checked = refused = 0
+    max_public = 4 if "public_pool" in kw else 3
+    try:
+        for seed in (0, 1, 2):
+            for sizes in [Sizes(n, u, 6, 12, max_public, 6) for n in (-1, 0, 3, 12) for u in (0, 2, max_public)]:
+                for drug, sp in zip(DRUGS, ds.split_many(DRUGS, sizes, np.random.default_rng(seed))):
+                    if isinstance(sp, Exception):
+                        continue
+                    fresh = Split(sp.X_private, sp.y_private, sp.X_public, sp.y_public, sp.X_test,
+                                  sp.y_test).nonfinite()
+                    if "_nonfinite" in sp.__dict__:
+                        vouched += 1
+                        assert fresh is None, (drug, sizes, fresh)
+                    else:
+                        checked += 1
+                        refused += fresh is not None
+                    assert sp.nonfinite() == fresh
+    finally:
+        _fresh_memos()
+        cache.clear("gdsc.prepared")   # the planted value stays out of the other tests
+    assert vouched > 0
+    if bad is None:
+        assert checked == 0
+    else:   # the planted value reaches some split, which names it
+        assert refused > 0

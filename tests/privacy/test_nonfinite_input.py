@@ -67,6 +67,20 @@ def test_split_check_is_kept_only_for_read_only_rows():
     assert r.__dict__["_nonfinite"] == r.nonfinite()
 
 
+def test_a_dataset_vouches_for_read_only_rows_only():
+    # ``Split.vouch_finite`` records None without reading the rows, and only where ``nonfinite`` would keep its own
+    # answer (every array read-only): a writable array is checked as before
+    X, y = np.zeros((4, 1)), np.zeros(4)
+    s = Split(X, y, X[:0], y[:0], X[:1], y[:1]).vouch_finite()
+    X[2, 0] = np.nan
+    assert "_nonfinite" not in s.__dict__ and s.nonfinite() == "non-finite value in private x: 1 row"
+    frozen = [a.copy() for a in (X, y, X[:0], y[:0])]
+    for a in frozen:
+        a.flags.writeable = False
+    r = Split(*frozen, X[:1], y[:1])
+    assert r.vouch_finite() is r and r.nonfinite() is None   # the dataset's word (tests/gdsc/test_split_memo.py)
+
+
 @pytest.mark.usefixtures("isolated_cache")
 @pytest.mark.parametrize("name", registry.names("algorithm"))
 @pytest.mark.parametrize("where,value", [("X_private", np.nan), ("y_private", np.inf), ("X_public", -np.inf),

@@ -286,10 +286,12 @@ class _DrugRows:
     ref: np.ndarray | None      # centre: public — the lines the means come from (test + public pools)
     tested: tuple               # each pool's (test, public, private) lines the drug was tested on, in pool order
     pos: tuple                  # their positions in the pool
-    # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public): the same for every
-    # n_private, one array each shared by the sizes' splits (inputs, never written; the row arrays read-only)
+    # (n_test, n_public) -> (test lines, public lines, X_test, y_test, X_public, y_public, whether the public rows
+    # are all finite): the same for every n_private, one array each shared by the sizes' splits (inputs, never
+    # written; the row arrays read-only)
     test_public: dict = field(default_factory=dict, compare=False)
-    # the rows of all the drug's private lines (X, y; read-only): each size's private rows are a prefix of them
+    # the rows of all the drug's private lines (X, y; read-only) and whether they are all finite: each size's
+    # private rows are a prefix of them
     private: list = field(default_factory=list, compare=False)
 
 
@@ -303,6 +305,26 @@ class _PaperDrug:
     # (n_test, n_public) -> (test positions, public positions, X_test, y_test, X_public, y_public, the view of
     # them with other genes, the drug's σ_y)
     test_public: dict = field(default_factory=dict)
+
+
+def _all_finite(*arrays: np.ndarray) -> bool:
+    """Every entry of ``arrays`` finite: what ``Split.nonfinite`` checks, once for the rows many splits share."""
+    return all(bool(np.isfinite(a).all()) for a in arrays)
+
+
+def _finite_drugs(sets: protocols.ProtocolSets, has: np.ndarray) -> np.ndarray:
+    """(D,) bool: whether drug j's rows of the fold's public and private sets are all finite — every x row of a set
+    (a drug's rows are some of them) and the set's responses of the drug at its tested lines (``has``, lines × drugs,
+    whose positions the splits take).  Checked whole once per fold and size for every drug, so that the drugs'
+    splits, whose rows are these, need not be read again (``Split.vouch_finite``); a False leaves a split to
+    ``Split.nonfinite``, which names the rows."""
+    ok = np.ones(has.shape[1], dtype=bool)
+    for at in (1, 2):   # public, private (the test rows are only predicted at)
+        X, Y, lines = sets.X[at], sets.Y[at], sets.index[at]
+        if not np.isfinite(X).all():
+            return np.zeros(has.shape[1], dtype=bool)
+        ok &= (np.isfinite(Y) | ~has[lines]).all(axis=0)
+    return ok
 
 
 class GdscView:
@@ -536,7 +558,7 @@ class Gdsc(Dataset):
             # the memo key of the fold's per-drug entries (``_paper_split``) as one string, hashed once per fold
             token = repr((p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start,
                           sizes.max_public))
-            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {}, token)
+            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {}, token, _finite_drugs(sets, prep.has))
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
@@ -569,11 +591,11 @@ class Gdsc(Dataset):
             # by the sizes' splits as a split's arrays are shared by its algorithms (inputs, never written)
             it, iu = (tested[:pos.searchsorted(n)] if after else tested[:n]
                       for tested, pos, n in zip(dr.tested, dr.pos, (sizes.n_test, sizes.n_public)))
-            tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (it, iu, X.take(it, axis=0), y.take(it),
-                                                                   X.take(iu, axis=0), y.take(iu))
+            tp = (it, iu, X.take(it, axis=0), y.take(it), X.take(iu, axis=0), y.take(iu))
             for a in tp[2:]:   # read-only: inputs, never written
                 a.flags.writeable = False
-        it, iu, Xt, yt, Xu, yu = tp
+            tp = dr.test_public[(sizes.n_test, sizes.n_public)] = (*tp, _all_finite(tp[4], tp[5]))
+        it, iu, Xt, yt, Xu, yu, public_finite = tp
         # the private rows: a prefix of the drug's private lines (after_split: those among the pool's first n; else
         # its first n), i.e. of their rows, taken once per (repeat, drug) and shared read-only by the sizes' splits
         pv = dr.private
@@ -581,6 +603,7 @@ class Gdsc(Dataset):
             pv += (X.take(dr.tested[2], axis=0), y.take(dr.tested[2]))
             for a in pv:
                 a.flags.writeable = False
+            pv.append(_all_finite(*pv))   # checked once for every size: a size's private rows are a prefix
         m = int(dr.pos[2].searchsorted(n_priv)) if after else min(n_priv, len(dr.tested[2]))
         meta = {
             "drug": subset,
@@ -592,7 +615,8 @@ class Gdsc(Dataset):
             "n_requested": {"n_private": int(n_priv), "n_public": int(sizes.n_public), "n_test": int(sizes.n_test)},
             "view": GdscView(e, i, p.evidence, iu, it, ref, views),
         }
-        return Split(pv[0][:m], pv[1][:m], Xu, yu, Xt, yt, meta)
+        split = Split(pv[0][:m], pv[1][:m], Xu, yu, Xt, yt, meta)
+        return split.vouch_finite() if pv[2] and public_finite else split
 
     def _drug_rows(self, raw: _Raw, prep: _Prepared, j: int, pools: tuple) -> _DrugRows:
         """Drug ``j``'s rows in the repeat of ``pools`` (test, public, private): centred on the test + public
@@ -617,7 +641,7 @@ class Gdsc(Dataset):
         """The split of ``protocol: python|matlab`` (``protocols``): the fold's normalised sets of all drugs
         (``_fold``, memoised), then this drug's tested lines of each."""
         p = self.params
-        e, i, raw, prep, N, perm, dig, n_priv, sets, views, token = fold
+        e, i, raw, prep, N, perm, dig, n_priv, sets, views, token, finite = fold
         # the drug's tested lines of each set, after normalising: prefixes of its lines in the fold's sequences
         fd = cache.memo("gdsc.protocol_drug", (token, j),
                         lambda: self._fold_drug(perm, dig, sizes.max_public, prep, j), maxsize=DRUG_MEMO)
@@ -674,7 +698,9 @@ class Gdsc(Dataset):
             yp.flags.writeable = False
         Xp = Xv.take(kv, axis=0)
         Xp.flags.writeable = False                         # inputs, never written
-        return Split(Xp, yp, Xu_, yu, Xt_, yt, meta)
+        split = Split(Xp, yp, Xu_, yu, Xt_, yt, meta)
+        # the private and public rows are rows of the fold's sets, checked whole (``_finite_drugs``)
+        return split.vouch_finite() if finite[j] else split
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
