@@ -49,10 +49,18 @@ def _unit_norm_population(d: int) -> np.ndarray:
 def _clipped_response(s: np.ndarray, d: int, lam: float, B_y: float, nodes: int = 48) -> np.ndarray:
     """g(s) = E[clip(r s + e, ±B_y)] with r = ‖x‖ ~ χ_d and e ~ N(0, 1/λ) independent (the response of a unit-norm
     row with uᵀβ = s): Gauss–Laguerre quadrature over r²/2 ~ Gamma(d/2) and the clipped-normal mean over e."""
+    r, wt = cache.memo("gdsc.truth.laguerre", (int(nodes), int(d)), lambda: _laguerre(nodes, d), maxsize=8)
+    return clipped_mean(s[:, None] * r[None, :], 1.0 / math.sqrt(lam), B_y) @ wt
+
+
+def _laguerre(nodes: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes r = √(2t) and weights of ``nodes``-point Gauss–Laguerre quadrature against Gamma(d/2) (the law of
+    r²/2 for r ~ χ_d); read-only, shared by every target of that d."""
     t, wt = special.roots_genlaguerre(nodes, d / 2 - 1)
     wt = wt / math.exp(special.gammaln(d / 2))
     r = np.sqrt(2.0 * t)
-    return clipped_mean(s[:, None] * r[None, :], 1.0 / math.sqrt(lam), B_y) @ wt
+    r.flags.writeable = wt.flags.writeable = False
+    return r, wt
 
 
 #: points of the grid of s = uᵀβ on which g is evaluated and then interpolated linearly
@@ -88,9 +96,16 @@ def unit_norm_targets(beta: np.ndarray, lam: float, bounds: np.ndarray) -> np.nd
     clipped = b[~free]
     g = np.stack([_clipped_response(grid, d, lam, by) if np.isfinite(by) else grid * _mean_norm(d)
                   for by in clipped[:, 1]])
-    num, den = _compiled()(u, u @ beta, nb, g, clipped[:, 0])
+    # s = uᵀβ of every direction: the same for every bound of this β (a cell's methods, sizes and budgets)
+    sb = cache.memo("gdsc.truth.projections", (d, beta.tobytes()), lambda: _read_only(u @ beta), maxsize=4)
+    num, den = _compiled()(u, sb, nb, g, clipped[:, 0])
     out[~free] = num / den[:, None] * d
     return out
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def _moments(u: np.ndarray, s: np.ndarray, nb: float, g: np.ndarray, bx: np.ndarray
