@@ -2,7 +2,9 @@
 
 A dataset that drops rows per subset (GDSC drops the cell lines a drug was not tested on) states the sizes the
 config asked for in ``split.meta['n_requested']``; these metrics write them next to the cell's other metrics so a
-plot can use the requested sizes as its axis (``dpexp/families/gdsc/plots.py: requested_sizes``).
+plot can use the requested sizes as its axis (``dpexp/families/gdsc/plots.py: requested_sizes``).  Every row of the
+present results schema carries them as the ``n_*_requested`` columns, which the plots read first, so the shipped
+configs no longer ask for these metrics; they stay for configs of one's own that want the sizes as metric rows.
 """
 
 from __future__ import annotations

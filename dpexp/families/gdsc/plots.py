@@ -11,9 +11,10 @@
 * ``gdsc_thresholds`` — Fig. 4: several extras metrics (e.g. omega_x, omega_y or B_x, B_y) against n, ± std.
 
 GDSC drops cell lines without a response per drug, so the ``n_private``/``n_public`` a cell *saw* (results columns)
-vary by drug.  Configs add the core metrics ``n_private_requested`` / ``n_public_requested``
-(``dpexp/metrics/requested.py``); the plots then use the requested sizes as x (``requested_sizes``).  Everything
-is computed from the results table alone.
+vary by drug.  Every row also carries the sizes the config asked for (the ``n_private_requested`` /
+``n_public_requested`` columns), which the plots use as x (``requested_sizes``); a table written before those
+columns carries them as the metric rows of ``dpexp/metrics/requested.py`` instead.  Everything is computed from the
+results table alone.
 """
 
 from __future__ import annotations
