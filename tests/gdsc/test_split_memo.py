@@ -389,19 +389,37 @@ def test_y_ranges_of_all_drugs_equal_each_drugs_range():
 
 
 
+def _public_lines(ds, seed):
+    """The lines of the public pool (ours) or public sequence (paper paths) of repeat ``seed``'s permutation."""
+    p = ds.params
+    perm = np.random.default_rng(seed).permutation(ds._prep().X.shape[0])
+    T = p.test_pool
+    if p.protocol == "ours":
+        return perm[T:T + p.public_pool]
+    if p.protocol == "python":
+        return perm[T:][p.public_start:]
+    return np.sort(perm[T:])
+
+
 def _plant(ds, where, value):
-    """Writes ``value`` into the dataset's prepared rows, raw and preprocessed alike (Drug_5's response of its first
-    tested line, or the second gene of the first line): the loader refuses a non-finite number in the files
-    (``datasets.checks``), so this stands for a preprocessing step that made one."""
+    """Writes ``value`` into the dataset's prepared rows, raw and preprocessed alike: Drug_5's response of its first
+    tested line (``y``), of its first tested line in seed 0's public lines (``y_public``: only its public rows
+    hold it, where the data are not centred on the pools), or the second gene of the first line (``x``).  The
+    loader refuses a non-finite number in the files (``datasets.checks``), so this stands for a preprocessing step
+    that made one."""
     prep = ds._prep()
     j = prep.drug_index["Drug_5"]
-    line = int(np.flatnonzero(prep.has[:, j])[0])
-    for a in ((prep.Y_raw, prep.Y) if where == "y" else (prep.X_raw, prep.X)):
+    tested = np.flatnonzero(prep.has[:, j])
+    if where == "y_public":
+        line = int(next(q for q in _public_lines(ds, 0) if prep.has[q, j]))
+    else:
+        line = int(tested[0])
+    for a in ((prep.X_raw, prep.X) if where == "x" else (prep.Y_raw, prep.Y)):
         a.flags.writeable = True
-        a[(line, j) if where == "y" else (line, 1)] = value
+        a[(line, 1) if where == "x" else (line, j)] = value
 
 
-@pytest.mark.parametrize("bad", [None, ("y", np.inf), ("y", -np.inf), ("x", np.inf)])
+@pytest.mark.parametrize("bad", [None, ("y", np.inf), ("y", -np.inf), ("x", np.inf), ("y_public", np.inf)])
 @pytest.mark.parametrize("kw", [dict(public_pool=4), dict(public_pool=4, centre="all", missing="before_split"),
                                 dict(protocol="python", public_start=12), dict(protocol="matlab")])
 def test_a_split_vouched_finite_is_one_whose_rows_are_finite(kw, bad):

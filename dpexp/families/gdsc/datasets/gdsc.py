@@ -506,7 +506,7 @@ class Gdsc(Dataset):
     def split(self, subset: str, sizes: Sizes, rng: np.random.Generator) -> Split:
         data = self._split_data()
         j = self._drug(data[3], subset)
-        return self._drug_split(self._fold(sizes, rng, data), subset, j, sizes)
+        return self._drug_split(self._fold(sizes, rng, data, vouch=False), subset, j, sizes)
 
     def split_many(self, subsets: list[str], sizes: Sizes, rng: np.random.Generator) -> list[Split | Exception]:
         """``split`` of every subset in ``subsets`` (one size) from one generator at the start of the dataset's
@@ -540,9 +540,11 @@ class Gdsc(Dataset):
                             f"{next(iter(prep.drug_index))!r}")
         return j
 
-    def _fold(self, sizes: Sizes, rng: np.random.Generator, data: tuple) -> tuple:
+    def _fold(self, sizes: Sizes, rng: np.random.Generator, data: tuple, vouch: bool = True) -> tuple:
         """What every drug's split of one size shares in a repeat: the permutation drawn from ``rng`` and the pools
-        (``protocol: ours``) or the normalised sets (the paper paths); errors of sizes the data cannot give."""
+        (``protocol: ours``) or the normalised sets (the paper paths); errors of sizes the data cannot give.
+        ``vouch`` (paper paths): check the sets' rows of every drug at once (``_finite_drugs``), worth it for the
+        many splits of ``split_many``, not for the one of ``split`` (whose rows ``Split.nonfinite`` reads)."""
         p = self.params
         e, i, raw, prep = data
         N = prep.X.shape[0]
@@ -558,7 +560,8 @@ class Gdsc(Dataset):
             # the memo key of the fold's per-drug entries (``_paper_split``) as one string, hashed once per fold
             token = repr((p.protocol, raw.source, p.d, p.evidence, N, dig, p.test_pool, p.public_start,
                           sizes.max_public))
-            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {}, token, _finite_drugs(sets, prep.has))
+            return (e, i, raw, prep, N, perm, dig, n_priv, sets, {}, token,
+                    _finite_drugs(sets, prep.has) if vouch else None)
         T, P = p.test_pool, p.public_pool
         if sizes.n_test > T:
             raise UserError(f"gdsc: sizes.n_test must be <= test_pool={T}, got {sizes.n_test}")
@@ -600,10 +603,12 @@ class Gdsc(Dataset):
         # its first n), i.e. of their rows, taken once per (repeat, drug) and shared read-only by the sizes' splits
         pv = dr.private
         if not pv:
-            pv += (X.take(dr.tested[2], axis=0), y.take(dr.tested[2]))
-            for a in pv:
+            rows = (X.take(dr.tested[2], axis=0), y.take(dr.tested[2]))
+            for a in rows:
                 a.flags.writeable = False
-            pv.append(_all_finite(*pv))   # checked once for every size: a size's private rows are a prefix
+            # checked once for every size (a size's private rows are a prefix); one extend, so that a reader in
+            # another thread sees the list empty or whole
+            pv.extend((*rows, _all_finite(*rows)))
         m = int(dr.pos[2].searchsorted(n_priv)) if after else min(n_priv, len(dr.tested[2]))
         meta = {
             "drug": subset,
@@ -700,7 +705,7 @@ class Gdsc(Dataset):
         Xp.flags.writeable = False                         # inputs, never written
         split = Split(Xp, yp, Xu_, yu, Xt_, yt, meta)
         # the private and public rows are rows of the fold's sets, checked whole (``_finite_drugs``)
-        return split.vouch_finite() if finite[j] else split
+        return split.vouch_finite() if finite is not None and finite[j] else split
 
     def _fold_drug(self, perm: np.ndarray, dig: str, max_public: int, prep: _Prepared, j: int) -> _PaperDrug:
         """Per sequence of the fold (``protocols.fold_sequences``): drug ``j``'s tested mask along it, the positions
