@@ -4,20 +4,19 @@ the data; SIGTERM and Ctrl-C on loky and a LocalCluster (one line, exit 143 / 13
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from dpexp.cli import main
+from tests.signals import sigint_not_ignored
 
 pytest.importorskip("distributed")
 
@@ -33,19 +32,6 @@ def _env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DPEXP_CLUSTER", None)
     return env
-
-
-@contextlib.contextmanager
-def _sigint_not_ignored() -> Iterator[None]:
-    """Start children with SIGINT's default disposition, as a terminal's foreground job has it. A job started in the
-    background of a shell (``cmd &``, ``nohup``) inherits SIGINT *ignored*, and Python keeps an ignored SIGINT ignored
-    (no KeyboardInterrupt): a driver started from such a test run would sleep through the Ctrl-C under test and
-    finish with exit 0. A handler set here is reset to the default in the exec'd child; SIG_IGN would be kept."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _wait_for(cond, what: str, timeout: float = 120.0) -> None:
@@ -245,7 +231,7 @@ def test_worker_killed_mid_run_the_run_still_finishes_to_the_same_bytes(dask_pro
 def test_sigterm_and_ctrl_c_are_one_line_and_resumable(cli, slow_ref, tmp_path, how, sig, group):
     cfg, ref = slow_ref
     out, log = tmp_path / "o", tmp_path / "driver.log"
-    with open(log, "wb") as err, _sigint_not_ignored():
+    with open(log, "wb") as err, sigint_not_ignored():
         proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(cfg), "--out", str(out), *how],
                                 cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:

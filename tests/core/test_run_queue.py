@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from dpexp import run_queue
 from dpexp.cli import main
+from tests.signals import sigint_not_ignored
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--repeats", "2", "--set", "sizes.n_private=[0, 100]"]
@@ -158,9 +159,10 @@ def test_an_interrupted_queue_stops_every_child_once(tmp_path, how):
     a, b = _configs(tmp_path)
     root = tmp_path / "results"
     env = {**os.environ, "DPEXP_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(a), str(b), "--into", str(root),
-                             "--jobs", "2", "--repeats", "2000"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    with sigint_not_ignored():   # else, with the suite started in the background, the queue ignores the Ctrl-C
+        proc = subprocess.Popen([sys.executable, "-m", "dpexp.cli", "run", str(a), str(b), "--into", str(root),
+                                 "--jobs", "2", "--repeats", "2000"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
     while len(parent.children()) < 2 and time.monotonic() < deadline:
