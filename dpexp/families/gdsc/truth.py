@@ -96,16 +96,16 @@ def unit_norm_targets(beta: np.ndarray, lam: float, bounds: np.ndarray) -> np.nd
     clipped = b[~free]
     g = np.stack([_clipped_response(grid, d, lam, by) if np.isfinite(by) else grid * _mean_norm(d)
                   for by in clipped[:, 1]])
+    def projections() -> np.ndarray:
+        sb = u @ beta
+        sb.flags.writeable = False   # kept for later calls
+        return sb
+
     # s = uᵀβ of every direction: the same for every bound of this β (a cell's methods, sizes and budgets)
-    sb = cache.memo("gdsc.truth.projections", (d, beta.tobytes()), lambda: _read_only(u @ beta), maxsize=4)
+    sb = cache.memo("gdsc.truth.projections", (d, beta.tobytes()), projections, maxsize=4)
     num, den = _compiled()(u, sb, nb, g, clipped[:, 0])
     out[~free] = num / den[:, None] * d
     return out
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
 
 
 def _moments(u: np.ndarray, s: np.ndarray, nb: float, g: np.ndarray, bx: np.ndarray
