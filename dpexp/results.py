@@ -21,7 +21,7 @@ import pandas as pd
 from dpexp.errors import UserError
 from dpexp.privacy.guarantee import GUARANTEE_COLUMNS, evaluation_columns
 from dpexp.results_table import REPEATED_COLUMNS, ResultsTable, results_file  # noqa: F401  (this module's API)
-from dpexp.results_table import NUMBER_COLUMNS, check_table, parsed
+from dpexp.results_table import NUMBER_COLUMNS, check_table, opened, parsed
 
 
 #: version of the results format; a run directory written with another version is never resumed into
@@ -106,8 +106,8 @@ def read_results(results_dir: Path, compact: bool = False) -> pd.DataFrame:
     path = results_file(results_dir)
     text = {"dataset_params": str, "params": str, "subset": str, "error": str, "label": str,
             "n_private_requested": str, "guarantee": str, "privacy_note": str}
-    with parsed(path):
-        df = pd.read_csv(path, dtype=text, keep_default_na=False, na_values={c: [""] for c in NUMBER_COLUMNS})
+    with parsed(path), opened(path) as source:
+        df = pd.read_csv(source, dtype=text, keep_default_na=False, na_values={c: [""] for c in NUMBER_COLUMNS})
     check_table(path, df)
     req = df["n_private_requested"]
     if not (req == "all").any():

@@ -29,6 +29,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
+from isal import igzip, igzip_lib
 from pandas.api.types import union_categoricals
 
 from dpexp.errors import UserError
@@ -62,13 +63,24 @@ def results_file(results_dir: Path) -> Path:
 
 
 @contextlib.contextmanager
+def opened(path: Path) -> Iterator[object]:
+    """What a reader hands ``pd.read_csv`` for a results table: a ``.gz`` table as an ISA-L stream (it inflates
+    about 4x faster than Python's gzip, whose inflate and CRC were a tenth of a read), a plain one as its path."""
+    if Path(path).suffix != ".gz":
+        yield path
+        return
+    with igzip.open(path, "rb") as f:
+        yield f
+
+
+@contextlib.contextmanager
 def parsed(path: Path) -> Iterator[None]:
     """A table that cannot be parsed (cut short, not CSV, not gzip) as one line naming the file and the parser's
     reason (its line number where it gives one), not a traceback."""
     try:
         yield
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, EOFError, zlib.error,
-            gzip.BadGzipFile) as exc:
+            gzip.BadGzipFile, igzip_lib.IsalError) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise UserError(f"{path}: not a readable results table ({reason}); rerun its `dpexp run` with --force to "
                         "write it again") from None
@@ -153,8 +165,8 @@ class ResultsTable:
             table.text = set(text)
             seen: set[tuple] = set()
             try:
-                with parsed(table.path):
-                    for chunk in pd.read_csv(table.path, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
+                with parsed(table.path), opened(table.path) as source:
+                    for chunk in pd.read_csv(source, dtype=table._dtypes(), usecols=lambda c: c != "seed_key",
                                              keep_default_na=False, na_values={c: [""] for c in ["value", *_SPENT]},
                                              chunksize=CHUNK_ROWS):
                         check_table(table.path, chunk, table.rows)

@@ -155,9 +155,14 @@ def test_a_table_cut_short_or_without_its_columns_is_one_line(tmp_path, compact)
     with pytest.raises(results.UserError, match=r"not a dpexp results table \(no column algorithm, metric, value\)"):
         results.read_results(d, compact=compact)
     (d / "results.csv").unlink()
-    (d / "results.csv.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
-    with pytest.raises(results.UserError, match=r"results\.csv\.gz: not a readable results table"):
-        results.read_results(d, compact=compact)
+    (tmp_path / "w").mkdir()
+    whole = (_table(tmp_path / "w", rows=2000) / "results.csv.gz").read_bytes()
+    # a gzip header then garbage (ISA-L: an invalid deflate block), a member cut short (EOFError), not gzip at all
+    for bad in (b"\x1f\x8b\x08\x00garbage", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xffgarbagegarbage",
+                whole[: len(whole) // 2], b"plain text, not gzip\n"):
+        (d / "results.csv.gz").write_bytes(bad)
+        with pytest.raises(results.UserError, match=r"results\.csv\.gz: not a readable results table \(.+\); rerun"):
+            results.read_results(d, compact=compact)
 
 
 @pytest.mark.parametrize("chunk", [7, 10_000])
