@@ -84,7 +84,9 @@ def heat(ax: Any, fig: Any, table: pd.DataFrame, xlab: str, ylab: str, cbar: str
 
 def _cell_size(ax: Any, fig: Any, shape: tuple[int, int]) -> tuple[float, float]:
     """Width and height of one cell in inches (after laying the figure out once)."""
-    fig.canvas.draw()
+    from dpexp.plotting.layout import lay_out
+
+    lay_out(fig)
     box = ax.get_window_extent()
     return box.width / fig.dpi / shape[1], box.height / fig.dpi / shape[0]
 

@@ -167,11 +167,11 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
         for ax in axes:
             if ax.get_legend_handles_labels()[1]:
                 ax.legend(loc="best")
-    fig.canvas.draw()  # fixes the layout of the plot area before the labels and the strip below are measured
+    lay_out(fig)  # fixes the layout of the plot area before the labels and the strip below are measured
     for _ in range(3):  # wrapping changes the layout, which may narrow an axis again
         if not _wrap_axis_labels(fig, axes):
             break
-        fig.canvas.draw()
+        lay_out(fig)
     renderer = fig.canvas.get_renderer()
     leg = None
     legs: list[tuple[Any, float]] = []   # (legend, x of its centre in figure coordinates)
@@ -197,6 +197,13 @@ def finish(fig: Any, out_stem: Path, formats: list[str], *, title: str = "", not
     for lg, x in legs:
         lg.set_bbox_to_anchor((x, extra / total), transform=fig.transFigure)
     return save(fig, out_stem, formats)
+
+
+def lay_out(fig: Any) -> None:
+    """Run ``fig``'s layout (its layout engine, tick and text placement) as a draw would, without rasterising it:
+    the measuring draws before the save were about a third of drawing a figure, and give the same positions
+    (the saved files are the same bytes)."""
+    fig.draw_without_rendering()
 
 
 def _wrap_axis_labels(fig: Any, axes: Sequence[Any]) -> bool:
