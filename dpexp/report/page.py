@@ -301,7 +301,8 @@ def _paper_table(e: Experiment, refs: Any, all_refs: PaperValues | None) -> Html
     out.append(tag("p", "".join(intro)))
     body = Html("")
     if refs.entries:
-        rows = [_paper_row(e, entry, all_refs) for entry in refs.entries]
+        frames: dict[tuple[str, ...], pd.DataFrame] = {}   # entries of one metric share its rows (built once)
+        rows = [_paper_row(e, entry, all_refs, frames) for entry in refs.entries]
         body = table(["quantity", "paper (as written)", "source", "ours", "difference", "check (our reading)",
                       "note"], rows, numeric={3, 4})
     panel = _paper_panel(e, refs)
@@ -327,14 +328,18 @@ def _paper_panel(e: Experiment, refs: Any) -> tuple[Any, str] | None:
     return fig, str(fig.paper_panel)
 
 
-def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None) -> list[Any]:
+def _paper_row(e: Experiment, entry: Entry, all_refs: PaperValues | None,
+               frames: dict[tuple[str, ...], pd.DataFrame]) -> list[Any]:
     paper = all_refs.papers[entry.paper].citation if all_refs else entry.paper
     source = f"{paper}, {entry.source}"
     quote_ = f"“{entry.as_written}”"
     if entry.ours is None or e.table is None:
         why = "not computed from our results" if entry.ours is None else "no results"
         return [entry.quantity, quote_, source, tag("span", why, class_="muted"), "", "", entry.note]
-    r = compute(e.table.frame(entry.ours.metrics), entry.ours)
+    metrics = tuple(entry.ours.metrics)
+    if metrics not in frames:
+        frames[metrics] = e.table.frame(metrics)
+    r = compute(frames[metrics], entry.ours)
     if r.problem:
         return [entry.quantity, quote_, source, tag("span", f"not in this run: {r.problem}", class_="muted"), "",
                 "", entry.note]
