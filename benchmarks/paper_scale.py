@@ -711,9 +711,15 @@ class ConfigTiming:
     RSS of each of its processes (name, bytes)."""
 
     def __init__(self, name: str, family: str, wall: float, cpu: float, floor: float, floor_kind: str,
-                 peaks: list[tuple[str, int]], error: str = "") -> None:
+                 peaks: list[tuple[str, int]], error: str = "", sys: float | None = None) -> None:
         self.name, self.family, self.wall, self.cpu, self.floor = name, family, wall, cpu, floor
         self.floor_kind, self.peaks, self.error = floor_kind, peaks, error
+        self.sys = sys   # system seconds within ``cpu`` (None: not measured)
+
+    @property
+    def sys_share(self) -> float | None:
+        """The share of its CPU spent in the kernel (issue 31: at most 10 % for an SLR config)."""
+        return self.sys / self.cpu if self.sys is not None and self.cpu > 0 else None
 
     @property
     def ratio(self) -> float:
@@ -748,12 +754,14 @@ def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step, 
     the totals.  ``runs_wall``: the wall of the runs (the queue's, where configs ran ``slots`` side by side; None:
     one after another, the sum of their walls)."""
     lines = [f"{'config':26s} {'family':6s} {'wall s':>8s} {'CPU s':>8s} {'floor s':>8s} {'CPU/floor':>9s} "
-             f"{'peak RSS MiB (each process)':s}"]
+             f"{'sys':>5s} {'peak RSS MiB (each process)':s}"]
     for t in ranked(timings):
         rss = ", ".join(f"{name} {b / 2**20:.0f}" for name, b in sorted(t.peaks, key=lambda x: -x[1]))
         ratio = f"{t.ratio:9.1f}" if t.ratio != float("inf") else f"{'-':>9s}"
+        share = t.sys_share
+        sys_col = f"{share:5.0%}" if share is not None else f"{'-':>5s}"
         lines.append(f"{t.name:26s} {t.family:6s} {t.wall:8.1f} {t.cpu:8.1f} {seconds(t.floor):>8s} {ratio} "
-                     f"{rss}" + (f"  ({t.error})" if t.error else ""))
+                     f"{sys_col} {rss}" + (f"  ({t.error})" if t.error else ""))
     side = runs_wall is not None
     runs = runs_wall if side else sum(t.wall for t in timings)
     cpu = sum(t.cpu for t in timings)
@@ -763,7 +771,8 @@ def format_table(timings: list[ConfigTiming], total_wall: float, figures: Step, 
     lines.append(f"total: {total_wall:.1f} s wall = runs {runs:.1f} s{how} + figures and report {figures.wall:.1f} s "
                  f"(+ {max(total_wall - runs - figures.wall, 0.0):.1f} s of floors and set-up, not part of "
                  f"`make figures`); CPU of the runs {cpu:.1f} s; "
-                 f"largest process {largest / 2**20:.0f} MiB")
+                 f"largest process {largest / 2**20:.0f} MiB; `make figures` itself (runs + figures and report): "
+                 f"{runs + figures.wall:.1f} s = {(runs + figures.wall) / 60:.1f} min")
     return lines
 
 
@@ -833,7 +842,8 @@ def bench_figures(names: list[str], work: Path, how: list[str], fast: bool, time
                 timings.append(ConfigTiming(name, family, float("inf"), 0.0, floor, kind, [],
                                             error=f"not run (stopped after {timeout:.0f} s?)" if timeout else "not run"))
                 continue
-            t = ConfigTiming(name, family, d["wall_s"], d["cpu_s"], floor, kind, [("run", int(d["peak_mib"] * 2**20))])
+            t = ConfigTiming(name, family, d["wall_s"], d["cpu_s"], floor, kind, [("run", int(d["peak_mib"] * 2**20))],
+                             sys=d.get("sys_s"))
             if d["returncode"] not in (0, 1):   # 1: some cells failed (recorded), still a full run
                 t.error = f"exit {d['returncode']}: {d['message']}"
             timings.append(t)

@@ -70,6 +70,7 @@ class Done:
     peak_mib: float
     message: str = ""
     started_s: float = field(default=0.0)   # seconds after the queue started
+    sys_s: float = 0.0   # the part of ``cpu_s`` spent in the kernel (system time: page faults, I/O)
 
 
 def cost_key(config: Path, child_args: list[str]) -> str:
@@ -185,7 +186,8 @@ def run_queue(jobs: list[Job], slots: int, child_args: list[str], root: Path,
                 else:
                     message += f" (output in {log})"
                 d = Done(str(job.config), str(job.out), proc.returncode, time.perf_counter() - t0,
-                         usage.ru_utime + usage.ru_stime, _mib(usage.ru_maxrss), message, t0 - t_start)
+                         usage.ru_utime + usage.ru_stime, _mib(usage.ru_maxrss), message, t0 - t_start,
+                         usage.ru_stime)
                 done.append(d)
                 state = "ok" if d.returncode == 0 else f"FAILED (exit {d.returncode})"
                 (echo if d.returncode else say)(f"[{len(done)}/{len(jobs)}] {job.config.stem}: {state}, "

@@ -22,7 +22,7 @@ def _timings(ps):
     T = ps.ConfigTiming
     return [T("slr_oi", "slr", 100.0, 190.0, 95.0, "inside run_many", [("driver", 300 * MiB)]),
             T("gdsc_eps2", "gdsc", 150.0, 290.0, 29.0, "batched fits",
-              [("driver", 400 * MiB), ("loky worker", 900 * MiB)]),
+              [("driver", 400 * MiB), ("loky worker", 900 * MiB)], sys=29.0),
             T("dca_scaling", "dca", 60.0, 60.0, 0.0, "release + solve arithmetic", [("driver", 100 * MiB)]),
             T("dca_gdsc", "dca", 80.0, 150.0, 50.0, "release + solve arithmetic", [("driver", 200 * MiB)])]
 
@@ -53,12 +53,14 @@ def test_table_lines(paper_scale):
     assert gdsc[1:6] == ["gdsc", "150.0", "290.0", "29.00", "10.0"]
     assert "loky worker 900, driver 400" in body[1]           # every process, largest first
     assert body[0].split()[5] == "-"                           # no floor: no ratio
+    assert gdsc[6] == "10%" and body[0].split()[6] == "-"     # system time's share of the CPU; not measured
     assert lines[-2] == ("figures and report (`dpexp report --redraw --jobs`, as the runs): 11.0 s wall, 12.7 CPU-s, "
                          "peak RSS 1500 MiB")
     total = lines[-1]
     assert "total: 420.0 s wall = runs 390.0 s + figures and report 11.0 s" in total
     assert "+ 19.0 s of floors and set-up" in total
     assert "CPU of the runs 690.0 s" in total and "largest process 1500 MiB" in total   # the figures', here
+    assert total.endswith("`make figures` itself (runs + figures and report): 401.0 s = 6.7 min")
 
 
 def test_stopped_config_is_flagged(paper_scale):

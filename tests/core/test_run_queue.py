@@ -57,6 +57,7 @@ def test_side_by_side_gives_the_bytes_of_a_run_alone(tmp_path):
     assert sorted(Path(d["config"]).stem for d in runs["runs"]) == ["alpha", "beta"]
     for d in runs["runs"]:
         assert d["returncode"] == 0 and d["wall_s"] > 0 and d["cpu_s"] > 0 and d["peak_mib"] > 50
+        assert 0 <= d["sys_s"] <= d["cpu_s"]
         assert "cells ->" in d["message"]
     costs = run_queue.read_costs()
     assert set(costs) == {f"{s} --set sizes.n_private=[0, 100] --repeats 2" for s in ("alpha", "beta")}
