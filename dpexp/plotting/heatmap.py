@@ -18,7 +18,7 @@ import pandas as pd
 
 from dpexp.plotting import style
 from dpexp.plotting.base import new_figure
-from dpexp.plotting.layout import text_width
+from dpexp.plotting.layout import lay_out, text_width
 
 
 @dataclass
@@ -84,8 +84,6 @@ def heat(ax: Any, fig: Any, table: pd.DataFrame, xlab: str, ylab: str, cbar: str
 
 def _cell_size(ax: Any, fig: Any, shape: tuple[int, int]) -> tuple[float, float]:
     """Width and height of one cell in inches (after laying the figure out once)."""
-    from dpexp.plotting.layout import lay_out
-
     lay_out(fig)
     box = ax.get_window_extent()
     return box.width / fig.dpi / shape[1], box.height / fig.dpi / shape[0]
