@@ -81,6 +81,18 @@ class ChunkRows:
         length = self.prefix if self.prefix is None or not self.nested else self.prefix[at]
         return tuple([(subsets[k], at, length) for k in ks])
 
+    def recurring(self, part: str) -> int:
+        """How many distinct lengths of part ``part`` (``PARTS``) are asked at two or more of this and the chunk's
+        later sizes (``grid``): the rows a method may keep for a later size of the chunk (``nested`` datasets only:
+        otherwise a part's name holds all three lengths, and no later size reads the same rows; 0)."""
+        if not self.nested:
+            return 0
+        at = PARTS.index(part)
+        seen: dict[int, int] = {}
+        for prefix in self.grid:
+            seen[prefix[at]] = seen.get(prefix[at], 0) + 1
+        return sum(1 for n in seen.values() if n > 1)
+
     def kept(self, name: str, key: Hashable, compute: Callable[[], T], maxsize: int | None = None) -> T:
         """``compute()`` once per (``name``, ``key``) in this chunk; ``key`` must name the rows it reads (``rows``)
         and the parameters it depends on.  ``maxsize`` bounds ``name``'s entries (least recently used go first)."""
@@ -93,7 +105,7 @@ class ChunkRows:
                 table.move_to_end(key)
             return got
         got = table[key] = compute()
-        if maxsize is not None and len(table) > maxsize:
+        while maxsize is not None and len(table) > maxsize:   # a bound may shrink over the chunk (``recurring``)
             table.popitem(last=False)
         return got
 

@@ -192,3 +192,61 @@ def test_train_rows_kept_by_name_read_only_and_shared_by_lr_and_rlr():
     assert not TrainRows(f32, ys).floats and TrainRows(f32, ys).stats() is None
     short = [(y, v[:-1]) for y, v in ys]                                   # y parts shorter than the X parts
     assert not TrainRows(Xs, short).floats
+
+
+def test_recurring_counts_the_lengths_a_later_size_asks_again():
+    # the runner's canonical order: n_test, n_public, n_private (n_private fastest)
+    grid = tuple((10, u, v) for u in (0, 5, 10) for v in (0, 20, 40))
+    chunk = ChunkRows(("a",), grid[0], True, {}, grid)
+    assert chunk.recurring("private") == 3 and chunk.recurring("public") == 3 and chunk.recurring("test") == 1
+    last = ChunkRows(("a",), grid[6], True, {}, grid[6:])          # the last n_public: no n_private comes again
+    assert last.recurring("private") == 0 and last.recurring("public") == 1
+    assert ChunkRows(("a",), grid[0], False, {}, grid).recurring("private") == 0   # not nested: names differ by size
+    eps_grid = tuple((10, 5, v) for v in (20, 40, 80))               # a curve over n_private: each length once
+    assert ChunkRows(("a",), eps_grid[0], True, {}, eps_grid).recurring("private") == 0
+
+
+def test_kept_evicts_down_to_a_bound_that_shrank():
+    chunk = ChunkRows(("a",), None, True, {})
+    for k in range(5):
+        chunk.kept("x", k, lambda k=k: k, maxsize=5)
+    assert list(chunk.scratch["x"]) == [0, 1, 2, 3, 4]
+    assert chunk.kept("x", 9, lambda: 9, maxsize=2) == 9
+    assert list(chunk.scratch["x"]) == [4, 9]                         # the least recently used went first
+
+
+def _grid_chunks(splits, grid):
+    """The ``ChunkRows`` of each size of ``grid`` (sharing one scratch) as the runner makes them."""
+    scratch: dict = {}
+    return [ChunkRows(tuple(f"s{k}" for k in range(len(splits))), p, True, scratch, grid[at:])
+            for at, p in enumerate(grid)]
+
+
+@pytest.mark.parametrize("sigma", ["data", "dp"])
+def test_private_rows_kept_for_the_later_sizes_that_read_them_again(sigma, monkeypatch):
+    """A grid of n_public × n_private asks the same private rows at every n_public: their layout (and, at bounds
+    of the data σ, their clipped statistics) is made once, and every release equals the release alone on fresh
+    copies (outputs, spends).  Bounds drawn from σ̂ (``sigma: dp``) are never reused: statistics per call."""
+    from dpexp.families.gdsc import release_batch
+    splits = [s for s in _splits(False) if s.d == 3 and s.X_private.shape[0] > 0]
+    for s in splits:
+        s.meta.update(sigma_x=0.8, sigma_y=1.7)
+    grid = tuple((10, u, v) for u in (0, 5) for v in (20, 40))
+    chunks = _grid_chunks(splits, grid)
+    built, computed = [], []
+    real_init, real_stats = RowBlocks.__init__, RowBlocks.clipped_stats
+    monkeypatch.setattr(RowBlocks, "__init__", lambda self, *a: (built.append(1), real_init(self, *a))[1])
+    monkeypatch.setattr(RowBlocks, "clipped_stats", lambda self, *a: (computed.append(1), real_stats(self, *a))[1])
+    alg = RobustPrivateLR(sigma=sigma, **EXPLICIT)
+    # the private rows of n_private = 20 and 40: each split's rows, or their first half (shared across n_public)
+    rows_of = {20: [copy.deepcopy(s) for s in splits], 40: splits}
+    for chunk in chunks:
+        got = alg.run_many(rows_of[chunk.prefix[2]], 1.5, 0.0, _ledgers(len(splits)), 2, chunk=chunk)
+        cache.clear()
+        ref = alg.run_many(copy.deepcopy(rows_of[chunk.prefix[2]]), 1.5, 0.0, _ledgers(len(splits)), 2)
+        for a, b in zip(ref, got):
+            _same_result(a, b)
+    assert release_batch.SHARED_ROWS == 1
+    # 4 calls with a chunk, 4 alone: the chunk's layouts made once per n_private, the fresh calls' each time
+    assert len(built) == 2 + 4
+    assert len(computed) == (2 + 4 if sigma == "data" else 4 + 4)

@@ -11,7 +11,8 @@ mutants patch them there).  A plain per-split reference of rplr's release is the
 tests/gdsc/rplr_reference.py (rtol 1e-12).
 
 Set-up shared between methods: the deterministic functions of the rows that several methods compute — the private
-rows' layout and σ sums (``shared_rows``: rplr, narplr, AdaSSP), the public rows' exact statistics
+rows' layout, σ sums and clipped statistics at bounds of the data σ (``shared_rows``: rplr, narplr, AdaSSP, and
+the later sizes of a chunk that read the same private rows), the public rows' exact statistics
 (``shared_sufficient_stats``) — are kept in the chunk's scratch (``dpexp.chunk.ChunkRows``) under the names of
 the rows they read, read-only; nothing drawn or released is kept (docs/extending.md, Caches).  The training
 rows' layout and statistics of lr and rlr: ``dpexp.families.gdsc.train_rows``.
@@ -91,7 +92,12 @@ def release_group(Xs: list[np.ndarray], ys: list[np.ndarray], d: int, trials: in
         sx, sy = sigma[1], sigma[2]
     B_x = w[:, :1] * sx if per_trial else w[:, 0] * sx
     B_y = w[:, 1:] * sy if per_trial else w[:, 1] * sy
-    XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
+    if per_trial:
+        XX, Xy, yy = rows.clipped_stats(B_x, B_y, per_trial, T)
+    else:   # bounds of the data σ, not drawn: a pure function of the rows and the bounds, kept for the later sizes
+        # of the chunk that clip the same rows at the same bounds (a grid of n_public × n_private; ``shared_rows``)
+        XX, Xy, yy = rows.kept(("clipped_stats", B_x.tobytes(), B_y.tobytes()),
+                               lambda: tuple(map(_read_only, rows.clipped_stats(B_x, B_y, False, T))))
     s_xx, s_xy, s_yy = gdsc_stats.sensitivities(d, B_x, B_y, sensitivity)   # looked up at call time (mutants)
     e = sp * eps
     failed: dict[int, Exception] = {}
@@ -358,7 +364,9 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 #: entries kept by ``shared_sufficient_stats`` (small arrays): the runner calls every method
 #: of one size before the next size, so a size's entries are asked for within a few calls
 SHARED = 2
-#: row layouts kept by ``shared_rows`` (up to ~7 MiB of rows each): the current size's private rows only
+#: row layouts kept by ``shared_rows`` (up to ~20 MiB of rows each at d = 10, 265 drugs): the current size's private
+#: rows, and those of every private length a later size of the chunk asks again (``ChunkRows.recurring``: a grid of
+#: n_public × n_private visits each n_private once per n_public)
 SHARED_ROWS = 1
 
 
@@ -367,7 +375,9 @@ def shared_rows(Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | N
     (``chunk.rows("private", ks)``; e.g. the private rows of rplr ours, rplr fixed, narplr and AdaSSP), kept in
     the chunk's scratch (bounded, ``SHARED_ROWS``); without a chunk, this call's own.  Its rows, σ sums and
     unclipped statistics are pure functions of the rows, computed once for all of them (read-only: a caller that
-    clips works on its own copy).  Nothing drawn or released is kept."""
+    clips works on its own copy); so are their clipped statistics at bounds that were not drawn (``sigma: data``,
+    ``release_group``).  Kept for the chunk's later sizes that ask the same private rows again (``SHARED_ROWS``).
+    Nothing drawn or released is kept."""
     def build() -> RowBlocks:
         rows = RowBlocks(Xs, ys)
         _read_only(rows.X)
@@ -375,7 +385,8 @@ def shared_rows(Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | N
         rows._known = {}
         return rows
 
-    return build() if chunk is None else chunk.kept("gdsc.shared_rows", names, build, maxsize=SHARED_ROWS)
+    return build() if chunk is None else chunk.kept("gdsc.shared_rows", names, build,
+                                                    maxsize=SHARED_ROWS + chunk.recurring("private"))
 
 
 def shared_sufficient_stats(Xs: list[np.ndarray], ys: list[np.ndarray], chunk: ChunkRows | None = None,
