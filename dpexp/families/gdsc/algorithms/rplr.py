@@ -366,20 +366,23 @@ class RobustPrivateLR(BatchedAlgorithm):
         empty: list[tuple[Any, ...]] = []   # the splits without private rows
         ready: list[tuple[Any, ...]] = []   # the splits with private rows, to release
         data_sigmas: list[tuple[float, float, float, float]] = []   # sigma: data: (σ_x, σ_y, ω_x, ω_y) of ``ready``
-        # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call
-        choices: dict[tuple[int, int], tuple[tuple[float, float, float], float, float]] = {}
+        # the split and thresholds depend on (n, d) only (pure, public): asked once per distinct pair of the call,
+        # with whether they are positive finite numbers
+        choices: dict[tuple[int, int], tuple[tuple[float, float, float], float, float, bool]] = {}
         for k, (s, ledger) in enumerate(zip(splits, ledgers)):
             try:
                 d, tn = s.d, self._tune_n(s)
                 c = choices.get((tn, d))
                 if c is None:
                     sp = self.budget_split(tn, d, eps)
-                    c = choices[(tn, d)] = (sp, *self.omegas(tn, d, eps, sp))
-                sp, wx, wy = c
+                    wx, wy = self.omegas(tn, d, eps, sp)
+                    c = choices[(tn, d)] = (sp, wx, wy, min(sp) > 0 and all(math.isfinite(v) and v > 0
+                                                                             for v in (*sp, wx, wy)))
+                sp, wx, wy, valid = c
                 if s.X_private.shape[0] == 0:   # nothing private: no release, the public rows' statistics
                     empty.append((k, s, ledger, sp))
                     continue
-                if not (min(sp) > 0 and all(math.isfinite(v) and v > 0 for v in (*sp, wx, wy))):
+                if not valid:
                     raise UserError(f"{self.name}: the budget split {sp} and thresholds omega_x = {wx}, omega_y = "
                                     f"{wy} must be positive finite numbers")
                 if p.sigma == "data":   # checked below, all splits of the call at once
